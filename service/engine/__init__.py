@@ -1,0 +1,24 @@
+"""The rules engine of Patience Server: pure Python, no I/O.
+
+>>> state = new_game("clock", 42)
+>>> move = state.legal_moves()[0]
+>>> state, step = state.apply(move)
+"""
+
+from .base import (FOUNDATION, LOST, PILE_KINDS, PLAYING, RESERVE, RESIGNED, SNAPSHOT_FORMAT,
+                   STATUSES, STOCK, TABLEAU, WASTE, WON, PileSpec, State, Variant,
+                   get_variant, holds_every_card, new_game, variants)
+from .cards import ALL_CARDS, Card, canonical_pack, shuffled_pack
+from .errors import RULE_CODES, EngineError, IllegalMoveError, InvalidMoveError
+from .moves import DEAL, DRAW, MOVE, MOVE_TYPES, REFILL, RESIGN, Event, Move, Step
+
+from . import clock, four_corners, salic_law  # noqa: E402,F401  (register the variants)
+
+__all__ = [
+    "ALL_CARDS", "DEAL", "DRAW", "FOUNDATION", "LOST", "MOVE", "MOVE_TYPES", "PILE_KINDS",
+    "PLAYING", "REFILL", "RESERVE", "RESIGN", "RESIGNED", "RULE_CODES", "SNAPSHOT_FORMAT",
+    "STATUSES", "STOCK", "TABLEAU", "WASTE", "WON", "Card", "EngineError", "Event",
+    "IllegalMoveError", "InvalidMoveError", "Move", "PileSpec", "State", "Step", "Variant",
+    "canonical_pack", "get_variant", "holds_every_card", "new_game", "shuffled_pack",
+    "variants",
+]

@@ -1,0 +1,324 @@
+"""The game state, the base variant and the variant registry.
+
+A :class:`State` is an immutable value: the piles of one variant, the game status and
+the variant's turn counter.  Legal-move generation (:meth:`Variant.legal_moves`) and
+move application (:meth:`Variant.apply`) are the only ways a new state comes about;
+:meth:`Variant.undo` takes a :class:`Step` back exactly.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .cards import ALL_CARDS, Card, cards_text, parse_cards
+from .errors import IllegalMoveError, InvalidMoveError
+from .moves import MOVE, RESIGN, Event, Move, Step
+
+PLAYING, WON, LOST, RESIGNED = "playing", "won", "lost", "resigned"
+STATUSES = (PLAYING, WON, LOST, RESIGNED)
+
+STOCK, WASTE, FOUNDATION, TABLEAU, RESERVE = "stock", "waste", "foundation", "tableau", "reserve"
+PILE_KINDS = (STOCK, WASTE, FOUNDATION, TABLEAU, RESERVE)
+
+#: Version of the snapshot format written by :meth:`State.to_dict`.
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class PileSpec:
+    """A pile of a variant's table: its id, kind and layout hints.
+
+    ``x`` and ``y`` place the pile's first card on the table, in card slots (one slot is
+    one card wide and one card high; the table is ``Variant.table`` slots).  ``fan`` is
+    the direction in which the pile's cards spread so that every card stays visible:
+    ``none`` (only the top shows), ``down``, ``up``, ``left`` or ``right``.
+    """
+
+    id: str
+    kind: str
+    x: float
+    y: float
+    fan: str = "none"
+    label: str = ""
+
+    def to_dict(self) -> dict:
+        return {"id": self.id, "kind": self.kind, "label": self.label,
+                "layout": {"x": self.x, "y": self.y, "fan": self.fan}}
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """One position of one game.  ``piles[i]`` holds the cards of ``variant.layout[i]``,
+    bottom first; ``turn`` is the variant's deal pointer (0 where a variant has none)."""
+
+    variant: Variant
+    piles: tuple[tuple[Card, ...], ...]
+    status: str = PLAYING
+    turn: int = 0
+
+    # Everything below delegates to the variant, so a state reads like a board.
+    def pile(self, pile_id: str) -> tuple[Card, ...]:
+        return self.piles[self.variant.index[pile_id]]
+
+    def legal_moves(self) -> list[Move]:
+        return self.variant.legal_moves(self)
+
+    def apply(self, move: Move) -> tuple[State, Step]:
+        return self.variant.apply(self, move)
+
+    def undo(self, step: Step) -> State:
+        return self.variant.undo(self, step)
+
+    def card_of(self, move: Move) -> Card | None:
+        """The card ``move`` would move (the top of its source), or None."""
+        if move.type != MOVE:
+            return None
+        pile = self.piles[self.variant.index[move.source]]
+        return pile[-1] if pile else None
+
+    @property
+    def is_over(self) -> bool:
+        return self.status != PLAYING
+
+    @property
+    def stock_count(self) -> int:
+        return len(self.piles[self.variant.stock])
+
+    def to_dict(self) -> dict:
+        """The compact snapshot: every pile as a string of card codes, in layout order.
+
+        It holds the stock order: it is for storage, never for a client.
+        """
+        return {"format": SNAPSHOT_FORMAT, "variant": self.variant.id, "status": self.status,
+                "turn": self.turn, "piles": [cards_text(p) for p in self.piles]}
+
+    @staticmethod
+    def from_dict(data: dict) -> State:
+        """Rebuild a state from :meth:`to_dict`'s output; ``InvalidMoveError`` if it is
+        not a well-formed snapshot of a position with all 104 cards."""
+        try:
+            if data["format"] != SNAPSHOT_FORMAT:
+                raise InvalidMoveError("invalid_snapshot", f"unknown format {data['format']!r}")
+            variant = get_variant(data["variant"])
+            piles = tuple(parse_cards(text) for text in data["piles"])
+            status, turn = data["status"], data["turn"]
+        except (KeyError, TypeError) as exc:
+            raise InvalidMoveError("invalid_snapshot", f"not a snapshot: {exc!r}") from None
+        if len(piles) != len(variant.layout) or status not in STATUSES \
+                or not isinstance(turn, int) or not 0 <= turn < max(1, variant.turns):
+            raise InvalidMoveError("invalid_snapshot", "snapshot does not fit its variant")
+        state = State(variant, piles, status, turn)
+        if not holds_every_card(state):
+            raise InvalidMoveError("invalid_snapshot", "snapshot does not hold all 104 cards")
+        return state
+
+
+_FULL_DECK = Counter({card: 2 for card in ALL_CARDS})
+
+
+def holds_every_card(state: State) -> bool:
+    """Card conservation: the 104 cards are all present, each twin exactly twice."""
+    return Counter(card for pile in state.piles for card in pile) == _FULL_DECK
+
+
+class _Table:
+    """A mutable copy of a state's piles that records every card it moves."""
+
+    __slots__ = ("piles", "ids", "events")
+
+    def __init__(self, state: State):
+        self.piles = list(state.piles)
+        self.ids = state.variant.pile_ids
+        self.events: list[Event] = []
+
+    def move(self, source: int, target: int) -> Card:
+        pile = self.piles[source]
+        card = pile[-1]
+        self.piles[source] = pile[:-1]
+        self.piles[target] += (card,)
+        self.events.append(Event(card, self.ids[source], self.ids[target]))
+        return card
+
+
+class Variant:
+    """The base game: a table of piles, a deal, legal moves and their application.
+
+    A variant fills in the class attributes and overrides the hooks ``_deal``,
+    ``_check_pile_move``, ``_check_action``, ``_perform``, ``_pile_moves``,
+    ``_actions`` and ``_is_won``.
+    """
+
+    id: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    decks: ClassVar[int] = 2
+    #: The action move types (besides card moves and resign) this variant knows.
+    actions: ClassVar[tuple[str, ...]] = ()
+    #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
+    turns: ClassVar[int] = 0
+    layout: tuple[PileSpec, ...]
+    table: tuple[float, float]
+
+    def __init__(self):
+        self.pile_ids = tuple(spec.id for spec in self.layout)
+        self.index = {pile_id: i for i, pile_id in enumerate(self.pile_ids)}
+        self.kinds = tuple(spec.kind for spec in self.layout)
+        self.stock = self.index["stock"]
+        self.move_types = frozenset((MOVE, RESIGN, *self.actions))
+
+    def __repr__(self) -> str:
+        return f"get_variant({self.id!r})"
+
+    # --- the public surface -------------------------------------------------------
+    def deal(self, seed: int) -> State:
+        """The opening position of the deal numbered ``seed`` (0 .. 2**64-1)."""
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < 2 ** 64:
+            raise InvalidMoveError("invalid_seed", "a seed is an integer 0 .. 2**64-1")
+        return self._deal(seed)
+
+    def legal_moves(self, state: State) -> list[Move]:
+        """Every legal move of ``state`` (resign, always allowed in play, is not listed)."""
+        if state.status != PLAYING:
+            return []
+        moves = [Move(MOVE, self.pile_ids[s], self.pile_ids[t])
+                 for s, t in self._pile_moves(state)]
+        moves.extend(Move(action) for action in self._actions(state))
+        return moves
+
+    def check(self, state: State, move: Move) -> None:
+        """Raise ``IllegalMoveError`` naming the broken rule if ``move`` is illegal."""
+        if state.status != PLAYING:
+            raise IllegalMoveError("game_over", f"the game is {state.status}: {move} is refused")
+        if move.type not in self.move_types:
+            raise IllegalMoveError("not_in_variant", f"{self.name} has no {move.type!r} move")
+        if move.type == RESIGN:
+            return
+        if move.type != MOVE:
+            self._check_action(state, move.type)
+            return
+        source, target = self.index.get(move.source), self.index.get(move.target)
+        for pile_id, i in ((move.source, source), (move.target, target)):
+            if i is None:
+                raise IllegalMoveError("unknown_pile", f"{self.name} has no pile {pile_id!r}")
+        if source == target:
+            raise IllegalMoveError("same_pile", f"{move}: a card cannot move onto its own pile")
+        self._check_pile_move(state, source, target)
+
+    def apply(self, state: State, move: Move) -> tuple[State, Step]:
+        """The state after ``move`` and the step that records it; the move is checked
+        first, and an illegal one raises ``IllegalMoveError`` and changes nothing."""
+        self.check(state, move)
+        if move.type == RESIGN:
+            return State(self, state.piles, RESIGNED, state.turn), Step(move, (), state.turn)
+        table = _Table(state)
+        turn = self._perform(state, table, move)
+        after = State(self, tuple(table.piles), PLAYING, turn)
+        if self._is_won(after):
+            after = State(self, after.piles, WON, turn)
+        elif not self._has_move(after):
+            after = State(self, after.piles, LOST, turn)
+        return after, Step(move, tuple(table.events), state.turn)
+
+    def undo(self, state: State, step: Step) -> State:
+        """The state before ``step``: every event reversed, last first."""
+        piles = list(state.piles)
+        index = self.index
+        for event in reversed(step.events):
+            source, target = index[event.source], index[event.target]
+            if not piles[target] or piles[target][-1] != event.card:
+                raise InvalidMoveError("invalid_step", f"{event.card} is not on top of "
+                                                       f"{event.target}: wrong step")
+            piles[target] = piles[target][:-1]
+            piles[source] += (event.card,)
+        return State(self, tuple(piles), PLAYING, step.turn)
+
+    def encode_step(self, step: Step) -> str:
+        """A compact text form of a step: ``move|turn|events``, each event a card code
+        and two two-digit pile indexes (``6C1200``)."""
+        index = self.index
+        events = "".join(f"{event.card}{index[event.source]:02d}{index[event.target]:02d}"
+                         for event in step.events)
+        return f"{step.move}|{step.turn}|{events}"
+
+    def decode_step(self, text: str) -> Step:
+        try:
+            move_text, turn, events = text.split("|")
+            ids = self.pile_ids
+            parsed = tuple(
+                Event(Card.parse(events[i:i + 2]), ids[int(events[i + 2:i + 4])],
+                      ids[int(events[i + 4:i + 6])])
+                for i in range(0, len(events), 6))
+            return Step(Move.parse(move_text), parsed, int(turn))
+        except (ValueError, IndexError):
+            raise InvalidMoveError("invalid_step", f"{text!r} is not a step") from None
+
+    def describe(self) -> dict:
+        """The variant as ``GET /v1/variants`` shows it."""
+        return {"id": self.id, "name": self.name, "decks": self.decks, "summary": self.summary,
+                "moves": sorted(self.move_types),
+                "table": {"width": self.table[0], "height": self.table[1]},
+                "piles": [spec.to_dict() for spec in self.layout]}
+
+    # --- hooks --------------------------------------------------------------------
+    def _deal(self, seed: int) -> State:
+        raise NotImplementedError
+
+    def _pile_moves(self, state: State):
+        """Yield ``(source, target)`` pile indexes of every legal card move."""
+        raise NotImplementedError
+
+    def _actions(self, state: State) -> tuple[str, ...]:
+        """The legal action moves (deal, draw, refill) of ``state``."""
+        raise NotImplementedError
+
+    def _check_pile_move(self, state: State, source: int, target: int) -> None:
+        raise NotImplementedError
+
+    def _check_action(self, state: State, action: str) -> None:
+        raise NotImplementedError
+
+    def _perform(self, state: State, table: _Table, move: Move) -> int:
+        """Carry out a checked move on ``table``; return the new turn counter."""
+        raise NotImplementedError
+
+    def _is_won(self, state: State) -> bool:
+        raise NotImplementedError
+
+    def _has_move(self, state: State) -> bool:
+        if self._actions(state):
+            return True
+        return next(iter(self._pile_moves(state)), None) is not None
+
+
+_REGISTRY: dict[str, Variant] = {}
+
+
+def register(cls: type[Variant]) -> type[Variant]:
+    """Class decorator: make one instance of the variant available by its id."""
+    _REGISTRY[cls.id] = cls()
+    return cls
+
+
+def get_variant(variant_id: str) -> Variant:
+    try:
+        return _REGISTRY[variant_id]
+    except (KeyError, TypeError):
+        raise InvalidMoveError(
+            "unknown_variant", f"{variant_id!r} is not a variant ({', '.join(_REGISTRY)})"
+        ) from None
+
+
+def variants() -> tuple[Variant, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def new_game(variant_id: str, seed: int) -> State:
+    """The opening position of ``variant_id`` for deal number ``seed``."""
+    return get_variant(variant_id).deal(seed)
+
+
+def fail(code: str, message: str):
+    """Raise the ``IllegalMoveError`` of rule ``code``."""
+    raise IllegalMoveError(code, message)

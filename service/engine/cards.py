@@ -1,0 +1,102 @@
+"""Cards, the two-pack deck and the one documented shuffle.
+
+A card is a small immutable value whose text form is rank + suit (``AS``, ``TD``,
+``QH``).  Twin cards of the two packs are equal: nothing in the games tells them apart.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import NamedTuple
+
+from .errors import InvalidMoveError
+
+RANKS = "A23456789TJQK"
+SUITS = "SHDC"
+#: Suit order of the canonical pack used by the shuffle (API.md, "Deals").
+CANONICAL_SUITS = "CSHD"
+RED_SUITS = frozenset("HD")
+
+ACE, JACK, QUEEN, KING = 1, 11, 12, 13
+
+
+class Card(NamedTuple):
+    """A playing card: ``rank`` 1 (ace) .. 13 (king) and ``suit`` one of ``S H D C``."""
+
+    rank: int
+    suit: str
+
+    def __str__(self) -> str:
+        return _TEXT[self]
+
+    def __repr__(self) -> str:
+        return f"Card.parse({_TEXT[self]!r})"
+
+    @property
+    def is_red(self) -> bool:
+        return self.suit in RED_SUITS
+
+    @classmethod
+    def parse(cls, text: str) -> Card:
+        """The card named by ``text`` (``"TD"``); ``InvalidMoveError`` if it names none."""
+        try:
+            return _BY_TEXT[text]
+        except (KeyError, TypeError):
+            raise InvalidMoveError(
+                "invalid_card", f"{text!r} is not a card (rank of {RANKS}, suit of {SUITS})"
+            ) from None
+
+
+_TEXT: dict[Card, str] = {}
+_BY_TEXT: dict[str, Card] = {}
+for _suit in SUITS:
+    for _rank in range(1, 14):
+        _card = Card(_rank, _suit)
+        _TEXT[_card] = RANKS[_rank - 1] + _suit
+        _BY_TEXT[RANKS[_rank - 1] + _suit] = _card
+
+#: Every distinct card, spades first.
+ALL_CARDS: tuple[Card, ...] = tuple(_BY_TEXT.values())
+
+
+def canonical_pack() -> list[Card]:
+    """The 104 cards before shuffling: index 0 is the bottom of the stock.
+
+    Pack 1 then pack 2; within a pack suits C, S, H, D; within a suit ranks A..K.
+    """
+    return [Card(rank, suit) for _pack in range(2) for suit in CANONICAL_SUITS
+            for rank in range(1, 14)]
+
+
+def shuffled_pack(seed: int) -> list[Card]:
+    """The canonical pack shuffled by ``seed``, exactly as API.md "Deals" fixes it.
+
+    Only ``Random.random()`` is used: Python guarantees its sequence for a seed across
+    versions.  Index 103 is the top of the stock.
+    """
+    rng = random.Random(seed)
+    cards = canonical_pack()
+    for n in range(len(cards) - 1, 0, -1):
+        j = int(rng.random() * (n + 1))
+        cards[n], cards[j] = cards[j], cards[n]
+    return cards
+
+
+def take_nearest_top(cards: list[Card], card: Card) -> Card:
+    """Remove from ``cards`` the copy of ``card`` nearest the top (highest index)."""
+    for i in range(len(cards) - 1, -1, -1):
+        if cards[i] == card:
+            return cards.pop(i)
+    raise ValueError(f"{card} is not in the pack")
+
+
+def cards_text(cards) -> str:
+    """Cards as one string of two-character codes, bottom first (``"KS9D4C"``)."""
+    return "".join(_TEXT[c] for c in cards)
+
+
+def parse_cards(text: str) -> tuple[Card, ...]:
+    """The inverse of :func:`cards_text`."""
+    if len(text) % 2:
+        raise InvalidMoveError("invalid_card", f"{text!r} is not a list of card codes")
+    return tuple(Card.parse(text[i:i + 2]) for i in range(0, len(text), 2))

@@ -1,0 +1,191 @@
+"""Four Corners (Четыре угла): twelve packets dealt round, ace and king foundations."""
+
+from __future__ import annotations
+
+from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, \
+    register
+from .cards import ACE, KING, Card, shuffled_pack
+from .moves import DEAL, MOVE
+
+#: Foundation rows 1..4 hold these suits (RULES.md decision).
+ROW_SUITS = "SHDC"
+#: The twelve packets, in the order of one round of the deal.
+PACKET_IDS = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
+              "corner-tr", "right-1", "right-2", "right-3", "right-4", "corner-br")
+PACKETS = range(0, 12)
+CORNERS = frozenset((0, 5, 6, 11))
+ACES = range(12, 16)        # ace-1 .. ace-4
+KINGS = range(16, 20)       # king-1 .. king-4
+STOCK_PILE = 20
+#: The foundation beside each side packet: left-i by ace-i, right-i by king-i.
+BESIDE = {1: 12, 2: 13, 3: 14, 4: 15, 7: 16, 8: 17, 9: 18, 10: 19}
+
+
+def _layout() -> tuple[PileSpec, ...]:
+    specs = []
+    for column, (x, fan) in enumerate(((0.0, "left"), (5.0, "right"))):
+        names = PACKET_IDS[6 * column:6 * column + 6]
+        labels = ["Top corner", "Side 1", "Side 2", "Side 3", "Side 4", "Bottom corner"]
+        for row, (pile_id, label) in enumerate(zip(names, labels, strict=True)):
+            specs.append(PileSpec(pile_id, TABLEAU, x, 1.1 * row, fan, label))
+    specs += [PileSpec(f"ace-{r}", FOUNDATION, 2.0, 1.1 * r, "none", f"{ROW_SUITS[r - 1]} ace")
+              for r in range(1, 5)]
+    specs += [PileSpec(f"king-{r}", FOUNDATION, 3.0, 1.1 * r, "none",
+                       f"{ROW_SUITS[r - 1]} king") for r in range(1, 5)]
+    specs.append(PileSpec("stock", STOCK, 2.5, 0.0, "none", "Stock"))
+    return tuple(specs)
+
+
+def _wants(pile: tuple[Card, ...], f: int) -> Card | None:
+    """The card foundation ``f`` takes next, or None once it is complete."""
+    if f < KINGS[0]:
+        suit = ROW_SUITS[f - ACES[0]]
+        if not pile:
+            return Card(ACE, suit)
+        return Card(pile[-1].rank + 1, suit) if pile[-1].rank < KING else None
+    suit = ROW_SUITS[f - KINGS[0]]
+    if not pile:
+        return Card(KING, suit)
+    return Card(pile[-1].rank - 1, suit) if pile[-1].rank > ACE else None
+
+
+@register
+class FourCorners(Variant):
+    id = "four-corners"
+    name = "Four Corners"
+    summary = ("Deal the pack round twelve packets in two columns; build an ace and a king "
+               "foundation of each suit, up and down; marry up or down in suit once the "
+               "stock is out.")
+    actions = (DEAL,)
+    turns = len(PACKETS)
+    layout = _layout()
+    table = (6.0, 6.5)
+
+    def _deal(self, seed: int) -> State:
+        piles: list[tuple[Card, ...]] = [()] * len(self.layout)
+        piles[STOCK_PILE] = tuple(shuffled_pack(seed))
+        table = _OpeningTable(self, piles)
+        for packet in PACKETS:
+            self._deal_to(table, packet)
+        return State(self, tuple(table.piles), PLAYING, 0)
+
+    @staticmethod
+    def _deal_to(table, packet: int) -> None:
+        """Deal stock cards to ``packet`` until one lands on it: an ace or king whose
+        foundation is still empty goes straight there instead (RULES.md)."""
+        piles = table.piles
+        while piles[STOCK_PILE]:
+            card = piles[STOCK_PILE][-1]
+            row = ROW_SUITS.index(card.suit)
+            if card.rank == ACE and not piles[ACES[row]]:
+                table.move(STOCK_PILE, ACES[row])
+            elif card.rank == KING and not piles[KINGS[row]]:
+                table.move(STOCK_PILE, KINGS[row])
+            else:
+                table.move(STOCK_PILE, packet)
+                return
+
+    def next_deal(self, state: State) -> str | None:
+        """The packet the next dealt card lands on; None once the stock is empty."""
+        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
+
+    def _needs(self, state: State) -> dict[Card, list[int]]:
+        needs: dict[Card, list[int]] = {}
+        piles = state.piles
+        for f in (*ACES, *KINGS):
+            card = _wants(piles[f], f)
+            if card is not None:
+                needs.setdefault(card, []).append(f)
+        return needs
+
+    def _pile_moves(self, state: State):
+        piles = state.piles
+        needs = self._needs(state)
+        dealing = bool(piles[STOCK_PILE])
+        takers: dict[Card, list[int]] = {}
+        if not dealing:
+            for p in PACKETS:
+                if piles[p]:
+                    top = piles[p][-1]
+                    for rank in (top.rank - 1, top.rank + 1):
+                        if ACE <= rank <= KING:
+                            takers.setdefault(Card(rank, top.suit), []).append(p)
+        for p in PACKETS:
+            pile = piles[p]
+            if not pile:
+                continue
+            card = pile[-1]
+            for f in needs.get(card, ()):
+                if not dealing or p in CORNERS or BESIDE[p] == f:
+                    yield p, f
+            for q in takers.get(card, ()):
+                if q != p:
+                    yield p, q
+
+    def _actions(self, state: State) -> tuple[str, ...]:
+        return (DEAL,) if state.piles[STOCK_PILE] else ()
+
+    def _check_action(self, state: State, action: str) -> None:
+        if not state.piles[STOCK_PILE]:
+            fail("stock_empty", "deal: the stock is empty")
+
+    def _check_pile_move(self, state: State, source: int, target: int) -> None:
+        ids, piles = self.pile_ids, state.piles
+        if source not in PACKETS:
+            fail("not_a_source", f"cards never leave {ids[source]}")
+        if target == STOCK_PILE:
+            fail("not_a_target", f"cards never go onto {ids[target]} by a move")
+        if not piles[source]:
+            fail("empty_pile", f"{ids[source]} is empty")
+        card = piles[source][-1]
+        where = f"{card} from {ids[source]} onto {ids[target]}"
+        dealing = bool(piles[STOCK_PILE])
+        if target in PACKETS:
+            if dealing:
+                fail("deal_not_finished", f"{where}: no marriages while the stock lasts")
+            if not piles[target]:
+                fail("target_empty", f"{where}: an empty packet stays empty")
+            top = piles[target][-1]
+            if card.suit != top.suit:
+                fail("wrong_suit", f"{where}: a marriage is in suit, onto {top}")
+            if abs(card.rank - top.rank) != 1:
+                fail("wrong_rank", f"{where}: a marriage is one rank above or below {top}")
+            return
+        if dealing and source not in CORNERS and BESIDE[source] != target:
+            fail("not_adjacent", f"{where}: while the stock lasts {ids[source]} plays only to "
+                                 f"{ids[BESIDE[source]]}")
+        wanted = _wants(piles[target], target)
+        if wanted is None:
+            fail("foundation_complete", f"{where}: the foundation is complete")
+        if card.suit != wanted.suit:
+            fail("wrong_suit", f"{where}: it builds in {wanted.suit}")
+        if card.rank != wanted.rank:
+            fail("wrong_rank", f"{where}: it needs {wanted}")
+
+    def _perform(self, state: State, table, move) -> int:
+        if move.type == MOVE:
+            source = self.index[move.source]
+            table.move(source, self.index[move.target])
+            if table.piles[STOCK_PILE] and source in PACKETS and move.target not in PACKET_IDS:
+                self._deal_to(table, source)  # footnote 4: the gap is filled at once
+            return state.turn
+        self._deal_to(table, state.turn)
+        return (state.turn + 1) % len(PACKETS)
+
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
+
+
+class _OpeningTable:
+    """The deal's own table: moves cards like the game's but records no events."""
+
+    __slots__ = ("piles",)
+
+    def __init__(self, variant, piles):
+        self.piles = piles
+
+    def move(self, source: int, target: int) -> None:
+        card = self.piles[source][-1]
+        self.piles[source] = self.piles[source][:-1]
+        self.piles[target] += (card,)

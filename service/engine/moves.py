@@ -1,0 +1,108 @@
+"""Moves, events and steps: small immutable values with a text and a JSON form."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from .cards import Card
+from .errors import InvalidMoveError
+
+MOVE = "move"
+DEAL = "deal"
+DRAW = "draw"
+REFILL = "refill"
+RESIGN = "resign"
+MOVE_TYPES = (MOVE, DEAL, DRAW, REFILL, RESIGN)
+_ACTIONS = frozenset((DEAL, DRAW, REFILL, RESIGN))
+_MAX_PILE_ID = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    """One player action, as API.md "Moves" writes it.
+
+    ``Move("move", "packet-1", "foundation-3")`` takes the top card of ``source`` onto
+    ``target``; ``Move("deal")``, ``Move("draw")``, ``Move("refill")``, ``Move("resign")``
+    carry no piles.  Its text form is ``packet-1>foundation-3`` or the bare type.
+    """
+
+    type: str
+    source: str | None = None
+    target: str | None = None
+
+    def __post_init__(self):
+        if self.type == MOVE:
+            for pile in (self.source, self.target):
+                if not isinstance(pile, str) or not 0 < len(pile) <= _MAX_PILE_ID:
+                    raise InvalidMoveError(
+                        "invalid_move", "a card move needs a 'from' and a 'to' pile id")
+        elif self.type in _ACTIONS:
+            if self.source is not None or self.target is not None:
+                raise InvalidMoveError(
+                    "invalid_move", f"a {self.type!r} move names no piles")
+        else:
+            raise InvalidMoveError(
+                "invalid_move", f"{self.type!r} is not a move type ({', '.join(MOVE_TYPES)})")
+
+    @classmethod
+    def pile(cls, source: str, target: str) -> Move:
+        return cls(MOVE, source, target)
+
+    @classmethod
+    def parse(cls, text: str) -> Move:
+        """The move written ``packet-1>foundation-3``, ``deal``, ``draw``, ..."""
+        source, sep, target = text.partition(">")
+        return cls(MOVE, source, target) if sep else cls(text)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Move:
+        """The move of API.md's JSON shape; ``InvalidMoveError`` when malformed."""
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            raise InvalidMoveError("invalid_move", "a move is an object with a 'type'")
+        allowed = {"type", "from", "to"} if data["type"] == MOVE else {"type"}
+        extra = set(data) - allowed
+        if extra:
+            raise InvalidMoveError(
+                "invalid_move", f"unexpected field(s) {sorted(extra)} in a {data['type']!r} move")
+        return cls(data["type"], data.get("from"), data.get("to"))
+
+    def to_dict(self) -> dict:
+        if self.type == MOVE:
+            return {"type": MOVE, "from": self.source, "to": self.target}
+        return {"type": self.type}
+
+    def __str__(self) -> str:
+        return f"{self.source}>{self.target}" if self.type == MOVE else self.type
+
+    def __repr__(self) -> str:
+        return f"Move.parse({str(self)!r})"
+
+
+class Event(NamedTuple):
+    """One card changing place: ``card`` went from pile ``source`` onto pile ``target``."""
+
+    card: Card
+    source: str
+    target: str
+
+    def to_dict(self) -> dict:
+        return {"card": str(self.card), "from": self.source, "to": self.target}
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """An accepted move with everything it caused, enough to take it back exactly.
+
+    ``events`` lists every card that changed place, in order, automatic ones included;
+    ``turn`` is the variant's turn counter before the move (Four Corners' next packet).
+    """
+
+    move: Move
+    events: tuple[Event, ...]
+    turn: int = 0
+
+    @property
+    def reveals(self) -> bool:
+        """True when the step turned a stock card face up."""
+        return any(event.source == "stock" for event in self.events)

@@ -1,0 +1,124 @@
+"""Salic Law (Салическій законъ): eight kings dealt upon, aces built up to jacks."""
+
+from __future__ import annotations
+
+from .base import FOUNDATION, PLAYING, RESERVE, STOCK, TABLEAU, PileSpec, State, Variant, \
+    fail, register
+from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
+from .moves import DEAL, MOVE
+
+QUEENS = range(0, 8)        # queen-1 .. queen-8
+FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
+KINGS = range(16, 24)       # king-1 .. king-8
+STOCK_PILE = 24
+
+
+def _first_empty(piles, indexes) -> int:
+    return next(i for i in indexes if not piles[i])
+
+
+def _layout() -> tuple[PileSpec, ...]:
+    specs = [PileSpec(f"queen-{i}", RESERVE, i - 1.0, 0.0, "none", f"Queen {i}")
+             for i in range(1, 9)]
+    specs += [PileSpec(f"foundation-{i}", FOUNDATION, i - 1.0, 1.25, "none", f"Foundation {i}")
+              for i in range(1, 9)]
+    specs += [PileSpec(f"king-{i}", TABLEAU, i - 1.0, 2.5, "down", f"King {i}")
+              for i in range(1, 9)]
+    specs.append(PileSpec("stock", STOCK, 8.5, 0.0, "none", "Stock"))
+    return tuple(specs)
+
+
+@register
+class SalicLaw(Variant):
+    id = "salic-law"
+    name = "Salic Law"
+    summary = ("Deal the pack onto a growing row of eight kings; build eight aces up to "
+               "jacks regardless of suit from the tops of the king piles; queens are set "
+               "aside.")
+    actions = (DEAL,)
+    layout = _layout()
+    table = (9.5, 8.0)
+
+    def _deal(self, seed: int) -> State:
+        pack = shuffled_pack(seed)
+        top_king = max(i for i, card in enumerate(pack) if card.rank == KING)
+        king = pack.pop(top_king)
+        piles: list[tuple[Card, ...]] = [()] * len(self.layout)
+        piles[KINGS[0]] = (king,)
+        piles[STOCK_PILE] = tuple(pack)
+        return State(self, tuple(piles), PLAYING, 0)
+
+    def _pile_moves(self, state: State):
+        piles = state.piles
+        takers: dict[int, list[int]] = {}
+        for f in FOUNDATIONS:
+            pile = piles[f]
+            if pile and pile[-1].rank < JACK:
+                takers.setdefault(pile[-1].rank + 1, []).append(f)
+        dealt_out = not piles[STOCK_PILE]
+        bare = [k for k in KINGS if len(piles[k]) == 1] if dealt_out else ()
+        for k in KINGS:
+            pile = piles[k]
+            if len(pile) > 1:
+                for f in takers.get(pile[-1].rank, ()):
+                    yield k, f
+                for b in bare:
+                    yield k, b
+
+    def _actions(self, state: State) -> tuple[str, ...]:
+        return (DEAL,) if state.piles[STOCK_PILE] else ()
+
+    def _check_action(self, state: State, action: str) -> None:
+        if not state.piles[STOCK_PILE]:
+            fail("stock_empty", "deal: the stock is empty")
+
+    def _check_pile_move(self, state: State, source: int, target: int) -> None:
+        ids, piles = self.pile_ids, state.piles
+        if source not in KINGS:
+            fail("not_a_source", f"cards never leave {ids[source]}")
+        if target not in KINGS and target not in FOUNDATIONS:
+            fail("not_a_target", f"cards never go onto {ids[target]} by a move")
+        pile = piles[source]
+        if not pile:
+            fail("empty_pile", f"{ids[source]} is empty")
+        if len(pile) == 1:
+            fail("king_cannot_move", f"{pile[0]} on {ids[source]} is its king: it stays")
+        card = pile[-1]
+        where = f"{card} from {ids[source]} onto {ids[target]}"
+        if target in FOUNDATIONS:
+            foundation = piles[target]
+            if not foundation:
+                fail("wrong_rank", f"{where}: the foundation is empty; only an ace, dealt "
+                                   "from the stock, starts one")
+            if foundation[-1].rank == JACK:
+                fail("foundation_complete", f"{where}: the foundation is complete at its jack")
+            if card.rank != foundation[-1].rank + 1:
+                fail("wrong_rank", f"{where}: it needs a card of rank "
+                                   f"{str(Card(foundation[-1].rank + 1, 'S'))[0]}, any suit")
+            return
+        if piles[STOCK_PILE]:
+            fail("deal_not_finished", f"{where}: a card goes onto a free king only once the "
+                                      "stock is dealt out")
+        if len(piles[target]) != 1:
+            fail("not_a_free_king", f"{where}: {ids[target]} holds more than its king")
+
+    def _perform(self, state: State, table, move) -> int:
+        if move.type == MOVE:
+            table.move(self.index[move.source], self.index[move.target])
+            return 0
+        piles = table.piles
+        card = piles[STOCK_PILE][-1]
+        if card.rank == KING:
+            target = _first_empty(piles, KINGS)
+        elif card.rank == ACE:
+            target = _first_empty(piles, FOUNDATIONS)
+        elif card.rank == QUEEN:
+            target = _first_empty(piles, QUEENS)
+        else:  # onto the newest king pile
+            target = max(k for k in KINGS if piles[k])
+        table.move(STOCK_PILE, target)
+        return 0
+
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
