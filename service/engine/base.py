@@ -167,6 +167,7 @@ class Variant:
         self.kinds = tuple(spec.kind for spec in self.layout)
         self.stock = self.index["stock"]
         self.move_types = frozenset((MOVE, RESIGN, *self.actions))
+        self.foundations = frozenset(i for i, kind in enumerate(self.kinds) if kind == FOUNDATION)
 
     def __repr__(self) -> str:
         return f"get_variant({self.id!r})"
@@ -285,6 +286,15 @@ class Variant:
 
     def _is_won(self, state: State) -> bool:
         raise NotImplementedError
+
+    def is_safe_home(self, state: State, source: int, target: int) -> bool:
+        """Whether the legal foundation move ``source`` -> ``target`` can never hurt the
+        player (autoplay plays only these).  Each variant defines it; none by default."""
+        return False
+
+    def moves_reveal_stock(self, state: State) -> bool:
+        """Whether a card move may deal from the stock in reply (Four Corners)."""
+        return False
 
     def _has_move(self, state: State) -> bool:
         if self._actions(state):

@@ -172,3 +172,23 @@ class Clock(Variant):
     def _is_won(self, state: State) -> bool:
         piles = state.piles
         return all(piles[f][-1].rank == f + 1 for f in FOUNDATIONS)
+
+    def is_safe_home(self, state: State, source: int, target: int) -> bool:
+        """Card X going home to foundation F is safe when
+
+        * F is the only foundation that takes X now (no choice between two dials), and
+        * X is no longer wanted as a marriage target: only the card one rank below X in
+          its suit (call it W) can marry onto X, and F's top is one copy of W; the other
+          copy of W must be on a foundation already or be taken by another foundation
+          now, so it never needs to park on X.  A talon card is never a marriage target.
+        """
+        piles = state.piles
+        card = piles[source][-1]
+        needs = self._foundation_needs(state)
+        if needs.get(card) != [target]:
+            return False
+        if source == TALON:
+            return True
+        below = Card(_prev_rank(card.rank), card.suit)
+        home = sum(piles[f].count(below) for f in FOUNDATIONS)
+        return home >= 2 or below in needs

@@ -172,6 +172,32 @@ class FourCorners(Variant):
         self._deal_to(table, state.turn)
         return (state.turn + 1) % len(PACKETS)
 
+    def moves_reveal_stock(self, state: State) -> bool:
+        return bool(state.piles[STOCK_PILE])
+
+    def is_safe_home(self, state: State, source: int, target: int) -> bool:
+        """Card X going home is safe when every card that could ever marry onto X can go
+        home directly instead, and nothing is dealt in reply:
+
+        * the stock is empty (while it lasts, the replacement card a foundation move
+          brings changes which packet every later card falls on);
+        * to the ace foundation (top X-1): the king foundation of the suit is down to X
+          or below, so it holds or takes next the other X-1, holds the other X+1, and
+          the first X+1 goes onto X;
+        * to the king foundation (top X+1): mirrored, the ace foundation is up to X or
+          above.
+        """
+        piles = state.piles
+        if piles[STOCK_PILE]:
+            return False
+        card = piles[source][-1]
+        row = ROW_SUITS.index(card.suit)
+        if target in ACES:
+            other = piles[KINGS[row]]
+            return bool(other) and other[-1].rank <= card.rank
+        other = piles[ACES[row]]
+        return bool(other) and other[-1].rank >= card.rank
+
     def _is_won(self, state: State) -> bool:
         piles = state.piles
         return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))

@@ -1,0 +1,142 @@
+"""Help for players: a hint and the safe autoplay, from what the player can see.
+
+Neither function ever looks at the order of the stock: a hint weighs only the face-up
+piles, and the moves it simulates are moves between face-up piles, which deal nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from .base import PLAYING, State
+from .moves import MOVE, Move, Step
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    move: Move
+    card: str
+    reason: str
+
+
+def _home_moves(state: State) -> set[tuple[int, int]]:
+    foundations = state.variant.foundations
+    return {(s, t) for s, t in state.variant._pile_moves(state) if t in foundations}
+
+
+#: How many positions a hint may look at when it searches for a way home.
+SEARCH_BUDGET = 2000
+
+
+def _home_count(state: State) -> int:
+    piles = state.piles
+    return sum(len(piles[f]) for f in state.variant.foundations)
+
+
+def _search_home(state: State, budget: int = SEARCH_BUDGET) -> tuple[int, int, int] | None:
+    """Breadth-first search over card moves for the shortest line that brings more cards
+    home than are home now; returns ``(first source, first target, cards gained)``.
+
+    It only runs where card moves deal nothing from the stock, so it sees nothing the
+    player cannot see.
+    """
+    variant = state.variant
+    start = _home_count(state)
+    seen = {state.piles}
+    queue = deque([(state, None)])
+    best: tuple[int, int, int] | None = None
+    while queue and len(seen) < budget:
+        node, first = queue.popleft()
+        for source, target in list(variant._pile_moves(node)):
+            ids = variant.pile_ids
+            after, _step = variant.apply(node, Move(MOVE, ids[source], ids[target]))
+            if after.piles in seen:
+                continue
+            seen.add(after.piles)
+            line = first or (source, target)
+            gained = _home_count(after) - start
+            if gained > 0 and (best is None or gained > best[2]):
+                best = (*line, gained)
+                if after.status != PLAYING:
+                    return best
+            queue.append((after, line))
+        if best is not None and len(seen) > budget // 2:
+            break
+    return best
+
+
+def hint(state: State) -> Hint | None:
+    """One suggested card move, or None when no card move helps (then the player deals,
+    draws or refills, or the game is stuck).
+
+    In order of preference: a safe move home (see ``Variant.is_safe_home``); any other
+    move home; a move between piles after which more cards can go home than before;
+    in the Clock, a marriage that leaves a packet short, so the stock refills it.
+    Every suggestion makes progress, so following hints never loops.
+    """
+    if state.status != PLAYING:
+        return None
+    variant = state.variant
+    ids = variant.pile_ids
+    homes = _home_moves(state)
+    sources_home = {s for s, _ in homes}
+    best: tuple[int, int, int] | None = None
+    best_reason = ""
+    for source, target in variant._pile_moves(state):
+        card = state.piles[source][-1]
+        if (source, target) in homes:
+            safe = variant.is_safe_home(state, source, target)
+            score = 4 if safe else 3
+            reason = f"{card} goes home to {ids[target]}" + (
+                "; nothing else will ever need it" if safe else "")
+        else:
+            after, _step = variant.apply(state, Move(MOVE, ids[source], ids[target]))
+            freed = {s for s, _ in _home_moves(after)} - sources_home
+            if freed:
+                score = 2
+                names = ", ".join(str(after.piles[s][-1]) for s in sorted(freed))
+                reason = f"moving {card} onto {ids[target]} lets {names} go home"
+            elif variant.id == "clock" and len(state.piles[source]) <= 3 \
+                    and state.stock_count:
+                score = 1
+                reason = (f"moving {card} onto {ids[target]} leaves {ids[source]} short, "
+                          "so the stock refills it")
+            else:
+                continue
+        if best is None or score > best[0]:
+            best, best_reason = (score, source, target), reason
+    if best is None or best[0] < 3:
+        found = None if variant.moves_reveal_stock(state) else _search_home(state)
+        if found is not None:
+            source, target, gained = found
+            card = state.piles[source][-1]
+            return Hint(Move(MOVE, ids[source], ids[target]), str(card),
+                        f"moving {card} onto {ids[target]} starts a line that brings "
+                        f"{gained} more card(s) home")
+    if best is None:
+        return None
+    _score, source, target = best
+    return Hint(Move(MOVE, ids[source], ids[target]), str(state.piles[source][-1]),
+                best_reason)
+
+
+def safe_moves(state: State) -> list[Move]:
+    """The legal moves home that can never hurt the player, in listing order."""
+    variant = state.variant
+    ids = variant.pile_ids
+    return [Move(MOVE, ids[s], ids[t]) for s, t in variant._pile_moves(state)
+            if t in variant.foundations and variant.is_safe_home(state, s, t)]
+
+
+def autoplay(state: State) -> tuple[State, list[Step]]:
+    """Play safe moves home, one after another, until none is left or the game ends.
+    Returns the final state and the steps taken (each undoable on its own)."""
+    steps: list[Step] = []
+    while state.status == PLAYING:
+        moves = safe_moves(state)
+        if not moves:
+            break
+        state, step = state.apply(moves[0])
+        steps.append(step)
+    return state, steps
