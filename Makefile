@@ -1,0 +1,39 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PORT ?= 8000
+export PORT
+
+.DEFAULT_GOAL := test
+.PHONY: .venv test lint run bench clean clean-data
+
+# The venv is (re)installed whenever pyproject.toml is newer than the stamp.
+.venv: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+test: .venv
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: .venv
+	$(BIN)/ruff check .
+
+# Starts its own Redis (data in var/redis) unless REDIS_URL is set, then gunicorn on
+# 127.0.0.1:$(PORT).
+run: .venv
+	$(BIN)/python -m service.devserver
+
+bench: .venv
+	@if [ -d bench ]; then $(BIN)/python -m bench $(BENCH_ARGS); \
+	else echo "bench/ does not exist yet: nothing to run" >&2; exit 1; fi
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache .hypothesis tests/artifacts
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +
+
+# Removes the data of the Redis that `make run` starts.
+clean-data:
+	rm -rf var

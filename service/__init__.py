@@ -1,0 +1,1 @@
+"""Patience Server: a REST game server for patience (solitaire) games."""

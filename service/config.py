@@ -1,0 +1,85 @@
+"""Configuration, read from the environment in one place.
+
+Every setting is an attribute of :class:`Config`; ``create_app(test_config)`` overrides
+any of them for tests.  The README's configuration table lists the environment variables.
+"""
+
+import os
+from pathlib import Path
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+
+
+def _env_float(name: str, default: float) -> float:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ValueError(f"{name} must be a number, not {value!r}") from None
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name, "").strip().lower()
+    if not value:
+        return default
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be true or false, not {value!r}")
+
+
+class Config:
+    # --- storage ----------------------------------------------------------------------
+    REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
+    #: Seconds a Redis command (connect, or read/write) may take before the request
+    #: answers 503: a dead or hung Redis never holds a worker longer than this.
+    REDIS_SOCKET_TIMEOUT = _env_float("REDIS_SOCKET_TIMEOUT", 1.0)
+    REDIS_CONNECT_TIMEOUT = _env_float("REDIS_CONNECT_TIMEOUT", 1.0)
+    #: A pooled connection idle for longer than this is PINGed before use.
+    REDIS_HEALTH_CHECK_INTERVAL = _env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
+    #: Idle games expire after this many seconds; every write starts the clock again.
+    GAME_TTL_SECONDS = _env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
+    #: How long an Idempotency-Key is remembered (API.md: 24 hours).
+    IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
+    #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
+    WRITE_RETRIES = _env_int("WRITE_RETRIES", 16)
+
+    # --- HTTP ---------------------------------------------------------------------------
+    #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).
+    MAX_CONTENT_LENGTH = 16 * 1024
+    #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
+    #: Off by default, so a client cannot choose its own rate-limit key.
+    TRUST_PROXY = _env_bool("TRUST_PROXY", False)
+    #: The OpenAPI document served at /v1/openapi.yaml (read once, at app creation).
+    OPENAPI_PATH = os.environ.get("OPENAPI_PATH") or str(
+        Path(__file__).resolve().parent.parent / "openapi.yaml"
+    )
+    LOG_LEVEL = (os.environ.get("LOG_LEVEL") or "INFO").upper()
+    #: Set (by the process manager) when several gunicorn workers share Prometheus metrics.
+    PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
+
+    # --- Flask-Limiter settings (per client address) -----------------------------------
+    RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
+    RATELIMIT_DEFAULT = os.environ.get("RATELIMIT_DEFAULT") or "1200 per minute"
+    #: Where the counters live; unset: REDIS_URL, so every worker and replica shares them.
+    RATELIMIT_STORAGE_URI = os.environ.get("RATELIMIT_STORAGE_URI") or None
+    RATELIMIT_STRATEGY = os.environ.get("RATELIMIT_STRATEGY") or "fixed-window"
+    RATELIMIT_KEY_PREFIX = "ratelimit"
+    RATELIMIT_HEADERS_ENABLED = True
+    RATELIMIT_HEADER_LIMIT = "RateLimit-Limit"
+    RATELIMIT_HEADER_REMAINING = "RateLimit-Remaining"
+    RATELIMIT_HEADER_RESET = "RateLimit-Reset"
+    # Fail open: when the limiter's Redis is unreachable the request goes on unlimited
+    # (and, if it needs storage, answers 503 from the game store) instead of failing.
+    RATELIMIT_SWALLOW_ERRORS = True

@@ -1,0 +1,93 @@
+"""docker-compose.yml and the Dockerfile agree with each other and with `make run`."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from service.devserver import GUNICORN_COMMAND
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSE_FILE = ROOT / "docker-compose.yml"
+
+
+def _compose():
+    return yaml.safe_load(COMPOSE_FILE.read_text())
+
+
+def _check_compose_schema(path: Path) -> subprocess.CompletedProcess:
+    # The compose-spec schema is vendored inside check-jsonschema: no network needed.
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", "vendor.compose-spec",
+         str(path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def _words(command) -> list[str]:
+    return command.split() if isinstance(command, str) else list(command)
+
+
+def _dockerfile_instruction(name: str) -> str:
+    """The last NAME instruction of the Dockerfile, continuation lines joined."""
+    found = None
+    lines = iter(Path(ROOT / "Dockerfile").read_text().splitlines())
+    for line in lines:
+        if line.split(maxsplit=1)[:1] == [name]:
+            text = line
+            while text.endswith("\\"):
+                text = text[:-1] + next(lines)
+            found = text.split(maxsplit=1)[1].strip()
+    assert found is not None, f"no {name} in the Dockerfile"
+    return found
+
+
+def test_compose_file_matches_the_compose_spec():
+    result = _check_compose_schema(COMPOSE_FILE)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_schema_check_rejects_a_broken_compose_file(tmp_path):
+    broken = tmp_path / "docker-compose.yml"
+    broken.write_text("services:\n  api:\n    depends_on:\n      redis:\n        condition: soon\n")
+    result = _check_compose_schema(broken)
+    assert result.returncode == 1, result.stdout + result.stderr
+
+
+def test_api_runs_the_devserver_gunicorn_command():
+    assert GUNICORN_COMMAND[:3] == ("gunicorn", "-c", "gunicorn.conf.py")
+    assert GUNICORN_COMMAND[-1] == "service.app:create_app()"
+    assert tuple(_words(_compose()["services"]["api"]["command"])) == GUNICORN_COMMAND
+    assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
+
+
+def test_api_waits_for_a_healthy_redis_and_is_configured_for_it():
+    api = _compose()["services"]["api"]
+    assert api["depends_on"]["redis"]["condition"] == "service_healthy"
+    environment = api["environment"]
+    assert environment["REDIS_URL"] == "redis://redis:6379/0"
+    assert {"WEB_CONCURRENCY", "GAME_TTL_SECONDS", "LOG_LEVEL"} <= set(environment)
+    assert "/healthz" in " ".join(_words(api["healthcheck"]["test"]))
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--appendonly", "yes"), ("--appendfsync", "always")]
+)
+def test_redis_persists_every_write(option, value):
+    redis = _compose()["services"]["redis"]
+    assert redis["image"] == "redis:7-alpine"
+    words = _words(redis["command"])
+    assert words[0] == "redis-server"
+    assert words[words.index(option) + 1] == value
+    assert _words(redis["healthcheck"]["test"])[-2:] == ["redis-cli", "ping"]
+    assert any(volume.endswith(":/data") for volume in redis["volumes"])
+
+
+def test_dockerfile_runs_as_non_root_with_a_healthcheck():
+    assert _dockerfile_instruction("FROM") == "python:3.11-slim"
+    assert _dockerfile_instruction("USER") not in ("root", "0")
+    assert _dockerfile_instruction("EXPOSE") == "8000"
+    assert "/healthz" in _dockerfile_instruction("HEALTHCHECK")

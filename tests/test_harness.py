@@ -1,0 +1,189 @@
+"""The test and development harness: our own Redis, crash recovery, the dev server."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+import requests
+
+from service.app import create_app
+from service.redis_server import RedisServer, RedisServerError, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_session_redis_answers(redis_server, clean_redis):
+    assert redis_server.running
+    assert redis_server.url == f"redis://127.0.0.1:{redis_server.port}/0"
+    assert clean_redis.ping() is True
+    assert clean_redis.config_get("appendonly") == {"appendonly": "yes"}
+    assert clean_redis.config_get("save") == {"save": ""}
+    assert clean_redis.config_get("bind") == {"bind": "127.0.0.1"}
+    assert clean_redis.dbsize() == 0
+
+
+def test_clean_redis_flushes_between_tests(clean_redis):
+    assert clean_redis.dbsize() == 0
+    clean_redis.set("left-over", "1")
+
+
+def test_kill_and_restart_keeps_appendonly_data(redis_server, clean_redis):
+    clean_redis.set("game:1", "state-7")
+    clean_redis.rpush("game:1:history", "a", "b")
+    old_pid = redis_server.pid
+
+    redis_server.kill()
+    assert not redis_server.running
+    assert redis_server.returncode == -signal.SIGKILL
+    with pytest.raises(redis.ConnectionError):
+        clean_redis.ping()
+
+    redis_server.start()
+    assert redis_server.pid != old_pid
+    assert clean_redis.get("game:1") == b"state-7"
+    assert clean_redis.lrange("game:1:history", 0, -1) == [b"a", b"b"]
+
+
+def test_without_appendonly_a_crash_loses_data(tmp_path):
+    server = RedisServer(tmp_path, appendonly=False).start()
+    try:
+        with server.client() as client:
+            client.set("k", "v")
+            server.kill()
+            server.start()
+            assert client.get("k") is None
+    finally:
+        server.stop()
+    assert not server.running
+
+
+def test_data_dir_is_locked_while_in_use(redis_server):
+    other = RedisServer(redis_server.data_dir)
+    with pytest.raises(RedisServerError, match="in use"):
+        other.start()
+    assert not other.running
+
+
+def test_start_failure_reports_redis_output(tmp_path):
+    server = RedisServer(tmp_path, extra_args=("--no-such-option", "1"))
+    with pytest.raises(RedisServerError, match="(?i)no-such-option"):
+        server.start()
+    assert not server.running
+
+
+def test_create_app_healthz_and_test_config():
+    app = create_app({"TESTING": True, "GAME_TTL_SECONDS": 60})
+    assert app.config["GAME_TTL_SECONDS"] == 60
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ok"}
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+class DevServer:
+    """``python -m service.devserver`` on a free port, its output in a file."""
+
+    def __init__(self, tmp_path, **env):
+        self.port = free_port()
+        self.output = tmp_path / "devserver.log"
+        environ = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_PORT")}
+        environ.update(PORT=str(self.port), WEB_CONCURRENCY="1", **env)
+        with open(self.output, "wb") as sink:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "service.devserver"],
+                cwd=ROOT, env=environ, stdout=sink, stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        self.pids: dict[str, int] = {}
+
+    def text(self) -> str:
+        return self.output.read_text()
+
+    def wait_until_serving(self, children: tuple[str, ...]) -> requests.Response:
+        def started():
+            assert self.process.poll() is None, self.text()
+            for name in children:
+                match = re.search(rf"devserver: {name} pid (\d+)", self.text())
+                if match:
+                    self.pids[name] = int(match.group(1))
+            return len(self.pids) == len(children)
+
+        _wait_for(started, 15, f"devserver to start {' and '.join(children)}")
+        return _wait_for(self.healthz, 15, "/healthz")
+
+    def healthz(self) -> requests.Response | None:
+        try:
+            return requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
+        except requests.ConnectionError:
+            return None
+
+    def wait_until_children_gone(self) -> None:
+        _wait_for(lambda: not any(_pid_alive(pid) for pid in self.pids.values()), 15, "no children")
+
+    def cleanup(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()  # its children get SIGTERM from the kernel (PDEATHSIG)
+            self.process.wait()
+        for pid in self.pids.values():
+            if _pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(40)
+def test_devserver_runs_redis_and_gunicorn_then_stops_both(tmp_path):
+    server = DevServer(tmp_path, REDIS_DATA_DIR=str(tmp_path / "redis"))
+    try:
+        response = server.wait_until_serving(("redis-server", "gunicorn"))
+        assert response.status_code == 200
+        assert response.json() == {"status": "ok"}
+        redis_url = re.search(r"at (redis://\S+)", server.text()).group(1)
+        with redis.Redis.from_url(redis_url) as client:
+            assert client.ping() is True
+        assert (tmp_path / "redis" / "redis-server.log").exists()
+
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(20) == 0, server.text()
+        assert not any(_pid_alive(pid) for pid in server.pids.values())
+        assert server.healthz() is None
+        assert "redis-server stopped" in server.text()
+    finally:
+        server.cleanup()
+
+
+@pytest.mark.timeout(40)
+def test_devserver_uses_redis_url_and_leaves_no_orphan_when_killed(tmp_path, redis_url):
+    server = DevServer(tmp_path, REDIS_URL=redis_url, REDIS_DATA_DIR=str(tmp_path / "redis"))
+    try:
+        assert server.wait_until_serving(("gunicorn",)).json() == {"status": "ok"}
+        assert "REDIS_URL is set" in server.text()
+        assert "redis-server pid" not in server.text()
+        assert not (tmp_path / "redis").exists()
+
+        server.process.kill()
+        server.process.wait(5)
+        server.wait_until_children_gone()
+        assert server.healthz() is None
+    finally:
+        server.cleanup()
