@@ -5,14 +5,31 @@
 >>> state, step = state.apply(move)
 """
 
-from .base import (FOUNDATION, LOST, PILE_KINDS, PLAYING, RESERVE, RESIGNED, SNAPSHOT_FORMAT,
-                   STATUSES, STOCK, TABLEAU, WASTE, WON, PileSpec, State, Variant,
-                   get_variant, holds_every_card, new_game, variants)
+from . import clock, four_corners, salic_law  # noqa: F401  (register the variants)
+from .base import (
+                   FOUNDATION,
+                   LOST,
+                   PILE_KINDS,
+                   PLAYING,
+                   RESERVE,
+                   RESIGNED,
+                   SNAPSHOT_FORMAT,
+                   STATUSES,
+                   STOCK,
+                   TABLEAU,
+                   WASTE,
+                   WON,
+                   PileSpec,
+                   State,
+                   Variant,
+                   get_variant,
+                   holds_every_card,
+                   new_game,
+                   variants,
+)
 from .cards import ALL_CARDS, Card, canonical_pack, shuffled_pack
 from .errors import RULE_CODES, EngineError, IllegalMoveError, InvalidMoveError
 from .moves import DEAL, DRAW, MOVE, MOVE_TYPES, REFILL, RESIGN, Event, Move, Step
-
-from . import clock, four_corners, salic_law  # noqa: E402,F401  (register the variants)
 
 __all__ = [
     "ALL_CARDS", "DEAL", "DRAW", "FOUNDATION", "LOST", "MOVE", "MOVE_TYPES", "PILE_KINDS",

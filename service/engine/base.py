@@ -115,7 +115,7 @@ class State:
         return state
 
 
-_FULL_DECK = Counter({card: 2 for card in ALL_CARDS})
+_FULL_DECK = Counter(dict.fromkeys(ALL_CARDS, 2))
 
 
 def holds_every_card(state: State) -> bool:

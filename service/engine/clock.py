@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import math
 
-from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, WASTE, PileSpec, State, Variant, \
-    fail, register
+from .base import (
+    FOUNDATION,
+    PLAYING,
+    STOCK,
+    TABLEAU,
+    WASTE,
+    PileSpec,
+    State,
+    Variant,
+    fail,
+    register,
+)
 from .cards import Card, shuffled_pack, take_nearest_top
 from .moves import DRAW, MOVE, REFILL
 
@@ -16,7 +26,7 @@ BASES = {1: "6C", 2: "7H", 3: "8S", 4: "9D", 5: "TC", 6: "JH", 7: "QS", 8: "KD",
          9: "2C", 10: "3H", 11: "4S", 12: "5D"}
 PACKET_SIZE = 3
 
-FOUNDATIONS = range(0, 12)       # foundation-1 .. foundation-12
+FOUNDATIONS = range(12)       # foundation-1 .. foundation-12
 PACKETS = range(12, 24)          # packet-1 .. packet-12
 STOCK_PILE, TALON = 24, 25
 

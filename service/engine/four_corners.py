@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, \
-    register
+from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
 from .cards import ACE, KING, Card, shuffled_pack
 from .moves import DEAL, MOVE
 
@@ -12,7 +11,7 @@ ROW_SUITS = "SHDC"
 #: The twelve packets, in the order of one round of the deal.
 PACKET_IDS = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
               "corner-tr", "right-1", "right-2", "right-3", "right-4", "corner-br")
-PACKETS = range(0, 12)
+PACKETS = range(12)
 CORNERS = frozenset((0, 5, 6, 11))
 ACES = range(12, 16)        # ace-1 .. ace-4
 KINGS = range(16, 20)       # king-1 .. king-4

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from .base import FOUNDATION, PLAYING, RESERVE, STOCK, TABLEAU, PileSpec, State, Variant, \
-    fail, register
+from .base import (
+    FOUNDATION,
+    PLAYING,
+    RESERVE,
+    STOCK,
+    TABLEAU,
+    PileSpec,
+    State,
+    Variant,
+    fail,
+    register,
+)
 from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
 from .moves import DEAL, MOVE
 
-QUEENS = range(0, 8)        # queen-1 .. queen-8
+QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
 KINGS = range(16, 24)       # king-1 .. king-8
 STOCK_PILE = 24
