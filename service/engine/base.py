@@ -104,7 +104,7 @@ class State:
             variant = get_variant(data["variant"])
             piles = tuple(parse_cards(text) for text in data["piles"])
             status, turn = data["status"], data["turn"]
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, InvalidMoveError) as exc:
             raise InvalidMoveError("invalid_snapshot", f"not a snapshot: {exc!r}") from None
         if len(piles) != len(variant.layout) or status not in STATUSES \
                 or not isinstance(turn, int) or not 0 <= turn < max(1, variant.turns):
@@ -320,8 +320,15 @@ def get_variant(variant_id: str) -> Variant:
         ) from None
 
 
+#: The order in which API.md lists the games.
+_ORDER = ("clock", "salic-law", "four-corners")
+
+
 def variants() -> tuple[Variant, ...]:
-    return tuple(_REGISTRY.values())
+    """Every registered variant, in API.md's order (any others after them)."""
+    return tuple(sorted(_REGISTRY.values(),
+                        key=lambda v: (_ORDER.index(v.id) if v.id in _ORDER else len(_ORDER),
+                                       v.id)))
 
 
 def new_game(variant_id: str, seed: int) -> State:
