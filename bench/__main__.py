@@ -1,0 +1,44 @@
+"""``python -m bench``: run every benchmark available; ``python -m bench NAME [OPTIONS]``
+runs one (``python -m bench engine --help`` for its options)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+#: name -> module with ``main(argv: list[str]) -> int`` and, optionally,
+#: ``unavailable() -> str | None`` (why it cannot run here, e.g. a server is missing).
+BENCHMARKS: dict[str, str] = {
+    "engine": "bench.engine",
+}
+
+USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in ("-h", "--help"):
+        print(USAGE)
+        print(__doc__)
+        return 0
+    if argv:
+        name, options = argv[0], argv[1:]
+        if name not in BENCHMARKS:
+            print(f"unknown benchmark {name!r}\n{USAGE}", file=sys.stderr)
+            return 2
+        return importlib.import_module(BENCHMARKS[name]).main(options)
+    status = 0
+    for name, module_name in BENCHMARKS.items():
+        module = importlib.import_module(module_name)
+        reason = getattr(module, "unavailable", lambda: None)()
+        if reason:
+            print(f"== {name}: skipped ({reason})\n")
+            continue
+        print(f"== {name}")
+        status = max(status, module.main([]))
+        print()
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

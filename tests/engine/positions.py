@@ -1,0 +1,134 @@
+"""Helpers of the engine tests: crafted positions, candidate moves, refusal checks."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from service.engine import (
+    DEAL,
+    DRAW,
+    MOVE,
+    PLAYING,
+    REFILL,
+    IllegalMoveError,
+    Move,
+    State,
+    get_variant,
+    new_game,
+)
+from service.engine.cards import cards_text, parse_cards
+from service.engine.playout import makes_progress
+
+VARIANT_IDS = ("clock", "salic-law", "four-corners")
+
+#: Deterministic, database-free hypothesis settings for the engine tests.
+PROPERTY_SETTINGS = settings(deadline=None, derandomize=True, database=None,
+                             suppress_health_check=[HealthCheck.too_slow])
+
+FULL_DECK = Counter({rank + suit: 2 for suit in "SHDC" for rank in "A23456789TJQK"})
+
+
+def craft(variant_id: str, piles: dict[str, str], status: str = PLAYING, turn: int = 0,
+          rest: str | None = None) -> State:
+    """A position of ``variant_id``: each named pile holds the cards written as text,
+    bottom first (``"6C7C"``), every other pile is empty.  With ``rest``, every card of
+    the two packs not named goes onto that pile (suit by suit, spades first), so
+    the position holds all 104 cards."""
+    variant = get_variant(variant_id)
+    unknown = set(piles) - set(variant.pile_ids)
+    assert not unknown, f"no such pile(s) {unknown}"
+    texts = dict(piles)
+    if rest is not None:
+        texts[rest] = texts.get(rest, "") + leftover(piles.values())
+    return State(variant, tuple(parse_cards(texts.get(pile_id, ""))
+                                for pile_id in variant.pile_ids), status, turn)
+
+
+def leftover(texts) -> str:
+    """The cards of the two packs not written in ``texts``, as text."""
+    used = Counter(text[i:i + 2] for text in texts for i in range(0, len(text), 2))
+    missing = FULL_DECK - used
+    assert not used - FULL_DECK, f"more than two of {sorted(used - FULL_DECK)}"
+    return "".join(card * count for card, count in missing.items())
+
+
+def text(state: State, pile_id: str) -> str:
+    """The cards of one pile as text, bottom first."""
+    return cards_text(state.pile(pile_id))
+
+
+def events_text(step) -> list[str]:
+    return [f"{e.card}:{e.source}>{e.target}" for e in step.events]
+
+
+def counts_every_card(state: State) -> bool:
+    """Card conservation checked without the engine's own helper."""
+    return Counter(str(card) for pile in state.piles for card in pile) == FULL_DECK
+
+
+def candidate_moves(state: State) -> list[Move]:
+    """Every move one could ask for: each ordered pair of distinct pile ids, the three
+    actions, and a few moves naming piles this variant does not have."""
+    ids = state.variant.pile_ids
+    moves = [Move(MOVE, a, b) for a in ids for b in ids if a != b]
+    moves += [Move(DEAL), Move(DRAW), Move(REFILL)]
+    moves += [Move(MOVE, "nowhere", ids[0]), Move(MOVE, ids[-1], "pile-99"),
+              Move(MOVE, "waste", "tableau"), Move(MOVE, "foundation-0", "foundation-13")]
+    return moves
+
+
+def assert_refused(state: State, move: Move | str, code: str, *quoted: str) -> IllegalMoveError:
+    """``move`` is refused with rule ``code``, its message quotes every string of
+    ``quoted``, the move is not among the legal moves, and ``state`` is unchanged."""
+    if isinstance(move, str):
+        move = Move.parse(move)
+    before = state.to_dict()
+    with pytest.raises(IllegalMoveError) as caught:
+        state.apply(move)
+    error = caught.value
+    assert error.code == code, f"{move}: {error!r}"
+    for part in quoted:
+        assert part in error.message, f"{part!r} not quoted in {error.message!r}"
+    assert str(error) == error.message
+    assert move not in state.legal_moves()
+    assert state.to_dict() == before
+    return error
+
+
+def play(state: State, *moves: str) -> State:
+    """Apply each move written as text; return the final state."""
+    for move in moves:
+        state, _step = state.apply(Move.parse(move))
+    return state
+
+
+def walk(variant_id: str, seed: int, walk_seed: int | None = None, max_idle: int = 200):
+    """Play deal ``seed`` by random legal moves (like ``random_playout``) and yield
+    ``(state, step, next_state)`` for every move, until the game ends or ``max_idle``
+    moves in a row made no progress."""
+    state = new_game(variant_id, seed)
+    rng = random.Random(seed if walk_seed is None else walk_seed)
+    idle = 0
+    while not state.is_over and idle < max_idle:
+        moves = state.legal_moves()
+        after, step = state.apply(moves[int(rng.random() * len(moves))])
+        yield state, step, after
+        idle = 0 if makes_progress(state.variant, step) else idle + 1
+        state = after
+
+
+#: The Clock's foundation bases (RULES.md), written out again for crafted positions.
+CLOCK_BASES = {"foundation-1": "6C", "foundation-2": "7H", "foundation-3": "8S",
+               "foundation-4": "9D", "foundation-5": "TC", "foundation-6": "JH",
+               "foundation-7": "QS", "foundation-8": "KD", "foundation-9": "2C",
+               "foundation-10": "3H", "foundation-11": "4S", "foundation-12": "5D"}
+
+
+def clock(piles: dict[str, str], rest: str | None = "stock", **kwargs) -> State:
+    """A crafted Clock position: the twelve bases on their foundations unless ``piles``
+    says otherwise, the named piles, and every other card on ``rest``."""
+    return craft("clock", {**CLOCK_BASES, **piles}, rest=rest, **kwargs)
