@@ -10,6 +10,7 @@ import sys
 #: ``unavailable() -> str | None`` (why it cannot run here, e.g. a server is missing).
 BENCHMARKS: dict[str, str] = {
     "engine": "bench.engine",
+    "bots": "bench.bots",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

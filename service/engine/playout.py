@@ -55,3 +55,34 @@ def random_playout(variant_id: str, seed: int, rng, max_idle: int = DEFAULT_MAX_
         if idle >= max_idle and not state.is_over:
             state, _ = state.apply(_RESIGN)
     return state, steps
+
+
+def hint_playout(variant_id: str, seed: int, max_steps: int = 5000) -> tuple[State, int]:
+    """Play deal ``seed`` by following hints: the hinted card move while there is one,
+    else the first action the variant allows (refill, draw or deal), else resign.
+
+    Hints always make progress, so this ends by itself; ``max_steps`` is a guard only.
+    Returns ``(final_state, steps)`` like :func:`random_playout`.
+    """
+    from .help import hint  # help builds on this module's callers; keep the import local
+
+    state = new_game(variant_id, seed)
+    steps = 0
+    while not state.is_over and steps < max_steps:
+        suggestion = hint(state)
+        if suggestion is not None:
+            move = suggestion.move
+        else:
+            actions = [m for m in state.legal_moves() if m.type != "move"]
+            move = actions[0] if actions else _RESIGN
+        state, _step = state.apply(move)
+        steps += 1
+    if not state.is_over:
+        state, _ = state.apply(_RESIGN)
+    return state, steps
+
+
+def cards_home(state: State) -> int:
+    """How many cards are on the foundations."""
+    return sum(len(pile) for pile, kind in zip(state.piles, state.variant.kinds, strict=True)
+               if kind == FOUNDATION)
