@@ -1,8 +1,27 @@
-"""The Flask application factory."""
+"""The Flask application factory: ``create_app()`` (gunicorn: ``service.app:create_app()``)."""
 
-from flask import Flask
+from __future__ import annotations
 
+import os
+from pathlib import Path
+
+from flask import Flask, request
+from flask_cors import CORS
+from flask_limiter import Limiter
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from service import api, telemetry
+from service.api.docs import bp as docs_bp
+from service.api.meta import UNLIMITED
+from service.api.web import bp as web_bp
 from service.config import Config
+from service.games import Games
+from service.store import GameStore
+
+CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
+                      "Idempotency-Key", "X-Request-ID", "Last-Event-ID"]
+CORS_EXPOSE_HEADERS = ["ETag", "Location", "Retry-After", "RateLimit-Limit",
+                       "RateLimit-Remaining", "RateLimit-Reset", "X-Request-ID"]
 
 
 def create_app(test_config: dict | None = None) -> Flask:
@@ -10,9 +29,51 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_object(Config)
     if test_config is not None:
         app.config.from_mapping(test_config)
+    if app.config["TRUST_PROXY"]:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
 
-    @app.get("/healthz")
-    def healthz():
-        return {"status": "ok"}
-
+    telemetry.init_app(app)  # first: its after_request hook must run last
+    store = GameStore(app)
+    app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"])
+    app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
+    if app.config["PROMETHEUS_MULTIPROC_DIR"]:
+        os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+    _init_limiter(app)
+    CORS(app, origins="*", send_wildcard=True, methods=["GET", "POST", "DELETE", "OPTIONS"],
+         allow_headers=CORS_ALLOW_HEADERS, expose_headers=CORS_EXPOSE_HEADERS, max_age=600)
+    api.register(app)
+    app.register_blueprint(docs_bp)  # /docs: Swagger UI over /v1/openapi.yaml
+    app.register_blueprint(web_bp)  # /: the reference web client (service/web/)
     return app
+
+
+def _read_openapi(path: str) -> bytes | None:
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return None
+
+
+def client_address() -> str:
+    """The rate-limit key: the peer address (the proxy's client with TRUST_PROXY)."""
+    return request.remote_addr or "unknown"
+
+
+def _init_limiter(app: Flask) -> None:
+    """Per-client limits counted in Redis, so all workers and replicas share them.
+
+    Fail open: if the limiter's Redis cannot be reached, flask-limiter logs the error
+    and lets the request through (RATELIMIT_SWALLOW_ERRORS); a request that needs the
+    game store then answers 503 from the store, while /healthz, /v1/variants and the
+    OpenAPI document keep working.  A Redis outage never turns into a 500 or a 429.
+    """
+    config = app.config
+    if not config.get("RATELIMIT_STORAGE_URI"):
+        config["RATELIMIT_STORAGE_URI"] = config["REDIS_URL"]
+    options = dict(GameStore.client_options(config))
+    options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
+    config["RATELIMIT_STORAGE_OPTIONS"] = options
+    limiter = Limiter(client_address, enabled=config["RATELIMIT_ENABLED"])
+    limiter.request_filter(lambda: request.endpoint in UNLIMITED)
+    limiter.init_app(app)
+    app.extensions["rate_limiter"] = limiter

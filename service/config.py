@@ -71,7 +71,10 @@ class Config:
 
     # --- Flask-Limiter settings (per client address) -----------------------------------
     RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
-    RATELIMIT_DEFAULT = os.environ.get("RATELIMIT_DEFAULT") or "1200 per minute"
+    #: One budget per client address for all routes together (flask-limiter's
+    #: "application" limit; its per-route RATELIMIT_DEFAULT is left unset on purpose).
+    #: Environment variable: RATELIMIT_DEFAULT.
+    RATELIMIT_APPLICATION = os.environ.get("RATELIMIT_DEFAULT") or "1200 per minute"
     #: Where the counters live; unset: REDIS_URL, so every worker and replica shares them.
     RATELIMIT_STORAGE_URI = os.environ.get("RATELIMIT_STORAGE_URI") or None
     RATELIMIT_STRATEGY = os.environ.get("RATELIMIT_STRATEGY") or "fixed-window"

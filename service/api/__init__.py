@@ -1,0 +1,14 @@
+"""The HTTP API: one blueprint per resource, one error handler."""
+
+from flask import Flask
+
+from service.api.errors import register_error_handlers
+from service.api.games import bp as games_bp
+from service.api.meta import bp as meta_bp
+from service.api.variants import bp as variants_bp
+
+
+def register(app: Flask) -> None:
+    for blueprint in (meta_bp, variants_bp, games_bp):
+        app.register_blueprint(blueprint)
+    register_error_handlers(app)

@@ -1,0 +1,135 @@
+"""Request parsing and response building shared by the views.
+
+Bodies: ``application/json`` (charset, if given, UTF-8), at most ``MAX_CONTENT_LENGTH``
+bytes (Werkzeug enforces it on chunked bodies too), valid UTF-8 JSON (orjson refuses
+invalid UTF-8, lone surrogates, NaN and nesting deeper than 1024), and an object.
+"""
+
+from __future__ import annotations
+
+import re
+
+import orjson
+from flask import Response, current_app, request
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from service.api.errors import BadRequest
+from service.games import GameError, Games, Reply, Write, request_hash
+
+JSON = "application/json"
+_GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# RFC 6750 b64token
+_TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
+_IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,64}")
+
+
+def games() -> Games:
+    return current_app.extensions["games"]
+
+
+def checked_id(game_id: str) -> str:
+    """``game_id`` if it can be one (ids are 22 url-safe characters), else 404."""
+    if not _GAME_ID.fullmatch(game_id):
+        raise GameError(404, "game_not_found", "there is no game with this id")
+    return game_id
+
+
+# --- bodies -------------------------------------------------------------------------
+def read_json(*, optional: bool = False) -> dict:
+    """The request body as a JSON object; ``{}`` for an absent optional body."""
+    has_type = bool(request.headers.get("Content-Type", "").strip())
+    if has_type and (request.mimetype != JSON
+                     or request.mimetype_params.get("charset", "utf-8").lower() != "utf-8"):
+        raise BadRequest(415, "unsupported_media_type",
+                         f"the body must be {JSON} (UTF-8), not {request.mimetype or '?'!r}")
+    data = _body()
+    if optional and not data.strip():
+        return {}
+    if not has_type:
+        raise BadRequest(415, "unsupported_media_type", f"send the body as {JSON}")
+    try:
+        body = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        raise BadRequest(400, "invalid_json", f"the body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise BadRequest(400, "invalid_json", "the body must be a JSON object")
+    return body
+
+
+def _body() -> bytes:
+    """The raw body; 413 past ``MAX_CONTENT_LENGTH``.  Werkzeug refuses a longer
+    Content-Length, but stops a chunked body quietly at the limit: one more byte read
+    from the server's stream tells a body of exactly the limit from a longer one."""
+    data = request.get_data(cache=True)
+    limit = request.max_content_length
+    if (request.content_length is None and limit is not None and len(data) >= limit
+            and request.environ["wsgi.input"].read(1)):
+        raise RequestEntityTooLarge()
+    return data
+
+
+# --- headers ------------------------------------------------------------------------
+def bearer_token() -> str:
+    scheme, _, token = request.headers.get("Authorization", "").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not _TOKEN.fullmatch(token):
+        raise BadRequest(401, "missing_token",
+                         "send the player token as 'Authorization: Bearer <token>'",
+                         headers={"WWW-Authenticate": 'Bearer realm="patience"'})
+    return token
+
+
+def if_match() -> frozenset[int] | None:
+    """The versions an ``If-Match`` accepts (strong comparison), or None when there is no
+    precondition (no header, or ``*``: the game exists, which a write checks anyway)."""
+    if "If-Match" not in request.headers or request.if_match.star_tag:
+        return None
+    return frozenset(int(tag) for tag in request.if_match.as_set()
+                     if tag and tag.isascii() and tag.isdigit() and len(tag) <= 18)
+
+
+def idempotency_key() -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is None:
+        return None
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise BadRequest(400, "invalid_header",
+                         "Idempotency-Key must be 1 to 64 printable ASCII characters")
+    return key
+
+
+def write_request(kind: str, schema=None, *, optional: bool = False):
+    """Check a write: token (401), headers (400), body (415, 413, 400); return the
+    :class:`Write` and the loaded body."""
+    token, versions, key = bearer_token(), if_match(), idempotency_key()
+    body = read_json(optional=optional) if schema is not None else {}
+    loaded = schema.load(body) if schema is not None else None
+    return Write(token, versions, key, request_hash(kind, body)), loaded
+
+
+# --- responses ----------------------------------------------------------------------
+def etag(version: int) -> str:
+    return f'"{version}"'
+
+
+def json_response(payload, status: int = 200, *, version: int | None = None) -> Response:
+    """``payload`` as JSON; with a ``version``, an ETag, and 304 when ``If-None-Match``
+    names it (weak comparison, as RFC 9110 wants for GET)."""
+    if version is not None and request.if_none_match.contains_weak(str(version)):
+        return Response(status=304, headers={"ETag": etag(version)})
+    response = Response(orjson.dumps(payload), status, mimetype=JSON)
+    if version is not None:
+        response.headers["ETag"] = etag(version)
+    return response
+
+
+def send(reply: Reply) -> Response:
+    """A write's :class:`Reply` (the stored bytes, for an idempotent retry)."""
+    response = Response(reply.body, reply.status, mimetype=JSON)
+    if not reply.body:  # 204: no content, no content type
+        del response.headers["Content-Type"]
+    if reply.version is not None:
+        response.headers["ETag"] = etag(reply.version)
+    if reply.location is not None:
+        response.headers["Location"] = reply.location
+    return response

@@ -1,0 +1,374 @@
+"""The application between HTTP and the rules engine: games, moves, undo, idempotency.
+
+Nothing here knows Flask.  The views validate a request, call one method of
+:class:`Games` and send what it returns; a write returns a :class:`Reply` (status, ETag,
+Location and the JSON body as bytes), because the bytes of the first answer to a write
+with an ``Idempotency-Key`` are stored with the write and sent again, unchanged, to every
+retry.  Refusals are :class:`GameError` (status, stable code, detail) or the engine's
+``IllegalMoveError``; storage failures are the store's ``StorageUnavailable``.
+
+Secrets: the engine snapshot (with the stock order), the seed (when the server chose it)
+and the salt stay in the stored record; :func:`game_json` shows the seed only when the
+client chose it or the game is over, the salt only when it is over, the stock's count
+but never its cards.  The player token is stored only as its SHA-256.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import orjson
+
+from service import metrics
+from service.engine import STOCK, InvalidMoveError, Move, State, Step, Variant, get_variant
+from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, Stored
+
+UNDO_POLICIES = ("full", "safe", "off")
+DEFAULT_UNDO = "safe"
+
+
+class GameError(Exception):
+    """A refusal of the service (not of the rules): HTTP status, stable code, detail."""
+
+    def __init__(self, status: int, code: str, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """The answer to a write, as sent and as stored for idempotent retries."""
+
+    status: int
+    body: bytes
+    version: int | None = None  # the ETag, if the answer carries a game
+    location: str | None = None
+
+    def to_json(self) -> dict:
+        return {"s": self.status, "b": self.body.decode(), "v": self.version,
+                "l": self.location}
+
+    @classmethod
+    def from_json(cls, data: dict) -> Reply:
+        return cls(data["s"], data["b"].encode(), data["v"], data["l"])
+
+
+def now() -> str:
+    """The current UTC time as ``2026-11-29T16:04:00.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def deal_commitment(variant_id: str, seed: int, salt: str) -> str:
+    """API.md: the SHA-256 of ``"<variant>:<seed>:<salt>"``, lowercase hex."""
+    return hashlib.sha256(f"{variant_id}:{seed}:{salt}".encode()).hexdigest()
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def request_hash(kind: str, body: dict) -> str:
+    """What makes two writes "the same body": their kind and their parsed JSON, so that
+    key order and white space do not matter (an empty undo body equals ``{}``)."""
+    canonical = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(kind.encode() + b"\n" + canonical).hexdigest()
+
+
+def _seal(secret: str, data: bytes) -> str:
+    """Encrypt ``data`` with a key stream derived from ``secret`` (SHAKE-256 over a random
+    nonce): the stored first answer of a create holds the player token, which must not
+    lie in Redis in clear; only a client that knows the Idempotency-Key can get it back."""
+    nonce = secrets.token_bytes(16)
+    pad = hashlib.shake_256(b"patience-create\n" + nonce + secret.encode()).digest(len(data))
+    sealed = (int.from_bytes(data, "big") ^ int.from_bytes(pad, "big")).to_bytes(len(data), "big")
+    return base64.b64encode(nonce + sealed).decode()
+
+
+def _unseal(secret: str, text: str) -> bytes:
+    raw = base64.b64decode(text)
+    nonce, sealed = raw[:16], raw[16:]
+    pad = hashlib.shake_256(b"patience-create\n" + nonce + secret.encode()).digest(len(sealed))
+    return (int.from_bytes(sealed, "big") ^ int.from_bytes(pad, "big")).to_bytes(
+        len(sealed), "big")
+
+
+def _state(game_id: str, record: dict) -> State:
+    try:
+        return State.from_dict(record["state"])
+    except (InvalidMoveError, KeyError, TypeError) as error:
+        raise RuntimeError(f"the stored game {game_id} is corrupt: {error!r}") from None
+
+
+def _step(game_id: str, variant: Variant, entry: str) -> tuple[int, Step]:
+    """A history entry ``"<version>|<encoded step>"`` as (version, step)."""
+    version, _, text = entry.partition("|")
+    try:
+        return int(version), variant.decode_step(text)
+    except (InvalidMoveError, ValueError) as error:
+        raise RuntimeError(f"the history of game {game_id} is corrupt: {error!r}") from None
+
+
+def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
+    """The Game of API.md and the service spec, without anything secret."""
+    variant = state.variant
+    over = state.is_over
+    game = {
+        "id": game_id,
+        "variant": variant.id,
+        "version": version,
+        "status": state.status,
+        "seed": record["seed"] if record["chosen"] or over else None,
+        "salt": record["salt"] if over else None,
+        "deal_commitment": record["commitment"],
+        "undo": record["undo"],
+        "undos": record["undos"],
+        "moves_made": record["moves"],
+        "piles": [
+            {"id": spec.id, "kind": spec.kind, "count": len(cards),
+             "cards": [] if spec.kind == STOCK else [str(card) for card in cards]}
+            for spec, cards in zip(variant.layout, state.piles, strict=True)
+        ],
+    }
+    next_deal = getattr(variant, "next_deal", None)
+    if next_deal is not None:
+        game["next_deal"] = next_deal(state)
+    game["created_at"] = record["created"]
+    game["updated_at"] = record["updated"]
+    return game
+
+
+def _events(step: Step) -> list[dict]:
+    return [event.to_dict() for event in step.events]
+
+
+def _undo_events(step: Step) -> list[dict]:
+    """The events of taking ``step`` back: its own, last first, from and to swapped."""
+    return [{"card": str(event.card), "from": event.target, "to": event.source}
+            for event in reversed(step.events)]
+
+
+def _not_found(game_id: str) -> GameError:
+    return GameError(404, "game_not_found", f"there is no game {game_id!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class _Change:
+    """What a write wants to store, and what to answer once it is stored."""
+
+    version: int | None  # None: delete the game
+    record: dict | None
+    reply: Reply
+    push: str | None = None
+    pop: bool = False
+    done: Callable[[], None] = lambda: None  # metrics, once the write is stored
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """The parts of a write request that every write shares."""
+
+    token: str
+    if_match: frozenset[int] | None  # None: no If-Match (or ``*``)
+    idempotency_key: str | None
+    request_hash: str
+
+
+class Games:
+    """Create, read and change games stored in a :class:`GameStore`."""
+
+    def __init__(self, store: GameStore, *, retries: int = 16):
+        self.store = store
+        self.retries = max(1, retries)
+
+    # --- create ---------------------------------------------------------------------
+    def create(self, variant_id: str, seed: int | None, undo: str,
+               idempotency_key: str | None, body_hash: str) -> Reply:
+        if idempotency_key is not None:
+            first = self.store.created_response(idempotency_key)
+            if first is not None:
+                return self._created_again(first, idempotency_key, body_hash)
+        variant = get_variant(variant_id)
+        chosen = seed is not None
+        if seed is None:
+            seed = secrets.randbits(64)
+        salt = secrets.token_hex(16)
+        state = variant.deal(seed)
+        token = secrets.token_urlsafe(32)
+        stamp = now()
+        record = {
+            "variant": variant.id, "seed": seed, "chosen": chosen, "salt": salt,
+            "commitment": deal_commitment(variant.id, seed, salt), "token": token_hash(token),
+            "undo": undo, "undos": 0, "moves": 0, "created": stamp, "updated": stamp,
+            "state": state.to_dict(),
+        }
+        for _attempt in range(3):  # a second id is needed only if 128 random bits collide
+            game_id = secrets.token_urlsafe(16)
+            if self.store.commit(game_id, expected=None, version=0, record=record).outcome == OK:
+                break
+        else:  # pragma: no cover - needs three collisions of 128-bit random ids
+            raise RuntimeError("could not find a free game id")
+        body = {"game": game_json(game_id, 0, record, state), "player_token": token}
+        reply = Reply(201, orjson.dumps(body), 0, f"/v1/games/{game_id}")
+        if idempotency_key is not None:
+            sealed = _seal(idempotency_key, orjson.dumps(reply.to_json()))
+            earlier = self.store.remember_created(
+                idempotency_key, orjson.dumps({"r": body_hash, "x": sealed}))
+            if earlier is not None:  # a racing request with the same key stored first
+                self.store.discard(game_id)
+                return self._created_again(earlier, idempotency_key, body_hash)
+        metrics.GAMES_CREATED.labels(variant.id).inc()
+        return reply
+
+    @staticmethod
+    def _created_again(stored: bytes, idempotency_key: str, body_hash: str) -> Reply:
+        data = orjson.loads(stored)
+        if not hmac.compare_digest(data["r"], body_hash):
+            raise GameError(422, "idempotency_key_reused",
+                            "this Idempotency-Key was used with another request body")
+        return Reply.from_json(orjson.loads(_unseal(idempotency_key, data["x"])))
+
+    # --- reads ----------------------------------------------------------------------
+    def _load(self, game_id: str) -> tuple[Stored, State]:
+        stored = self.store.load(game_id)
+        if stored is None:
+            raise _not_found(game_id)
+        return stored, _state(game_id, stored.record)
+
+    def get(self, game_id: str) -> tuple[int, dict]:
+        stored, state = self._load(game_id)
+        return stored.version, game_json(game_id, stored.version, stored.record, state)
+
+    def legal_moves(self, game_id: str) -> tuple[int, dict]:
+        stored, state = self._load(game_id)
+        moves = []
+        for move in state.legal_moves():
+            listed = move.to_dict()
+            card = state.card_of(move)
+            if card is not None:
+                listed["card"] = str(card)
+            moves.append(listed)
+        return stored.version, {"version": stored.version, "moves": moves}
+
+    def history(self, game_id: str) -> tuple[int, dict]:
+        found = self.store.history(game_id)
+        if found is None:
+            raise _not_found(game_id)
+        stored, entries = found
+        variant = get_variant(stored.record["variant"])
+        moves = []
+        for entry in entries:
+            version, step = _step(game_id, variant, entry)
+            moves.append({"version": version, "move": step.move.to_dict(),
+                          "events": _events(step)})
+        return stored.version, {"moves": moves}
+
+    # --- writes ---------------------------------------------------------------------
+    def move(self, game_id: str, write: Write, move: Move) -> Reply:
+        def change(stored: Stored, state: State, _last: str | None) -> _Change:
+            after, step = state.apply(move)  # IllegalMoveError: 422, nothing written
+            version = stored.version + 1
+            record = dict(stored.record, state=after.to_dict(), moves=stored.record["moves"] + 1,
+                          updated=now())
+            body = {"game": game_json(game_id, version, record, after), "events": _events(step)}
+            variant_id = state.variant.id
+
+            def done():
+                metrics.MOVES_APPLIED.labels(variant_id).inc()
+                if after.is_over:
+                    metrics.GAMES_FINISHED.labels(variant_id, after.status).inc()
+
+            return _Change(version, record, Reply(200, orjson.dumps(body), version),
+                           push=f"{version}|{state.variant.encode_step(step)}", done=done)
+
+        return self._write(game_id, write, change)
+
+    def undo(self, game_id: str, write: Write) -> Reply:
+        def change(stored: Stored, state: State, last: str | None) -> _Change:
+            record = stored.record
+            if state.is_over:
+                raise GameError(409, "game_over",
+                                f"the game is {state.status}: a finished game is final")
+            if record["undo"] == "off":
+                raise GameError(409, "undo_disabled", "this game was created with undo off")
+            if last is None:
+                raise GameError(409, "nothing_to_undo", "no move is left to take back")
+            _version, step = _step(game_id, state.variant, last)
+            if record["undo"] == "safe" and step.reveals:
+                raise GameError(409, "undo_blocked",
+                                f"{step.move} turned a stock card face up: with undo 'safe' "
+                                "it cannot be taken back, nor anything before it")
+            before = state.undo(step)
+            version = stored.version + 1
+            record = dict(record, state=before.to_dict(), moves=record["moves"] - 1,
+                          undos=record["undos"] + 1, updated=now())
+            body = {"game": game_json(game_id, version, record, before),
+                    "events": _undo_events(step)}
+            variant_id = state.variant.id
+            return _Change(version, record, Reply(200, orjson.dumps(body), version), pop=True,
+                           done=lambda: metrics.UNDOS_APPLIED.labels(variant_id).inc())
+
+        return self._write(game_id, write, change)
+
+    def delete(self, game_id: str, write: Write) -> Reply:
+        def change(_stored: Stored, _state: State, _last: str | None) -> _Change:
+            return _Change(None, None, Reply(204, b""))
+
+        return self._write(game_id, write, change)
+
+    def _write(self, game_id: str, write: Write,
+               change: Callable[[Stored, State, str | None], _Change]) -> Reply:
+        """Read, check, decide, compare-and-set; again on a lost race unless If-Match."""
+        hashed_token = token_hash(write.token)
+        for _attempt in range(self.retries):
+            view = self.store.load_for_write(game_id, write.idempotency_key)
+            if view.first_response is not None:
+                return self._again(view.first_response, hashed_token, write.request_hash)
+            stored = view.game
+            if stored is None:
+                raise _not_found(game_id)
+            if not hmac.compare_digest(stored.record["token"], hashed_token):
+                raise GameError(403, "wrong_token", "this is not the player token of the game")
+            if write.if_match is not None and stored.version not in write.if_match:
+                raise GameError(412, "version_mismatch",
+                                f"the game is at version {stored.version}")
+            planned = change(stored, _state(game_id, stored.record), view.last_entry)
+            first = None
+            if write.idempotency_key is not None:
+                first = orjson.dumps(dict(planned.reply.to_json(), r=write.request_hash,
+                                          a=hashed_token))
+            result = self.store.commit(
+                game_id, expected=stored.version, version=planned.version,
+                record=planned.record, push=planned.push, pop=planned.pop,
+                idempotency_key=write.idempotency_key, first_response=first)
+            if result.outcome == OK:
+                planned.done()
+                return planned.reply
+            if result.outcome == REPLAY:
+                return self._again(result.first_response, hashed_token, write.request_hash)
+            if result.outcome == MISSING:
+                raise _not_found(game_id)
+            if result.outcome != CONFLICT:
+                raise RuntimeError(f"unknown outcome of a write: {result.outcome!r}")
+            if write.if_match is not None:
+                raise GameError(412, "version_mismatch", "the game changed meanwhile")
+        raise GameError(409, "write_conflict",
+                        f"the game kept changing: gave up after {self.retries} attempts")
+
+    @staticmethod
+    def _again(stored: bytes, hashed_token: str, body_hash: str) -> Reply:
+        """The first answer to a write with this Idempotency-Key, for a retry of it."""
+        data = orjson.loads(stored)
+        if not hmac.compare_digest(data["a"], hashed_token):
+            raise GameError(403, "wrong_token", "this is not the player token of the game")
+        if not hmac.compare_digest(data["r"], body_hash):
+            raise GameError(422, "idempotency_key_reused",
+                            "this Idempotency-Key was used with another request body")
+        return Reply.from_json(data)

@@ -1,0 +1,59 @@
+"""Fixtures of the API tests: an app on the session's Redis (emptied before each test),
+its test client, a raw Redis client to check the stored state, and the log lines."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from service.telemetry import json_formatter
+from tests.api.support import make_app
+from tests.contract import ValidatingClient
+
+
+@pytest.fixture
+def app(clean_redis, redis_url):
+    app = make_app(redis_url)
+    app.test_client_class = ValidatingClient  # every answer is checked against openapi.yaml
+    yield app
+    app.extensions["game_store"].close()
+    # The last-resort handler answers 500: no request of an API test may reach it.
+    assert 500 not in app.statuses
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def redis_db(clean_redis):
+    """The session's Redis, as a raw client (FLUSHALL before the test)."""
+    return clean_redis
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.setFormatter(json_formatter())
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.lines]
+
+
+@pytest.fixture
+def log_lines():
+    """Every line the service's loggers write during the test, formatted as in production."""
+    handler = _Lines()
+    loggers = [logging.getLogger(name) for name in ("patience", "flask-limiter")]
+    for logger in loggers:
+        logger.addHandler(handler)
+    yield handler
+    for logger in loggers:
+        logger.removeHandler(handler)

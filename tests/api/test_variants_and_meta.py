@@ -1,0 +1,119 @@
+"""GET /v1/variants, /healthz, /readyz, /metrics, /v1/openapi.yaml."""
+
+import pytest
+
+from service.engine import get_variant
+from tests.api.support import create, make_app
+
+PILE_KINDS = {"stock", "waste", "foundation", "tableau", "reserve"}
+EXPECTED_PILES = {
+    "clock": {f"foundation-{i}" for i in range(1, 13)} | {f"packet-{i}" for i in range(1, 13)}
+    | {"stock", "talon"},
+    "salic-law": {f"queen-{i}" for i in range(1, 9)} | {f"foundation-{i}" for i in range(1, 9)}
+    | {f"king-{i}" for i in range(1, 9)} | {"stock"},
+    "four-corners": {"corner-tl", "corner-bl", "corner-tr", "corner-br", "stock"}
+    | {f"{side}-{i}" for side in ("left", "right") for i in range(1, 5)}
+    | {f"{kind}-{i}" for kind in ("ace", "king") for i in range(1, 5)},
+}
+
+
+def test_variants_lists_the_three_games_with_their_tables(client):
+    response = client.get("/v1/variants")
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    variants = response.get_json()["variants"]
+    assert [v["id"] for v in variants] == ["clock", "salic-law", "four-corners"]
+    for variant in variants:
+        assert variant["decks"] == 2
+        assert variant["name"]
+        assert variant["summary"]
+        assert {pile["id"] for pile in variant["piles"]} == EXPECTED_PILES[variant["id"]]
+        for pile in variant["piles"]:
+            assert pile["kind"] in PILE_KINDS
+            assert set(pile["layout"]) == {"x", "y", "fan"}
+        assert variant == get_variant(variant["id"]).describe()
+    assert {p["kind"] for p in variants[1]["piles"] if p["id"].startswith("queen")} == {"reserve"}
+
+
+def test_variants_pile_order_is_the_order_of_a_new_game(client):
+    for variant in client.get("/v1/variants").get_json()["variants"]:
+        game, _token, _ = create(client, variant["id"], seed=1)
+        assert [p["id"] for p in game["piles"]] == [p["id"] for p in variant["piles"]]
+        assert [p["kind"] for p in game["piles"]] == [p["kind"] for p in variant["piles"]]
+
+
+def test_healthz_answers_without_storage(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ok"}
+
+
+def test_readyz_answers_ready_when_redis_answers(client):
+    response = client.get("/readyz")
+    assert response.status_code == 200
+    assert response.get_json() == {"status": "ready"}
+
+
+def test_metrics_count_requests_games_and_moves(client):
+    game, token, _ = create(client, "salic-law", seed=3)
+    client.post(f"/v1/games/{game['id']}/moves", json={"type": "resign"},
+                headers={"Authorization": f"Bearer {token}"})
+    client.get("/v1/games/nope-nope")
+    response = client.get("/metrics")
+    assert response.status_code == 200
+    assert response.mimetype == "text/plain"
+    text = response.get_data(as_text=True)
+    assert 'patience_games_created_total{variant="salic-law"}' in text
+    assert 'patience_moves_applied_total{variant="salic-law"}' in text
+    assert 'patience_games_finished_total{status="resigned",variant="salic-law"}' in text
+    assert ('patience_http_requests_total{method="POST",route="/v1/games",status="201"}'
+            in text)
+    assert ('patience_http_requests_total{method="GET",route="/v1/games/<game_id>",'
+            'status="404"}' in text)
+    assert 'patience_http_request_duration_seconds_bucket{le="0.005",method="POST"' in text
+
+
+def _sample(text: str, line_start: str) -> float:
+    return next(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith(line_start))
+
+
+def test_metrics_move_with_each_request(client):
+    label = 'patience_games_created_total{variant="four-corners"}'
+    before = client.get("/metrics").get_data(as_text=True)
+    start = _sample(before, label) if label in before else 0.0
+    create(client, "four-corners")
+    create(client, "four-corners")
+    after = client.get("/metrics").get_data(as_text=True)
+    assert _sample(after, label) == start + 2
+
+
+def test_openapi_document_is_served_from_the_file(tmp_path, redis_url, clean_redis):
+    spec = tmp_path / "openapi.yaml"
+    spec.write_text("openapi: 3.1.0\ninfo: {title: t, version: '1'}\npaths: {}\n")
+    app = make_app(redis_url, OPENAPI_PATH=str(spec))
+    spec.write_text("changed after the app was created")
+    response = app.test_client().get("/v1/openapi.yaml")
+    assert response.status_code == 200
+    assert response.mimetype == "application/yaml"
+    assert response.get_data(as_text=True).startswith("openapi: 3.1.0")
+
+
+def test_missing_openapi_document_is_a_404_problem(tmp_path, redis_url, clean_redis):
+    app = make_app(redis_url, OPENAPI_PATH=str(tmp_path / "absent.yaml"))
+    response = app.test_client().get("/v1/openapi.yaml")
+    assert response.status_code == 404
+    assert response.mimetype == "application/problem+json"
+    assert response.get_json()["code"] == "not_found"
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/v1/variants", "/v1/games/x"])
+def test_every_response_carries_a_request_id(client, path):
+    response = client.get(path)
+    assert len(response.headers["X-Request-ID"]) == 32
+    echoed = client.get(path, headers={"X-Request-ID": "abc-123.x:y_z"})
+    assert echoed.headers["X-Request-ID"] == "abc-123.x:y_z"
+    for unsafe in ("x" * 129, "a b", "<script>", "é"):
+        replaced = client.get(path, headers={"X-Request-ID": unsafe})
+        assert replaced.headers["X-Request-ID"] != unsafe
+        assert len(replaced.headers["X-Request-ID"]) == 32

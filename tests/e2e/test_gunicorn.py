@@ -1,0 +1,171 @@
+"""End to end: the real gunicorn command of `make run` and docker-compose, on a free port,
+against the harness's Redis, exercised over HTTP with requests."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import requests
+
+from service.devserver import GUNICORN_COMMAND
+from service.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+@pytest.fixture(scope="module")
+def server(redis_server, tmp_path_factory):
+    """gunicorn with two workers sharing Prometheus metrics through a directory."""
+    port = free_port()
+    metrics_dir = tmp_path_factory.mktemp("prometheus")
+    env = dict(os.environ, HOST="127.0.0.1", PORT=str(port), REDIS_URL=redis_server.url,
+               WEB_CONCURRENCY="2", GUNICORN_THREADS="4", LOG_LEVEL="WARNING",
+               PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), RATELIMIT_DEFAULT="100000 per minute")
+    log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+    with open(log, "wb") as sink:
+        process = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT, env=env,
+                                   stdout=sink, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert process.poll() is None, log.read_text()
+            try:
+                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
+                    break
+            except requests.ConnectionError:
+                pass
+            assert time.monotonic() < deadline, "gunicorn did not start\n" + log.read_text()
+            time.sleep(0.1)
+        yield base
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+    assert '"status": 500' not in text
+
+
+@pytest.fixture
+def http(server, clean_redis):
+    with requests.Session() as session:
+        yield server, session
+
+
+def _auth(token):
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.mark.timeout(60)
+def test_a_game_is_played_to_its_end_over_http(http):
+    base, session = http
+    created = session.post(f"{base}/v1/games", json={"variant": "four-corners"}, timeout=5)
+    assert created.status_code == 201
+    assert created.headers["Location"].startswith("/v1/games/")
+    assert created.headers["ETag"] == '"0"'
+    assert int(created.headers["RateLimit-Limit"]) == 100000
+    assert "RateLimit-Remaining" in created.headers
+    assert "RateLimit-Reset" in created.headers
+    assert len(created.headers["X-Request-ID"]) == 32
+    body = created.json()
+    game, token = body["game"], body["player_token"]
+    url = f"{base}{created.headers['Location']}"
+    rng = random.Random(5)
+    for _ in range(600):
+        moves = session.get(f"{url}/moves", timeout=5).json()["moves"]
+        if not moves:
+            break
+        move = {k: v for k, v in rng.choice(moves).items() if k != "card"}
+        answer = session.post(f"{url}/moves", json=move, headers=_auth(token), timeout=5)
+        assert answer.status_code == 200, answer.text
+        assert answer.headers["ETag"] == f'"{answer.json()["game"]["version"]}"'
+        if answer.json()["game"]["status"] != "playing":
+            break
+    else:
+        session.post(f"{url}/moves", json={"type": "resign"}, headers=_auth(token), timeout=5)
+    final = session.get(url, timeout=5).json()
+    assert final["status"] in ("won", "lost", "resigned")
+    commitment = f"four-corners:{final['seed']}:{final['salt']}"
+    assert hashlib.sha256(commitment.encode()).hexdigest() == game["deal_commitment"]
+    history = session.get(f"{url}/history", timeout=5).json()["moves"]
+    assert len(history) == final["moves_made"] == final["version"]
+    assert session.get(url, headers={"If-None-Match": f'"{final["version"]}"'},
+                       timeout=5).status_code == 304
+    assert session.delete(url, headers=_auth(token), timeout=5).status_code == 204
+    assert session.get(url, timeout=5).status_code == 404
+
+
+def _padded(size: int) -> bytes:
+    head = b'{"variant": "salic-law"'
+    return head + b" " * (size - len(head) - 1) + b"}"
+
+
+def test_chunked_bodies_are_limited_to_16_kib(http):
+    base, session = http
+    headers = {"Content-Type": "application/json"}
+
+    def chunks(data):
+        for i in range(0, len(data), 1000):
+            yield data[i:i + 1000]
+
+    fits = session.post(f"{base}/v1/games", data=chunks(_padded(16384)), headers=headers,
+                        timeout=5)
+    assert fits.status_code == 201, fits.text
+    too_big = session.post(f"{base}/v1/games", data=chunks(_padded(16385)), headers=headers,
+                           timeout=5)
+    assert too_big.status_code == 413
+    assert too_big.json()["code"] == "body_too_large"
+    declared = session.post(f"{base}/v1/games", data=_padded(20000), headers=headers, timeout=5)
+    assert declared.status_code == 413
+
+
+def test_racing_if_match_writes_through_gunicorn_one_wins(http):
+    base, session = http
+    body = session.post(f"{base}/v1/games", json={"variant": "salic-law"}, timeout=5).json()
+    url = f"{base}/v1/games/{body['game']['id']}/moves"
+    headers = {**_auth(body["player_token"]), "If-Match": '"0"'}
+    barrier = threading.Barrier(8)
+    statuses = []
+
+    def write():
+        barrier.wait()
+        statuses.append(requests.post(url, json={"type": "deal"}, headers=headers,
+                                      timeout=10).status_code)
+
+    threads = [threading.Thread(target=write) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(statuses) == [200] + [412] * 7
+    assert session.get(url.removesuffix("/moves"), timeout=5).json()["version"] == 1
+
+
+def _sample(text: str, prefix: str) -> float:
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(prefix))
+
+
+def test_metrics_add_up_every_worker(http):
+    base, session = http
+    label = 'patience_games_created_total{variant="clock"}'
+    before = _sample(session.get(f"{base}/metrics", timeout=5).text, label)
+    for _ in range(6):
+        assert requests.post(f"{base}/v1/games", json={"variant": "clock"},
+                             timeout=5).status_code == 201  # new connections: both workers
+    text = session.get(f"{base}/metrics", timeout=5).text
+    assert _sample(text, label) == before + 6
+    assert "patience_http_request_duration_seconds_bucket" in text
