@@ -1,0 +1,207 @@
+// The public /v1 API and nothing else: every URL this client fetches is built here
+// (and in live.js, for the events feed).
+
+export class ApiError extends Error {
+  constructor(status, problem, retryAfter) {
+    const detail = (problem && (problem.detail || problem.title)) || `HTTP ${status}`;
+    super(detail);
+    this.name = "ApiError";
+    this.status = status;
+    this.problem = problem || {};
+    this.code = (problem && problem.code) || "";
+    this.detail = detail;
+    this.retryAfter = retryAfter;
+  }
+
+  // A 404 of a route this server does not have (as opposed to an unknown game): an
+  // optional endpoint (events, hint, autoplay) that is not deployed here.
+  get routeMissing() {
+    return (this.status === 404 && this.code !== "game_not_found") || this.status === 405;
+  }
+}
+
+export class NetworkError extends Error {
+  constructor(cause) {
+    super("The server cannot be reached.");
+    this.name = "NetworkError";
+    this.cause = cause;
+  }
+}
+
+// Game.seed can be up to 2**64-1, beyond what a JS number holds exactly: keep its digits.
+export function parseJson(text) {
+  const data = JSON.parse(text, function reviver(key, value, context) {
+    if (key === "seed" && typeof value === "number") {
+      if (context && typeof context.source === "string") return context.source;
+      if (Number.isSafeInteger(value)) return String(value);
+      const m = /"seed"\s*:\s*(\d+)/.exec(text);
+      return m ? m[1] : String(value);
+    }
+    return value;
+  });
+  return data;
+}
+
+export function newIdempotencyKey() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+const enc = encodeURIComponent;
+
+export const paths = {
+  variants: () => "/v1/variants",
+  games: () => "/v1/games",
+  game: (id) => `/v1/games/${enc(id)}`,
+  moves: (id) => `/v1/games/${enc(id)}/moves`,
+  undo: (id) => `/v1/games/${enc(id)}/undo`,
+  history: (id) => `/v1/games/${enc(id)}/history`,
+  events: (id, after) => `/v1/games/${enc(id)}/events?after=${enc(String(after))}`,
+  hint: (id) => `/v1/games/${enc(id)}/hint`,
+  autoplay: (id) => `/v1/games/${enc(id)}/autoplay`,
+};
+
+// One HTTP exchange. Resolves {status, data, etag}; rejects with ApiError (an answer
+// that is not 2xx/304) or NetworkError (no answer at all).
+export async function request(method, path, opts = {}) {
+  const headers = { Accept: "application/json" };
+  let body;
+  if (opts.rawBody !== undefined) {
+    body = opts.rawBody;
+    headers["Content-Type"] = "application/json";
+  } else if (opts.body !== undefined) {
+    body = JSON.stringify(opts.body);
+    headers["Content-Type"] = "application/json";
+  }
+  if (opts.token) headers.Authorization = `Bearer ${opts.token}`;
+  if (opts.ifMatch !== undefined && opts.ifMatch !== null) headers["If-Match"] = `"${opts.ifMatch}"`;
+  if (opts.ifNoneMatch !== undefined && opts.ifNoneMatch !== null) {
+    headers["If-None-Match"] = `"${opts.ifNoneMatch}"`;
+  }
+  if (opts.idempotencyKey) headers["Idempotency-Key"] = opts.idempotencyKey;
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body, cache: "no-store", signal: opts.signal });
+  } catch (error) {
+    if (error && error.name === "AbortError") throw error;
+    throw new NetworkError(error);
+  }
+  const etag = response.headers.get("ETag");
+  if (response.status === 304 || response.status === 204) {
+    return { status: response.status, data: null, etag };
+  }
+  let text = "";
+  try {
+    text = await response.text();
+  } catch (error) {
+    throw new NetworkError(error);
+  }
+  let data = null;
+  const type = response.headers.get("Content-Type") || "";
+  if (text && /json/.test(type)) {
+    try {
+      data = parseJson(text);
+    } catch {
+      data = null;
+    }
+  }
+  if (!response.ok) {
+    const retry = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+    throw new ApiError(response.status, data, Number.isFinite(retry) ? retry : undefined);
+  }
+  return { status: response.status, data, etag };
+}
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
+
+// Retries while the server cannot be reached or says "later" (503, 429), with backoff
+// (or the server's Retry-After). onWait(seconds, error) is told before each pause and
+// onWait(0) once it goes through. A write carries the same Idempotency-Key every time,
+// so a retry of a write that was in fact applied answers the first response again.
+export async function withRetry(fn, { attempts = 8, onWait = () => {} } = {}) {
+  let delay = 1;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      const result = await fn();
+      if (attempt > 1) onWait(0);
+      return result;
+    } catch (error) {
+      const transient = error instanceof NetworkError
+        || (error instanceof ApiError && (error.status === 503 || error.status === 429));
+      if (!transient || attempt >= attempts) {
+        if (attempt > 1) onWait(0);
+        throw error;
+      }
+      const wait = error instanceof ApiError && error.retryAfter ? error.retryAfter : delay;
+      onWait(wait, error);
+      await sleep(wait * 1000);
+      delay = Math.min(delay * 2, 16);
+    }
+  }
+}
+
+export class Api {
+  constructor({ onWait } = {}) {
+    this.onWait = onWait || (() => {});
+  }
+
+  get(path, opts = {}) {
+    return withRetry(() => request("GET", path, opts), { onWait: this.onWait });
+  }
+
+  write(method, path, opts = {}) {
+    const key = newIdempotencyKey();
+    return withRetry(() => request(method, path, { ...opts, idempotencyKey: key }),
+      { onWait: this.onWait });
+  }
+
+  variants() {
+    return this.get(paths.variants());
+  }
+
+  createGame({ variant, seed, undo }) {
+    // The seed is sent as written (up to 2**64-1 does not fit a JS number).
+    let raw = `{"variant":${JSON.stringify(variant)}`;
+    if (seed !== null && seed !== undefined && seed !== "") raw += `,"seed":${seed}`;
+    if (undo) raw += `,"undo":${JSON.stringify(undo)}`;
+    raw += "}";
+    return this.write("POST", paths.games(), { rawBody: raw });
+  }
+
+  game(id, ifNoneMatch) {
+    return this.get(paths.game(id), { ifNoneMatch });
+  }
+
+  moves(id) {
+    return this.get(paths.moves(id));
+  }
+
+  history(id) {
+    return this.get(paths.history(id));
+  }
+
+  move(id, token, move, version) {
+    return this.write("POST", paths.moves(id), { body: move, token, ifMatch: version });
+  }
+
+  undo(id, token, version) {
+    return this.write("POST", paths.undo(id), { body: {}, token, ifMatch: version });
+  }
+
+  hint(id) {
+    return this.get(paths.hint(id));
+  }
+
+  autoplay(id, token, version) {
+    return this.write("POST", paths.autoplay(id), { body: {}, token, ifMatch: version });
+  }
+
+  remove(id, token) {
+    return this.write("DELETE", paths.game(id), { token });
+  }
+
+  eventsSince(id, after) {
+    return request("GET", paths.events(id, after));
+  }
+}

@@ -1,0 +1,857 @@
+// Patience: the reference web client. It plays through the public /v1 API only.
+
+import { Api, ApiError, NetworkError } from "./api.js";
+import { cardText } from "./cards.js";
+import { Follower } from "./live.js";
+import { TableView } from "./table.js";
+
+const $ = (id) => document.getElementById(id);
+const MAX_SEED = 18446744073709551615n;
+const ACTIONS = { deal: "Deal", draw: "Draw", refill: "Refill" };
+const OVER = new Set(["won", "lost", "resigned"]);
+
+// --- what this device remembers: the player's token of each game it dealt -------------
+const memory = new Map();
+const saved = {
+  get(key) {
+    try {
+      return window.localStorage.getItem(key);
+    } catch {
+      return memory.has(key) ? memory.get(key) : null;
+    }
+  },
+  set(key, value) {
+    try {
+      window.localStorage.setItem(key, value);
+    } catch {
+      memory.set(key, value);
+    }
+  },
+  remove(key) {
+    try {
+      window.localStorage.removeItem(key);
+    } catch {
+      memory.delete(key);
+    }
+  },
+  token: (id) => saved.get(`patience.token.${id}`),
+  recent() {
+    try {
+      const list = JSON.parse(saved.get("patience.games") || "[]");
+      return Array.isArray(list) ? list : [];
+    } catch {
+      return [];
+    }
+  },
+  remember(game, token) {
+    saved.set(`patience.token.${game.id}`, token);
+    const list = saved.recent().filter((g) => g.id !== game.id);
+    list.unshift({ id: game.id, variant: game.variant, at: game.created_at });
+    for (const old of list.splice(12)) saved.remove(`patience.token.${old.id}`);
+    saved.set("patience.games", JSON.stringify(list));
+  },
+  forget(id) {
+    saved.remove(`patience.token.${id}`);
+    saved.set("patience.games", JSON.stringify(saved.recent().filter((g) => g.id !== id)));
+  },
+};
+
+// --- state -----------------------------------------------------------------------------
+const S = {
+  variants: [],
+  byId: new Map(),
+  game: null,
+  variant: null,
+  token: null,
+  moves: [],
+  movesVersion: null,
+  selected: null,
+  hint: null,
+  arrived: new Set(),
+  busy: false,
+  follower: null,
+  conn: { state: "", text: "" },
+  waitText: "",
+  missing: new Map(), // optional endpoint -> note, once it answered 404
+  refreshing: null,
+  refreshAgain: false,
+  seq: 0,
+};
+
+const api = new Api({
+  onWait(seconds, error) {
+    S.waitText = seconds
+      ? `${error instanceof NetworkError ? "Connection lost" : "The server is busy"}: retrying in ${seconds} s\u2026`
+      : "";
+    showConn();
+  },
+});
+
+let table;
+let preview;
+
+// --- connection status -------------------------------------------------------------------
+const CONN_LABELS = {
+  live: "Live",
+  polling: "Following",
+  reconnecting: "Reconnecting\u2026",
+  connecting: "Connecting\u2026",
+  offline: "Offline",
+  gone: "Deleted",
+};
+
+// The top bar shows a short state; its title and the game's notes say the whole story.
+function showConn() {
+  const node = $("conn");
+  const state = S.waitText ? "reconnecting" : S.conn.state;
+  const text = S.waitText || S.conn.text;
+  const short = S.waitText ? S.waitText.replace(/^.*: r/, "R") : CONN_LABELS[state];
+  node.textContent = short || "";
+  node.title = text;
+  node.dataset.state = state;
+  node.hidden = !node.textContent;
+  const live = $("live-note");
+  live.textContent = state && state !== "live" && state !== "over" ? text : "";
+  live.dataset.state = state;
+  live.hidden = !live.textContent || $("game").hidden;
+}
+
+function setConn(state, text) {
+  S.conn = { state, text };
+  showConn();
+  document.body.dataset.live = state;
+}
+
+// --- messages ----------------------------------------------------------------------------
+function say(text, kind = "info") {
+  const node = $("message");
+  node.textContent = text;
+  node.className = `message ${kind}`;
+  node.hidden = !text;
+}
+
+function sayError(error, context) {
+  if (error instanceof ApiError) {
+    const node = $("message");
+    say(error.detail, "error");
+    node.dataset.code = error.code;
+    node.dataset.status = String(error.status);
+    return;
+  }
+  if (error instanceof NetworkError) {
+    say(`${context || "That"} did not reach the server: it cannot be reached. The table will catch up when the connection is back.`, "error");
+    return;
+  }
+  say(String(error && error.message ? error.message : error), "error");
+}
+
+function noteMissing(feature, error) {
+  const notes = {
+    hint: "Hints are not available on this server yet",
+    autoplay: "Autoplay is not available on this server yet",
+  };
+  S.missing.set(feature, `${notes[feature]} (it answered ${error.status}).`);
+  say(S.missing.get(feature), "note");
+  renderGame();
+}
+
+// --- routing: #game=<id> ---------------------------------------------------------------
+function gameIdFromHash() {
+  const params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+  const id = params.get("game");
+  return id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : null;
+}
+
+function route() {
+  const id = gameIdFromHash();
+  if (id) openGame(id);
+  else showLobby();
+}
+
+// --- lobby ---------------------------------------------------------------------------------
+function chosenVariant() {
+  const checked = document.querySelector('input[name="variant"]:checked');
+  return checked ? S.byId.get(checked.value) : S.variants[0];
+}
+
+function buildLobby() {
+  const list = $("variant-list");
+  list.replaceChildren();
+  const last = saved.get("patience.variant");
+  S.variants.forEach((variant, i) => {
+    const label = document.createElement("label");
+    label.className = "variant-choice";
+    const input = document.createElement("input");
+    input.type = "radio";
+    input.name = "variant";
+    input.value = variant.id;
+    input.checked = last ? last === variant.id : i === 0;
+    input.addEventListener("change", renderPreview);
+    const name = document.createElement("strong");
+    name.textContent = variant.name;
+    const summary = document.createElement("span");
+    summary.className = "summary";
+    summary.textContent = variant.summary;
+    label.append(input, name, summary);
+    list.append(label);
+  });
+  if (!document.querySelector('input[name="variant"]:checked') && list.querySelector("input")) {
+    list.querySelector("input").checked = true;
+  }
+}
+
+function renderPreview() {
+  const variant = chosenVariant();
+  if (!variant) return;
+  preview.render(variant, null, { interactive: false, maxHeight: Math.min(520, window.innerHeight * 0.6) });
+}
+
+function renderRecent() {
+  const games = saved.recent();
+  $("recent").hidden = games.length === 0;
+  const list = $("recent-list");
+  list.replaceChildren();
+  for (const g of games) {
+    const item = document.createElement("li");
+    const link = document.createElement("a");
+    link.href = `#game=${g.id}`;
+    const variant = S.byId.get(g.variant);
+    const when = g.at ? new Date(g.at).toLocaleString() : "";
+    link.textContent = `${variant ? variant.name : g.variant}${when ? `, dealt ${when}` : ""}`;
+    item.append(link);
+    list.append(item);
+  }
+}
+
+function showLobby(errorText) {
+  stopFollowing();
+  S.game = null;
+  S.seq += 1;
+  document.title = "Patience";
+  $("game").hidden = true;
+  $("lobby").hidden = false;
+  $("new-game-top").hidden = true;
+  setConn("", "");
+  const err = $("lobby-error");
+  err.textContent = errorText || "";
+  err.hidden = !errorText;
+  renderRecent();
+  renderPreview();
+}
+
+async function startGame(event) {
+  event.preventDefault();
+  const variant = chosenVariant();
+  const seedText = $("seed").value.trim();
+  const err = $("lobby-error");
+  err.hidden = true;
+  if (seedText && (!/^\d{1,20}$/.test(seedText) || BigInt(seedText) > MAX_SEED)) {
+    err.textContent = "A deal number is a whole number from 0 to 18446744073709551615, or blank for a random deal.";
+    err.hidden = false;
+    $("seed").focus();
+    return;
+  }
+  saved.set("patience.variant", variant.id);
+  const button = $("start");
+  button.disabled = true;
+  try {
+    const { data } = await api.createGame({
+      variant: variant.id,
+      seed: seedText ? BigInt(seedText).toString() : null,
+      undo: $("undo").value,
+    });
+    saved.remember(data.game, data.player_token);
+    S.preloaded = data.game;
+    window.location.hash = `game=${data.game.id}`;
+  } catch (error) {
+    err.textContent = error instanceof ApiError ? error.detail : "The server cannot be reached: try again in a moment.";
+    err.hidden = false;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+// --- a game ----------------------------------------------------------------------------------
+function stopFollowing() {
+  if (S.follower) S.follower.stop();
+  S.follower = null;
+}
+
+async function openGame(id) {
+  stopFollowing();
+  const seq = (S.seq += 1);
+  Object.assign(S, {
+    game: null, variant: null, moves: [], movesVersion: null, selected: null, hint: null,
+    busy: false, token: saved.token(id),
+  });
+  $("lobby").hidden = true;
+  $("game").hidden = false;
+  $("new-game-top").hidden = false;
+  say("");
+  $("banner").hidden = true;
+  $("game-title").textContent = "Loading the game\u2026";
+  $("table").replaceChildren();
+  let game = S.preloaded && S.preloaded.id === id ? S.preloaded : null;
+  S.preloaded = null;
+  try {
+    if (!game) game = (await api.game(id)).data;
+  } catch (error) {
+    if (seq !== S.seq) return;
+    if (error instanceof ApiError && error.status === 404) {
+      showLobby("That game does not exist (any more): it may have been deleted or expired.");
+    } else {
+      showLobby(`The game could not be loaded: ${error.message}`);
+    }
+    return;
+  }
+  if (seq !== S.seq) return;
+  S.variant = S.byId.get(game.variant);
+  if (!S.variant) {
+    showLobby(`This client does not know the variant ${game.variant}.`);
+    return;
+  }
+  S.game = game;
+  document.title = `${S.variant.name} \u2013 Patience`;
+  renderGame();
+  await loadMoves(seq);
+  if (seq !== S.seq) return;
+  follow(seq);
+}
+
+function follow(seq) {
+  if (!S.game || OVER.has(S.game.status) || seq !== S.seq) return;
+  stopFollowing();
+  S.follower = new Follower({
+    api,
+    gameId: S.game.id,
+    getVersion: () => (S.game ? S.game.version : 0),
+    onEntry: (entry) => {
+      if (seq !== S.seq || !S.game) return;
+      if (entry && entry.game && entry.game.id === S.game.id) {
+        if (applyGame(entry.game, null)) loadMoves(seq);
+        return;
+      }
+      if (entry && typeof entry.version === "number" && entry.version <= S.game.version) return;
+      refresh(seq);
+    },
+    onStatus: (state, text) => {
+      if (seq === S.seq) setConn(state, text);
+    },
+    onGone: () => {
+      if (seq !== S.seq) return;
+      say("This game has been deleted.", "error");
+      S.token = null;
+      renderGame();
+    },
+  });
+  setConn("connecting", "Connecting\u2026");
+  S.follower.start();
+}
+
+// Re-read the game (and its moves) when something may have changed.
+function refresh(seq = S.seq) {
+  if (S.refreshing) {
+    S.refreshAgain = true;
+    return S.refreshing;
+  }
+  S.refreshing = (async () => {
+    try {
+      do {
+        S.refreshAgain = false;
+        if (!S.game || seq !== S.seq) return;
+        const { status, data } = await api.game(S.game.id, S.game.version);
+        if (seq !== S.seq) return;
+        if (status === 200 && data && applyGame(data, null)) await loadMoves(seq);
+      } while (S.refreshAgain);
+    } catch (error) {
+      if (error instanceof ApiError && error.code === "game_not_found") {
+        say("This game has been deleted.", "error");
+        stopFollowing();
+      }
+    } finally {
+      S.refreshing = null;
+    }
+  })();
+  return S.refreshing;
+}
+
+async function loadMoves(seq = S.seq) {
+  if (!S.game) return;
+  try {
+    const { data } = await api.moves(S.game.id);
+    if (seq !== S.seq || !S.game) return;
+    if (data.version > S.game.version) {
+      refresh(seq);
+      return;
+    }
+    if (data.version === S.game.version) {
+      S.moves = data.moves;
+      S.movesVersion = data.version;
+      renderGame();
+    }
+  } catch {
+    // The next change or reconnection reads them again.
+  }
+}
+
+// Take a newer game; false when it is not newer than the one shown.
+function applyGame(game, events) {
+  if (!S.game || game.id !== S.game.id || game.version < S.game.version) return false;
+  if (game.version === S.game.version && game.status === S.game.status) return false;
+  S.game = game;
+  S.hint = null;
+  S.moves = [];
+  S.movesVersion = null;
+  if (S.selected) {
+    const pile = game.piles.find((p) => p.id === S.selected);
+    if (!pile || pile.count === 0) S.selected = null;
+  }
+  S.arrived = new Set((events || []).map((e) => e.to));
+  if (OVER.has(game.status)) {
+    stopFollowing();
+    setConn("over", "");
+    S.selected = null;
+  }
+  renderGame();
+  return true;
+}
+
+function isPlayer() {
+  return Boolean(S.token);
+}
+
+function playing() {
+  return S.game && S.game.status === "playing";
+}
+
+function legal(type) {
+  return S.moves.some((m) => m.type === type);
+}
+
+function targetsOf(pileId) {
+  return new Set(S.moves.filter((m) => m.type === "move" && m.from === pileId).map((m) => m.to));
+}
+
+function pileOf(id) {
+  return S.game ? S.game.piles.find((p) => p.id === id) : null;
+}
+
+function labelOf(id) {
+  const spec = S.variant && S.variant.piles.find((p) => p.id === id);
+  return spec && spec.label ? `${spec.label} (${id})` : id;
+}
+
+// --- playing ----------------------------------------------------------------------------
+function onPile(pileId) {
+  if (!S.game) return;
+  if (!isPlayer()) {
+    say("You are watching: only the player who dealt this game can move.", "note");
+    return;
+  }
+  if (!playing() || S.busy) return;
+  const pile = pileOf(pileId);
+  if (!pile) return;
+  if (pile.kind === "stock") {
+    S.selected = null;
+    const action = Object.keys(ACTIONS).find((a) => legal(a))
+      || Object.keys(ACTIONS).find((a) => S.variant.moves.includes(a));
+    if (action) send({ type: action });
+    return;
+  }
+  if (S.selected === pileId) {
+    S.selected = null;
+    say("");
+    renderGame();
+    return;
+  }
+  if (S.selected) {
+    const from = S.selected;
+    S.selected = null;
+    send({ type: "move", from, to: pileId });
+    return;
+  }
+  if (pile.count === 0) return;
+  S.selected = pileId;
+  const card = pile.cards[pile.cards.length - 1];
+  const targets = targetsOf(pileId);
+  if (targets.size === 0) {
+    say(`${cardText(card)} has no legal move now; pick a destination all the same and the server will say why.`, "note");
+  } else {
+    say(`${cardText(card)} selected: choose where it goes (${[...targets].map(labelOf).join(", ")}); Esc cancels.`, "info");
+  }
+  renderGame();
+}
+
+function onDrop(from, to) {
+  if (!to) {
+    S.selected = null;
+    renderGame();
+    return;
+  }
+  S.selected = null;
+  send({ type: "move", from, to });
+}
+
+async function send(move) {
+  if (S.busy || !S.game) return;
+  const seq = S.seq;
+  S.busy = true;
+  S.hint = null;
+  renderGame();
+  try {
+    const { data } = await api.move(S.game.id, S.token, move, S.game.version);
+    if (seq !== S.seq) return;
+    say("");
+    if (applyGame(data.game, data.events)) loadMoves(seq);
+  } catch (error) {
+    if (seq !== S.seq) return;
+    failed(error, move.type === "move" ? "The move" : `The ${move.type}`);
+  } finally {
+    if (seq === S.seq) {
+      S.busy = false;
+      renderGame();
+    }
+  }
+}
+
+function failed(error, context) {
+  if (error instanceof ApiError && error.status === 412) {
+    say("The game changed in another window: the table now shows where it stands. Try again.", "note");
+    refresh();
+    return;
+  }
+  if (error instanceof ApiError && (error.status === 401 || error.status === 403)) {
+    sayError(error);
+    S.token = null;
+    renderGame();
+    return;
+  }
+  sayError(error, context);
+  if (error instanceof NetworkError) refresh();
+}
+
+async function undo() {
+  if (S.busy || !S.game) return;
+  const seq = S.seq;
+  S.busy = true;
+  S.selected = null;
+  renderGame();
+  try {
+    const { data } = await api.undo(S.game.id, S.token, S.game.version);
+    if (seq !== S.seq) return;
+    say("Move taken back.", "info");
+    if (applyGame(data.game, data.events)) loadMoves(seq);
+  } catch (error) {
+    if (seq === S.seq) failed(error, "The undo");
+  } finally {
+    if (seq === S.seq) {
+      S.busy = false;
+      renderGame();
+    }
+  }
+}
+
+function describeMove(move) {
+  if (move.type !== "move") return ACTIONS[move.type] ? ACTIONS[move.type].toLowerCase() : move.type;
+  const card = move.card ? `${cardText(move.card)} ` : "";
+  return `${card}from ${labelOf(move.from)} to ${labelOf(move.to)}`;
+}
+
+async function hint() {
+  if (!S.game) return;
+  const seq = S.seq;
+  try {
+    const { data } = await api.hint(S.game.id);
+    if (seq !== S.seq || !S.game) return;
+    if (!data || !data.move) {
+      S.hint = null;
+      say(`No hint: ${data && data.reason ? data.reason : "no move helps now."}`, "note");
+    } else {
+      S.hint = data.move;
+      S.selected = null;
+      say(`Hint: ${describeMove(data.move)}.${data.reason ? ` ${data.reason}` : ""}`, "hint");
+    }
+    renderGame();
+  } catch (error) {
+    if (seq !== S.seq) return;
+    if (error instanceof ApiError && error.routeMissing) noteMissing("hint", error);
+    else sayError(error, "The hint request");
+  }
+}
+
+async function autoplay() {
+  if (S.busy || !S.game) return;
+  const seq = S.seq;
+  S.busy = true;
+  S.selected = null;
+  renderGame();
+  try {
+    const { data } = await api.autoplay(S.game.id, S.token, S.game.version);
+    if (seq !== S.seq) return;
+    const moved = data.events ? data.events.length : 0;
+    say(moved ? `Autoplay moved ${moved} card${moved === 1 ? "" : "s"}.` : "Autoplay found nothing that is always safe to play.", "info");
+    if (applyGame(data.game, data.events)) loadMoves(seq);
+  } catch (error) {
+    if (seq !== S.seq) return;
+    if (error instanceof ApiError && error.routeMissing) noteMissing("autoplay", error);
+    else failed(error, "Autoplay");
+  } finally {
+    if (seq === S.seq) {
+      S.busy = false;
+      renderGame();
+    }
+  }
+}
+
+async function removeGame() {
+  if (!S.game || !S.token) return;
+  const { id } = S.game;
+  try {
+    await api.remove(id, S.token);
+    saved.forget(id);
+    window.location.hash = "";
+  } catch (error) {
+    sayError(error, "The deletion");
+  }
+}
+
+function cancel() {
+  let changed = false;
+  if (S.selected || S.hint) {
+    S.selected = null;
+    S.hint = null;
+    changed = true;
+  }
+  $("resign-confirm").hidden = true;
+  $("delete-confirm").hidden = true;
+  if (changed) {
+    say("");
+    renderGame();
+  }
+}
+
+// --- drawing the game ----------------------------------------------------------------------
+function statusText(game) {
+  const moves = game.moves_made ?? null;
+  const parts = [];
+  parts.push({ playing: "Playing", won: "Won", lost: "Lost", resigned: "Resigned" }[game.status] || game.status);
+  if (moves !== null) parts.push(`${moves} move${moves === 1 ? "" : "s"}`);
+  const stock = game.piles.find((p) => p.kind === "stock");
+  if (stock) parts.push(`${stock.count} in the stock`);
+  parts.push(isPlayer() ? "your game" : "watching");
+  return parts.join(" \u00b7 ");
+}
+
+function renderBanner(game) {
+  const banner = $("banner");
+  if (!OVER.has(game.status)) {
+    banner.hidden = true;
+    banner.replaceChildren();
+    delete banner.dataset.status;
+    return;
+  }
+  if (banner.dataset.status === `${game.status}:${game.version}`) return;
+  banner.dataset.status = `${game.status}:${game.version}`;
+  banner.className = `banner ${game.status}`;
+  const title = document.createElement("strong");
+  const mine = isPlayer();
+  title.textContent = {
+    won: mine ? "You won!" : "Won!",
+    lost: "No move left: the game is lost.",
+    resigned: mine ? "You resigned." : "The player resigned.",
+  }[game.status];
+  const text = document.createElement("span");
+  const moves = game.moves_made ?? "";
+  text.textContent = {
+    won: `All 104 cards are home${moves !== "" ? ` after ${moves} moves` : ""}.`,
+    lost: "Better luck with the next deal.",
+    resigned: "The deal is revealed below.",
+  }[game.status];
+  const reveal = document.createElement("span");
+  reveal.className = "reveal";
+  reveal.textContent = game.seed !== null && game.seed !== undefined
+    ? `Deal ${game.seed}${game.salt ? `, salt ${game.salt}` : ""}.` : "";
+  const verify = document.createElement("span");
+  verify.className = "verify";
+  verifyCommitment(game).then((result) => {
+    verify.textContent = result;
+  });
+  const again = document.createElement("button");
+  again.type = "button";
+  again.className = "btn primary";
+  again.textContent = "New game";
+  again.addEventListener("click", () => { window.location.hash = ""; });
+  banner.replaceChildren(title, text, reveal, verify, again);
+  banner.hidden = false;
+}
+
+async function verifyCommitment(game) {
+  if (game.seed === null || game.seed === undefined || !game.salt || !game.deal_commitment) return "";
+  if (!window.crypto || !crypto.subtle) return "";
+  try {
+    const bytes = new TextEncoder().encode(`${game.variant}:${game.seed}:${game.salt}`);
+    const digest = await crypto.subtle.digest("SHA-256", bytes);
+    const hex = Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
+    return hex === game.deal_commitment
+      ? "\u2713 The deal matches the commitment shown from the start."
+      : "\u2717 The deal does NOT match the commitment shown at the start!";
+  } catch {
+    return "";
+  }
+}
+
+function renderActions() {
+  const holder = $("action-buttons");
+  const wanted = S.variant.moves.filter((m) => ACTIONS[m]);
+  if (holder.dataset.variant !== S.variant.id) {
+    holder.replaceChildren();
+    for (const type of wanted) {
+      const b = document.createElement("button");
+      b.type = "button";
+      b.className = "btn action";
+      b.id = `${type}-btn`;
+      b.dataset.action = type;
+      b.textContent = ACTIONS[type];
+      b.addEventListener("click", () => {
+        if (!S.busy) send({ type });
+      });
+      holder.append(b);
+    }
+    holder.dataset.variant = S.variant.id;
+  }
+  const interactive = isPlayer() && playing();
+  for (const b of holder.querySelectorAll("button")) {
+    const type = b.dataset.action;
+    b.disabled = !interactive || !legal(type);
+    b.classList.toggle("hinted", Boolean(S.hint && S.hint.type === type));
+    b.title = legal(type) ? "" : `No ${type} is possible now`;
+  }
+}
+
+function renderGame() {
+  const { game, variant } = S;
+  if (!game || !variant) return;
+  const player = isPlayer();
+  const live = playing();
+  $("game-title").textContent = variant.name;
+  $("game-status").textContent = statusText(game);
+  renderActions();
+  const undoBtn = $("undo-btn");
+  undoBtn.disabled = !player || !live || game.undo === "off" || game.moves_made === 0;
+  undoBtn.title = game.undo === "off" ? "Undo is off for this game" : "";
+  const hintBtn = $("hint-btn");
+  hintBtn.disabled = !live || S.missing.has("hint");
+  hintBtn.title = S.missing.get("hint") || "";
+  const autoBtn = $("autoplay-btn");
+  autoBtn.disabled = !player || !live || S.missing.has("autoplay");
+  autoBtn.title = S.missing.get("autoplay") || "Play every card that can never hurt";
+  $("resign-btn").disabled = !player || !live;
+  if (!live) $("resign-confirm").hidden = true;
+  $("readonly").hidden = player;
+  renderBanner(game);
+
+  const wrap = $("table");
+  wrap.dataset.version = String(game.version);
+  wrap.dataset.movesVersion = S.movesVersion === null ? "" : String(S.movesVersion);
+  wrap.dataset.status = game.status;
+  wrap.dataset.busy = S.busy ? "1" : "0";
+  wrap.classList.toggle("busy", S.busy);
+  const top = wrap.getBoundingClientRect().top + window.scrollY;
+  const hintMove = S.hint && S.hint.type === "move" ? S.hint : null;
+  const hintStock = S.hint && S.hint.type !== "move" ? { from: "stock" } : null;
+  table.render(variant, game, {
+    interactive: player && live,
+    selected: S.selected,
+    targets: S.selected ? targetsOf(S.selected) : new Set(),
+    hint: hintMove || hintStock || {},
+    nextDeal: live ? game.next_deal : null,
+    arrived: S.arrived,
+    maxHeight: Math.max(360, window.innerHeight - Math.min(top, 230) - 12),
+  });
+  S.arrived = new Set();
+
+  $("game-id").textContent = game.id;
+  const link = `${window.location.origin}${window.location.pathname}#game=${game.id}`;
+  $("share-link").value = link;
+  $("commitment").textContent = game.deal_commitment || "";
+  const hasSeed = game.seed !== null && game.seed !== undefined;
+  $("seed-shown").textContent = hasSeed ? String(game.seed) : "hidden until the game ends (a random deal)";
+  $("salt-shown").textContent = game.salt ? game.salt : "hidden until the game ends";
+  $("undo-shown").textContent = `${game.undo || "?"}${game.undos ? ` (${game.undos} used)` : ""}`;
+  $("notes").textContent = [...S.missing.values()].join(" ");
+  $("delete-zone").hidden = !player;
+}
+
+// --- start ---------------------------------------------------------------------------------
+function wire() {
+  table = new TableView($("table"), {
+    onPile,
+    onDrop,
+    onDragStart: (pileId) => {
+      if (!isPlayer() || !playing()) return;
+      S.selected = pileId;
+      S.hint = null;
+      renderGame();
+    },
+    canDrag: (pileId) => isPlayer() && playing() && !S.busy && pileId !== "stock",
+  });
+  preview = new TableView($("preview"), { onPile() {}, onDrop() {}, onDragStart() {}, canDrag: () => false });
+  $("new-game").addEventListener("submit", startGame);
+  $("new-game-btn").addEventListener("click", () => { window.location.hash = ""; });
+  $("new-game-top").addEventListener("click", () => { window.location.hash = ""; });
+  $("home-link").addEventListener("click", (e) => {
+    e.preventDefault();
+    window.location.hash = "";
+  });
+  $("undo-btn").addEventListener("click", undo);
+  $("hint-btn").addEventListener("click", hint);
+  $("autoplay-btn").addEventListener("click", autoplay);
+  $("resign-btn").addEventListener("click", () => {
+    $("resign-confirm").hidden = false;
+    $("resign-yes").focus();
+  });
+  $("resign-no").addEventListener("click", () => {
+    $("resign-confirm").hidden = true;
+    $("resign-btn").focus();
+  });
+  $("resign-yes").addEventListener("click", () => {
+    $("resign-confirm").hidden = true;
+    send({ type: "resign" });
+  });
+  $("delete-btn").addEventListener("click", () => { $("delete-confirm").hidden = false; });
+  $("delete-no").addEventListener("click", () => { $("delete-confirm").hidden = true; });
+  $("delete-yes").addEventListener("click", removeGame);
+  $("copy-link").addEventListener("click", async () => {
+    const input = $("share-link");
+    try {
+      await navigator.clipboard.writeText(input.value);
+      $("copy-link").textContent = "Copied";
+    } catch {
+      input.select();
+      $("copy-link").textContent = "Press Ctrl+C";
+    }
+    setTimeout(() => { $("copy-link").textContent = "Copy"; }, 1500);
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") cancel();
+  });
+  window.addEventListener("hashchange", route);
+}
+
+async function boot() {
+  wire();
+  try {
+    const { data } = await api.variants();
+    S.variants = data.variants;
+    S.byId = new Map(S.variants.map((v) => [v.id, v]));
+  } catch (error) {
+    $("boot").textContent = `The games could not be loaded (${error.message}). Reload the page to try again.`;
+    $("boot").classList.add("error");
+    return;
+  }
+  $("boot").hidden = true;
+  buildLobby();
+  route();
+}
+
+boot();
