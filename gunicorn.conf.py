@@ -32,3 +32,17 @@ if os.path.isdir("/dev/shm"):
 # No gunicornc control socket: its default path ($XDG_RUNTIME_DIR or ~/.gunicorn) is shared
 # by every instance of the user, and nothing here uses it.
 control_socket_disable = True
+
+# Prometheus metrics summed over every worker: prometheus-client's multiprocess mode needs
+# one empty directory shared by the workers, set before any of them imports the client.
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+
+
+def child_exit(server, worker):
+    """Drop a dead worker's live gauges from the shared metrics files."""
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
