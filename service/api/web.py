@@ -1,4 +1,4 @@
-"""The reference web client: ``GET /`` (the page) and ``GET /web/<name>`` (its assets).
+"""The reference web client: ``GET /`` (the page) and ``GET /web/<asset>`` (its files).
 
 The client is a handful of static files in ``service/web/`` (an ES module app, no build
 step, nothing loaded from the internet) that plays through the public ``/v1`` API only,
@@ -58,6 +58,6 @@ def index():
     return _send("index.html")
 
 
-@bp.get("/web/<name>")
-def asset(name: str):
-    return _send(name)
+@bp.get("/web/<asset>")
+def web_asset(asset: str):
+    return _send(asset)

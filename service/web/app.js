@@ -1,7 +1,7 @@
 // Patience: the reference web client. It plays through the public /v1 API only.
 
 import { Api, ApiError, NetworkError } from "./api.js";
-import { cardText } from "./cards.js";
+import { cardText, prettyLabel } from "./cards.js";
 import { Follower } from "./live.js";
 import { TableView } from "./table.js";
 
@@ -47,7 +47,7 @@ const saved = {
     saved.set(`patience.token.${game.id}`, token);
     const list = saved.recent().filter((g) => g.id !== game.id);
     list.unshift({ id: game.id, variant: game.variant, at: game.created_at });
-    for (const old of list.splice(12)) saved.remove(`patience.token.${old.id}`);
+    for (const old of list.splice(50)) saved.remove(`patience.token.${old.id}`);
     saved.set("patience.games", JSON.stringify(list));
   },
   forget(id) {
@@ -111,7 +111,7 @@ function showConn() {
   node.dataset.state = state;
   node.hidden = !node.textContent;
   const live = $("live-note");
-  live.textContent = state && state !== "live" && state !== "over" ? text : "";
+  live.textContent = ["polling", "reconnecting", "offline", "gone"].includes(state) ? text : "";
   live.dataset.state = state;
   live.hidden = !live.textContent || $("game").hidden;
 }
@@ -211,7 +211,7 @@ function renderRecent() {
   $("recent").hidden = games.length === 0;
   const list = $("recent-list");
   list.replaceChildren();
-  for (const g of games) {
+  for (const g of games.slice(0, 8)) {
     const item = document.createElement("li");
     const link = document.createElement("a");
     link.href = `#game=${g.id}`;
@@ -289,6 +289,7 @@ async function openGame(id) {
   $("new-game-top").hidden = false;
   say("");
   $("banner").hidden = true;
+  delete $("banner").dataset.status;
   $("game-title").textContent = "Loading the game\u2026";
   $("table").replaceChildren();
   let game = S.preloaded && S.preloaded.id === id ? S.preloaded : null;
@@ -438,7 +439,7 @@ function pileOf(id) {
 
 function labelOf(id) {
   const spec = S.variant && S.variant.piles.find((p) => p.id === id);
-  return spec && spec.label ? `${spec.label} (${id})` : id;
+  return spec && spec.label ? `${prettyLabel(spec.label)} (${id})` : id;
 }
 
 // --- playing ----------------------------------------------------------------------------
@@ -557,6 +558,12 @@ function describeMove(move) {
   return `${card}from ${labelOf(move.from)} to ${labelOf(move.to)}`;
 }
 
+// "goes home" -> "Goes home."
+function sentence(text) {
+  const t = String(text).trim();
+  return t ? `${t[0].toUpperCase()}${t.slice(1)}${/[.!?]$/.test(t) ? "" : "."}` : "";
+}
+
 async function hint() {
   if (!S.game) return;
   const seq = S.seq;
@@ -565,11 +572,11 @@ async function hint() {
     if (seq !== S.seq || !S.game) return;
     if (!data || !data.move) {
       S.hint = null;
-      say(`No hint: ${data && data.reason ? data.reason : "no move helps now."}`, "note");
+      say(`No hint: ${data && data.reason ? data.reason : "no move helps now"}.`, "note");
     } else {
       S.hint = data.move;
       S.selected = null;
-      say(`Hint: ${describeMove(data.move)}.${data.reason ? ` ${data.reason}` : ""}`, "hint");
+      say(`Hint: ${describeMove(data.move)}.${data.reason ? ` ${sentence(data.reason)}` : ""}`, "hint");
     }
     renderGame();
   } catch (error) {

@@ -5,8 +5,10 @@ import { ApiError, NetworkError, paths, request } from "./api.js";
 
 const POLL_SECONDS = 2.5;
 const MAX_BACKOFF = 30;
-// Event names a feed may use besides the default "message"; each entry is handled alike.
-const EVENT_NAMES = ["move", "undo", "change", "game", "update", "status", "end"];
+// The feed's events (openapi.yaml): "move" and "undo" entries, "game" (the whole game,
+// when the feed cannot reach back to our version), "end" (with the final game) and
+// "deleted". Each of the first four is handled alike: a newer game, or a re-read.
+const EVENT_NAMES = ["move", "undo", "game", "end"];
 
 export class Follower {
   // api: Api; getVersion(): the version shown; onEntry(entry|null): something happened
@@ -80,6 +82,12 @@ export class Follower {
     };
     es.onmessage = handle;
     for (const name of EVENT_NAMES) es.addEventListener(name, handle);
+    es.addEventListener("deleted", () => {
+      if (es !== this.es) return;
+      this.onStatus("gone", "This game no longer exists.");
+      this.onGone();
+      this.stop();
+    });
     es.onerror = () => {
       if (es !== this.es || this.stopped) return;
       this.errorsSinceOpen += 1;

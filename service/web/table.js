@@ -21,7 +21,7 @@ const FANS = {
 // fan that meets nothing.
 const STEP = { v: 0.25, h: 0.4 };
 const MIN_STEP = { v: 0.2, h: 0.3 };
-const OPEN_ROOM = { v: 1.2, h: 2.2 };
+const OPEN_ROOM = { v: 1.2, h: 1.8 };
 const GAP = 0.06;
 const EPS = 0.05;
 const MAX_SLOT_PX = 104;
@@ -172,6 +172,8 @@ export class TableView {
         ghost.removeAttribute("id");
         ghost.style.width = `${rect.width}px`;
         ghost.style.height = `${rect.height}px`;
+        ghost.style.setProperty("--cw", `${rect.width}px`);
+        ghost.style.setProperty("--ch", `${rect.height}px`);
         document.body.append(ghost);
         card.classList.add("dragging");
         this.drag = { pileId, ghost, dx: start.x - rect.left, dy: start.y - rect.top, card };
@@ -251,7 +253,7 @@ export class TableView {
     const px = (x) => PAD + (x - box.minX) * slotW + (slotW - cw) / 2;
     const py = (y) => PAD + (y - box.minY) * slotH + (slotH - ch) / 2;
 
-    const felt = el("div", `felt variant-${variant.id}${cw < 50 ? " small" : ""}`);
+    const felt = el("div", `felt variant-${variant.id}${cw < 50 ? " small" : ""}${ui.interactive ? " interactive" : ""}`);
     felt.style.width = `${feltWidth}px`;
     felt.style.height = `${feltHeight}px`;
     felt.style.setProperty("--cw", `${cw}px`);
