@@ -14,8 +14,17 @@ def _int(name: str, default: int) -> int:
 
 bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 workers = _int("WEB_CONCURRENCY", 4)
+# gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
+# worker's threads, so an open stream ties up one thread, never a worker.  Threads are
+# cheap (started on demand, mostly waiting on a socket), hence many of them; each worker
+# admits at most SSE_MAX_STREAMS streams (default: its threads less a reserve of a
+# quarter, at least 4), so threads are always left to answer moves.  The worker's main
+# loop, not the request threads, tells the arbiter it is alive: `timeout` never kills a
+# long-lived stream.  (No gevent: no monkey-patching of redis-py, prometheus-client and
+# flask-limiter, and a CPU-bound hint search cannot freeze every stream of a worker.)
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "gthread"
-threads = _int("GUNICORN_THREADS", 8)
+threads = _int("GUNICORN_THREADS", 64)
+os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
 timeout = _int("GUNICORN_TIMEOUT", 30)
 graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
 keepalive = _int("GUNICORN_KEEPALIVE", 5)
@@ -39,6 +48,24 @@ if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
     import tempfile
 
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+
+
+def post_worker_init(worker):
+    """On SIGTERM (a graceful stop), end this worker's events streams first: they would
+    hold the shutdown up for `graceful_timeout`; their clients resume elsewhere with
+    Last-Event-ID."""
+    import signal
+
+    from service.events import stop_streams
+
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def stop(signum, frame):
+        stop_streams()
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, stop)
 
 
 def child_exit(server, worker):

@@ -15,6 +15,7 @@ from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import Config
+from service.events import Feed
 from service.games import Games
 from service.store import GameStore
 
@@ -31,10 +32,16 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.config.from_mapping(test_config)
     if app.config["TRUST_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
+    app.wsgi_app = _any_host(app.wsgi_app)
+    # "/v1/games//moves" is no resource (404), not a 308 redirect to "/v1/games/moves".
+    app.url_map.merge_slashes = False
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
     app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"])
+    app.extensions["feed"] = Feed(
+        store, heartbeat=app.config["SSE_HEARTBEAT_SECONDS"], retry_ms=app.config["SSE_RETRY_MS"],
+        max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"])
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
@@ -44,6 +51,24 @@ def create_app(test_config: dict | None = None) -> Flask:
     api.register(app)
     app.register_blueprint(docs_bp)  # /docs: Swagger UI over /v1/openapi.yaml
     app.register_blueprint(web_bp)  # /: the reference web client (service/web/)
+    return app
+
+
+def _any_host(wsgi_app):
+    """No route depends on the host, but Werkzeug refuses (400, before any view) a Host
+    header that it cannot encode as IDNA (an empty or over-long label: ``a..b``), which
+    openapi.yaml documents nowhere.  Such a header is dropped, as if the client had sent
+    none (WSGI's SERVER_NAME stands in), so every Host gets the documented answers."""
+
+    def app(environ, start_response):
+        host = environ.get("HTTP_HOST")
+        if host:
+            try:
+                host.lower().encode("idna")
+            except UnicodeError:
+                del environ["HTTP_HOST"]
+        return wsgi_app(environ, start_response)
+
     return app
 
 
@@ -73,6 +98,10 @@ def _init_limiter(app: Flask) -> None:
     options = dict(GameStore.client_options(config))
     options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
     config["RATELIMIT_STORAGE_OPTIONS"] = options
+    # flask-limiter leaves alone a request that matched no route (its endpoint is None):
+    # name it, so that unknown paths (404) and wrong methods (405) count in the budget
+    # and carry the RateLimit-* headers like every other answer.
+    config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", lambda: request.endpoint or "unmatched")
     limiter = Limiter(client_address, enabled=config["RATELIMIT_ENABLED"])
     limiter.request_filter(lambda: request.endpoint in UNLIMITED)
     limiter.init_app(app)

@@ -26,7 +26,20 @@ from datetime import UTC, datetime
 import orjson
 
 from service import metrics
-from service.engine import STOCK, InvalidMoveError, Move, State, Step, Variant, get_variant
+from service.engine import (
+    STOCK,
+    IllegalMoveError,
+    InvalidMoveError,
+    Move,
+    State,
+    Step,
+    Variant,
+    get_variant,
+    variants,
+)
+from service.engine.cards import card_codes
+from service.engine.help import autoplay as autoplay_steps
+from service.engine.help import hint as engine_hint
 from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, Stored
 
 UNDO_POLICIES = ("full", "safe", "off")
@@ -133,7 +146,7 @@ def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
         "moves_made": record["moves"],
         "piles": [
             {"id": spec.id, "kind": spec.kind, "count": len(cards),
-             "cards": [] if spec.kind == STOCK else [str(card) for card in cards]}
+             "cards": [] if spec.kind == STOCK else card_codes(cards)}
             for spec, cards in zip(variant.layout, state.piles, strict=True)
         ],
     }
@@ -145,8 +158,41 @@ def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
     return game
 
 
+def public_game(game_id: str, stored: Stored) -> dict:
+    """The Game of a stored game (see :func:`game_json`)."""
+    return game_json(game_id, stored.version, stored.record, _state(game_id, stored.record))
+
+
 def _events(step: Step) -> list[dict]:
     return [event.to_dict() for event in step.events]
+
+
+#: The ``move`` of an undo in the events feed (API.md's Move has no undo type).
+UNDO_MOVE = {"type": "undo"}
+
+
+def _feed_entry(version: int, kind: str, move: dict, events: list[dict],
+                status: str) -> tuple[int, str, bytes, str]:
+    """An entry of the events feed, as :meth:`GameStore.commit` takes it."""
+    return version, kind, orjson.dumps({"version": version, "move": move, "events": events}), \
+        status
+
+
+def _listed(state: State, move: Move) -> dict:
+    """``move`` as ``GET .../moves`` lists it: a card move names its ``card``."""
+    listed = move.to_dict()
+    card = state.card_of(move)
+    if card is not None:
+        listed["card"] = str(card)
+    return listed
+
+
+#: Why a hint suggests an action move (when no card move helps).
+_ACTION_REASONS = {
+    "deal": "no card move helps now: deal the next card",
+    "draw": "no card move helps now: draw the next stock card onto the talon",
+    "refill": "no card move helps now: refill the short packets from the stock",
+}
 
 
 def _undo_events(step: Step) -> list[dict]:
@@ -166,8 +212,10 @@ class _Change:
     version: int | None  # None: delete the game
     record: dict | None
     reply: Reply
-    push: str | None = None
+    push: str | tuple[str, ...] | None = None  # history entries to append
     pop: bool = False
+    feed: tuple[tuple[int, str, bytes, str], ...] = ()  # events feed entries to append
+    stat: str | None = None  # the statistics counter to increment (a game that ends)
     done: Callable[[], None] = lambda: None  # metrics, once the write is stored
 
 
@@ -211,7 +259,8 @@ class Games:
         }
         for _attempt in range(3):  # a second id is needed only if 128 random bits collide
             game_id = secrets.token_urlsafe(16)
-            if self.store.commit(game_id, expected=None, version=0, record=record).outcome == OK:
+            if self.store.commit(game_id, expected=None, version=0, record=record,
+                                 stat=f"{variant.id}:created").outcome == OK:
                 break
         else:  # pragma: no cover - needs three collisions of 128-bit random ids
             raise RuntimeError("could not find a free game id")
@@ -222,7 +271,7 @@ class Games:
             earlier = self.store.remember_created(
                 idempotency_key, orjson.dumps({"r": body_hash, "x": sealed}))
             if earlier is not None:  # a racing request with the same key stored first
-                self.store.discard(game_id)
+                self.store.discard(game_id, stat=f"{variant.id}:created")
                 return self._created_again(earlier, idempotency_key, body_hash)
         metrics.GAMES_CREATED.labels(variant.id).inc()
         return reply
@@ -248,13 +297,7 @@ class Games:
 
     def legal_moves(self, game_id: str) -> tuple[int, dict]:
         stored, state = self._load(game_id)
-        moves = []
-        for move in state.legal_moves():
-            listed = move.to_dict()
-            card = state.card_of(move)
-            if card is not None:
-                listed["card"] = str(card)
-            moves.append(listed)
+        moves = [_listed(state, move) for move in state.legal_moves()]
         return stored.version, {"version": stored.version, "moves": moves}
 
     def history(self, game_id: str) -> tuple[int, dict]:
@@ -269,6 +312,38 @@ class Games:
             moves.append({"version": version, "move": step.move.to_dict(),
                           "events": _events(step)})
         return stored.version, {"moves": moves}
+
+    def hint(self, game_id: str) -> tuple[int, dict]:
+        """``{"move": ListedMove | None, "reason": str}``, from what the player sees only:
+        the engine's hint (a card move), else the action move (deal, draw, refill) when
+        no card move helps, else null."""
+        stored, state = self._load(game_id)
+        if state.is_over:
+            return stored.version, {"move": None, "reason": f"the game is over ({state.status})"}
+        found = engine_hint(state)
+        if found is not None:
+            return stored.version, {"move": _listed(state, found.move), "reason": found.reason}
+        action = next((move for move in state.legal_moves() if move.type in _ACTION_REASONS),
+                      None)
+        if action is not None:
+            return stored.version, {"move": action.to_dict(),
+                                    "reason": _ACTION_REASONS[action.type]}
+        return stored.version, {"move": None,
+                                "reason": "no move helps now: only moves that bring nothing "
+                                          "home are left (or resign)"}
+
+    def stats(self) -> dict:
+        """Per variant: games created, won, lost, resigned, and won / finished."""
+        counters = self.store.stats()
+        result = []
+        for variant in variants():
+            row = {"variant": variant.id}
+            for name in ("created", "won", "lost", "resigned"):
+                row[name] = max(0, counters.get(f"{variant.id}:{name}", 0))
+            finished = row["won"] + row["lost"] + row["resigned"]
+            row["win_rate"] = row["won"] / finished if finished else None
+            result.append(row)
+        return {"variants": result}
 
     # --- writes ---------------------------------------------------------------------
     def move(self, game_id: str, write: Write, move: Move) -> Reply:
@@ -286,7 +361,11 @@ class Games:
                     metrics.GAMES_FINISHED.labels(variant_id, after.status).inc()
 
             return _Change(version, record, Reply(200, orjson.dumps(body), version),
-                           push=f"{version}|{state.variant.encode_step(step)}", done=done)
+                           push=f"{version}|{state.variant.encode_step(step)}",
+                           feed=(_feed_entry(version, "move", move.to_dict(), body["events"],
+                                             after.status),),
+                           stat=f"{variant_id}:{after.status}" if after.is_over else None,
+                           done=done)
 
         return self._write(game_id, write, change)
 
@@ -313,7 +392,52 @@ class Games:
                     "events": _undo_events(step)}
             variant_id = state.variant.id
             return _Change(version, record, Reply(200, orjson.dumps(body), version), pop=True,
+                           feed=(_feed_entry(version, "undo", UNDO_MOVE, body["events"],
+                                             before.status),),
                            done=lambda: metrics.UNDOS_APPLIED.labels(variant_id).inc())
+
+        return self._write(game_id, write, change)
+
+    def autoplay(self, game_id: str, write: Write) -> Reply:
+        """Play the safe moves (``Variant.is_safe_home``) one after another until none is
+        left, in ONE write that takes ONE version per move: each move is its own history
+        entry and events feed entry (so undo takes them back one at a time, and the
+        history replays to the stored state).  Answers like a move, with every event in
+        order; when no move is safe nothing changes (same version, no events)."""
+
+        def change(stored: Stored, state: State, _last: str | None) -> _Change:
+            if state.is_over:
+                raise IllegalMoveError(
+                    "game_over", f"the game is {state.status}: autoplay is refused")
+            after, steps = autoplay_steps(state)
+            variant = state.variant
+            if not steps:
+                body = {"game": game_json(game_id, stored.version, stored.record, state),
+                        "events": []}
+                return _Change(stored.version, stored.record,
+                               Reply(200, orjson.dumps(body), stored.version))
+            version = stored.version + len(steps)
+            record = dict(stored.record, state=after.to_dict(),
+                          moves=stored.record["moves"] + len(steps), updated=now())
+            events, pushed, feed = [], [], []
+            for number, step in enumerate(steps, start=stored.version + 1):
+                step_events = _events(step)
+                events.extend(step_events)
+                pushed.append(f"{number}|{variant.encode_step(step)}")
+                status = after.status if number == version else state.status
+                feed.append(_feed_entry(number, "move", step.move.to_dict(), step_events,
+                                        status))
+            body = {"game": game_json(game_id, version, record, after), "events": events}
+
+            def done():
+                metrics.MOVES_APPLIED.labels(variant.id).inc(len(steps))
+                if after.is_over:
+                    metrics.GAMES_FINISHED.labels(variant.id, after.status).inc()
+
+            return _Change(version, record, Reply(200, orjson.dumps(body), version),
+                           push=tuple(pushed), feed=tuple(feed),
+                           stat=f"{variant.id}:{after.status}" if after.is_over else None,
+                           done=done)
 
         return self._write(game_id, write, change)
 
@@ -347,7 +471,8 @@ class Games:
             result = self.store.commit(
                 game_id, expected=stored.version, version=planned.version,
                 record=planned.record, push=planned.push, pop=planned.pop,
-                idempotency_key=write.idempotency_key, first_response=first)
+                idempotency_key=write.idempotency_key, first_response=first,
+                feed=planned.feed, stat=planned.stat)
             if result.outcome == OK:
                 planned.done()
                 return planned.reply

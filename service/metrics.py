@@ -13,6 +13,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
 )
@@ -38,6 +39,10 @@ UNDOS_APPLIED = Counter(
 GAMES_FINISHED = Counter(
     "patience_games_finished_total", "Games that ended, by variant and final status.",
     ["variant", "status"],
+)
+EVENT_STREAMS = Gauge(
+    "patience_event_streams", "Events streams (Server-Sent Events) open now.",
+    multiprocess_mode="livesum",
 )
 
 

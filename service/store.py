@@ -8,19 +8,28 @@ Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
 - ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
   write, kept ``IDEMPOTENCY_TTL_SECONDS``;
 - ``create:idem:<sha256 of the Idempotency-Key>`` STRING: the same for ``POST /v1/games``,
-  which has no game yet (the key is scoped by itself).
+  which has no game yet (the key is scoped by itself);
+- ``game:{<id>}:log`` STREAM, the events feed: one entry per accepted change (a move, an
+  undo), with the id ``<version>-0`` and the fields ``k`` (``move`` or ``undo``), ``e``
+  (the public JSON entry) and ``s`` (the game's status after it), trimmed to about
+  ``EVENT_LOG_MAX`` entries; deleting the game adds a tombstone ``<version>-1`` with
+  ``k`` = ``deleted`` (which wakes every blocked reader) and lets the log expire soon;
+- ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
+  ``<variant>:resigned`` (the one key outside a game's hash tag).
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
 idempotency record instead of writing, refuses a changed version, and otherwise writes
-the version, the record, the history entry, the idempotency record and the expiry
-together.  Reads are one round trip.  Every Redis failure surfaces as
-:class:`StorageUnavailable`.
+the version, the record, the history entries, the feed entries, the statistics counter,
+the idempotency record and the expiry together.  Reads are one round trip; an events
+stream waits on the log with ``XREAD BLOCK`` on a connection pool of its own.  Every
+Redis failure surfaces as :class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -28,20 +37,23 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-__all__ = ["CommitResult", "GameStore", "Stored", "StorageUnavailable", "WriteView"]
+__all__ = ["CommitResult", "FeedItem", "GameStore", "Stored", "StorageUnavailable",
+           "WriteView"]
 
 EXTENSION = "game_store"
 
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
 
-# KEYS: game hash, history list, [idempotency record]
-# ARGV: expected version ('' = the game must not exist), new version ('' = delete the
-#       game), new record, history op ('' | 'push' | 'pop'), history entry,
-#       idempotency record ('' = none), idempotency TTL, game TTL
+# KEYS: game hash, history list, event log, stats hash, [idempotency record]
+# ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
+#       the game), 3 new record, 4 history op ('' | 'push' | 'pop'), 5 history entries
+#       to push ('\n'-separated), 6 idempotency record ('' = none), 7 idempotency TTL,
+#       8 game TTL, 9 feed entries (JSON [[id, kind, entry, status], ...] or ''),
+#       10 stats field to increment ('' = none), 11 log length, 12 tombstone TTL
 _COMMIT = """
 if ARGV[6] ~= '' then
-  local first = redis.call('GET', KEYS[3])
+  local first = redis.call('GET', KEYS[5])
   if first then return {'replay', first} end
 end
 local current = redis.call('HGET', KEYS[1], 'v')
@@ -52,23 +64,55 @@ elseif not current then
 elseif current ~= ARGV[1] then
   return {'conflict', current}
 end
+-- The feed entries first: XADD is the only command here that can refuse (an id not
+-- above the log's last one), and a script is not rolled back.
 if ARGV[2] == '' then
+  redis.call('XADD', KEYS[3], current .. '-1', 'k', 'deleted', 'e', '', 's', '')
+  redis.call('EXPIRE', KEYS[3], ARGV[12])
   redis.call('DEL', KEYS[1], KEYS[2])
 else
+  if ARGV[9] ~= '' then
+    for _, item in ipairs(cjson.decode(ARGV[9])) do
+      redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], item[1],
+                 'k', item[2], 'e', item[3], 's', item[4])
+    end
+  end
   redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
   if ARGV[4] == 'push' then
-    redis.call('RPUSH', KEYS[2], ARGV[5])
+    for entry in string.gmatch(ARGV[5], '[^\\n]+') do
+      redis.call('RPUSH', KEYS[2], entry)
+    end
   elseif ARGV[4] == 'pop' then
     redis.call('RPOP', KEYS[2])
   end
   redis.call('EXPIRE', KEYS[1], ARGV[8])
   redis.call('EXPIRE', KEYS[2], ARGV[8])
+  redis.call('EXPIRE', KEYS[3], ARGV[8])
+end
+if ARGV[10] ~= '' then
+  redis.call('HINCRBY', KEYS[4], ARGV[10], 1)
 end
 if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[6], 'EX', ARGV[7])
+  redis.call('SET', KEYS[5], ARGV[6], 'EX', ARGV[7])
 end
 return {'ok', ARGV[2]}
 """
+
+# KEYS: game hash, history list, event log, stats hash; ARGV: the stats field to take
+# back.  Removes a game that nobody was told about, and its count.
+_DISCARD = """
+if redis.call('DEL', KEYS[1]) == 1 then
+  redis.call('DEL', KEYS[2], KEYS[3])
+  if ARGV[1] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[1], -1) end
+end
+return 1
+"""
+
+#: The statistics counters (see the module docstring).
+STATS_KEY = "stats"
+#: How long the log of a deleted game is kept, so that every waiting reader sees its
+#: tombstone.
+TOMBSTONE_TTL = 60
 
 
 class StorageUnavailable(Exception):
@@ -100,6 +144,10 @@ def _idem_key(game_id: str, idempotency_key: str) -> str:
     return f"game:{{{game_id}}}:idem:{_digest(idempotency_key)}"
 
 
+def _log_key(game_id: str) -> str:
+    return f"game:{{{game_id}}}:log"
+
+
 @dataclass(frozen=True, slots=True)
 class Stored:
     """A game as stored: its version and its record (``state`` is the engine snapshot)."""
@@ -124,6 +172,28 @@ class CommitResult:
     first_response: bytes | None = None  # the stored record when REPLAY
 
 
+@dataclass(frozen=True, slots=True)
+class FeedItem:
+    """One entry of a game's events feed, as the log holds it."""
+
+    id: str  # the stream id: "<version>-0", or "<version>-1" for the tombstone
+    kind: str  # "move", "undo" or "deleted"
+    entry: bytes  # the public JSON entry {"version", "move", "events"} (b"" if deleted)
+    status: str  # the game's status right after the entry ("" if deleted)
+
+    @property
+    def version(self) -> int:
+        return int(self.id.partition("-")[0])
+
+
+def _feed_items(entries) -> list[FeedItem]:
+    items = []
+    for stream_id, fields in entries or ():
+        items.append(FeedItem(stream_id.decode(), fields.get(b"k", b"").decode(),
+                              fields.get(b"e", b""), fields.get(b"s", b"").decode()))
+    return items
+
+
 def _stored(version: bytes | None, record: bytes | None) -> Stored | None:
     if version is None or record is None:
         return None
@@ -136,9 +206,12 @@ class GameStore:
 
     def __init__(self, app=None):
         self.client: redis.Redis | None = None
+        self.stream_client: redis.Redis | None = None
         self.game_ttl = 0
         self.idempotency_ttl = 0
+        self.log_length = 0
         self._commit = None
+        self._discard = None
         if app is not None:
             self.init_app(app)
 
@@ -147,24 +220,43 @@ class GameStore:
         self.client = redis.Redis.from_url(config["REDIS_URL"], **self.client_options(config))
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
+        self.log_length = int(config["EVENT_LOG_MAX"])
         self._commit = self.client.register_script(_COMMIT)
+        self._discard = self.client.register_script(_DISCARD)
+        # Events streams wait on the log with XREAD BLOCK, each holding a connection for
+        # up to a heartbeat: a pool of their own, one connection per stream the process
+        # admits (service.events caps them), with a socket timeout past the block time.
+        options = dict(self.client_options(config))
+        options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
+                                     + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
+        pool = redis.BlockingConnectionPool.from_url(
+            config["REDIS_URL"], max_connections=max(1, int(config["SSE_MAX_STREAMS"])),
+            timeout=float(config["REDIS_CONNECT_TIMEOUT"]), **options)
+        self.stream_client = redis.Redis(connection_pool=pool)
         app.extensions[EXTENSION] = self
 
     @staticmethod
     def client_options(config) -> dict:
         """redis-py options that make a dead or hung Redis answer within the socket
-        timeouts: one immediate retry on a broken connection (a pooled connection that
-        died with a restarted Redis), none on a timeout (a write may have happened)."""
+        timeouts, and never send a command twice: a connection that breaks after Redis
+        ran a write but before its reply arrived must not run the write again (the
+        compare-and-set would fail, and the write loop would apply the move a second
+        time; a create would discard the game it just stored).  A pooled connection
+        that died with a restarted Redis is reconnected when it is taken from the pool
+        (redis-py sees the closed socket), so no retry is needed for that."""
         return {
             "socket_timeout": config["REDIS_SOCKET_TIMEOUT"],
             "socket_connect_timeout": config["REDIS_CONNECT_TIMEOUT"],
             "health_check_interval": config["REDIS_HEALTH_CHECK_INTERVAL"],
-            "retry": Retry(NoBackoff(), 1, supported_errors=(redis.ConnectionError,)),
+            "retry": Retry(NoBackoff(), 0),
         }
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
+        for client in (self.client, self.stream_client):
+            if client is not None:
+                client.close()
+        if self.stream_client is not None:
+            self.stream_client.connection_pool.disconnect()
 
     # --- reads ----------------------------------------------------------------------
     @_storage_errors
@@ -201,6 +293,40 @@ class GameStore:
             return None
         return game, [entry.decode() for entry in entries]
 
+    # --- the events feed and the statistics -------------------------------------------
+    @_storage_errors
+    def feed(self, game_id: str, after: int) -> tuple[Stored, list[FeedItem]] | None:
+        """The game and the log entries after version ``after``, in one consistent view."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.hmget(_game_keys(game_id)[0], "v", "d")
+        pipe.xrange(_log_key(game_id), min=f"{after + 1}-0", max="+")
+        (version, record), entries = pipe.execute()
+        game = _stored(version, record)
+        if game is None:
+            return None
+        return game, _feed_items(entries)
+
+    @_storage_errors
+    def wait_feed(self, game_id: str, last_id: str, block_seconds: float) -> list[FeedItem]:
+        """The log entries after stream id ``last_id``, waiting up to ``block_seconds``
+        for one to arrive (an empty list if none did)."""
+        answer = self.stream_client.xread({_log_key(game_id): last_id}, count=100,
+                                          block=max(1, int(block_seconds * 1000)))
+        if not answer:
+            return []
+        (_key, entries), = answer
+        return _feed_items(entries)
+
+    @_storage_errors
+    def exists(self, game_id: str) -> bool:
+        return bool(self.client.exists(_game_keys(game_id)[0]))
+
+    @_storage_errors
+    def stats(self) -> dict[str, int]:
+        """The statistics counters (see the module docstring), missing ones absent."""
+        return {field.decode(): int(value)
+                for field, value in self.client.hgetall(STATS_KEY).items()}
+
     # --- writes ---------------------------------------------------------------------
     @_storage_errors
     def commit(
@@ -210,37 +336,53 @@ class GameStore:
         expected: int | None,
         version: int | None,
         record: dict | None = None,
-        push: str | None = None,
+        push: str | Sequence[str] | None = None,
         pop: bool = False,
         idempotency_key: str | None = None,
         first_response: bytes | None = None,
+        feed: Sequence[tuple[int, str, bytes, str]] = (),
+        stat: str | None = None,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
-        game must not exist yet).  ``version`` None deletes the game and its history.
-        ``push`` appends a history entry, ``pop`` removes the last one.  With an
-        ``idempotency_key``, ``first_response`` is stored with the write, and a record
-        already stored under that key is returned (REPLAY) instead of writing."""
-        keys = list(_game_keys(game_id))
+        game must not exist yet).  ``version`` None deletes the game and its history
+        (and leaves a tombstone in its events log).  ``push`` appends one history entry
+        or several, ``pop`` removes the last one.  ``feed`` appends entries to the events
+        log: ``(version, kind, JSON entry, status after)``.  ``stat`` names a statistics
+        counter to increment.  With an ``idempotency_key``, ``first_response`` is
+        stored with the write, and a record already stored under that key is returned
+        (REPLAY) instead of writing."""
+        keys = [*_game_keys(game_id), _log_key(game_id), STATS_KEY]
         if idempotency_key is not None:
             keys.append(_idem_key(game_id, idempotency_key))
+        pushed = [push] if isinstance(push, str) else list(push or ())
+        if any(not entry or "\n" in entry for entry in pushed):
+            raise ValueError("a history entry is one non-empty line")
+        items = [[f"{item_version}-0", kind, entry.decode(), status]
+                 for item_version, kind, entry, status in feed]
         args = [
             "" if expected is None else str(expected),
             "" if version is None else str(version),
             orjson.dumps(record) if record is not None else "",
-            "push" if push is not None else "pop" if pop else "",
-            push or "",
+            "push" if pushed else "pop" if pop else "",
+            "\n".join(pushed),
             first_response if idempotency_key is not None else "",
             self.idempotency_ttl,
             self.game_ttl,
+            orjson.dumps(items) if items else "",
+            stat or "",
+            self.log_length,
+            TOMBSTONE_TTL,
         ]
         outcome, value = self._commit(keys=keys, args=args)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
     @_storage_errors
-    def discard(self, game_id: str) -> None:
-        """Remove a game nobody was told about (the loser of a racing create)."""
-        self.client.delete(*_game_keys(game_id))
+    def discard(self, game_id: str, stat: str | None = None) -> None:
+        """Remove a game nobody was told about (the loser of a racing create), and take
+        back the statistics counter ``stat`` that its creation incremented."""
+        self._discard(keys=[*_game_keys(game_id), _log_key(game_id), STATS_KEY],
+                      args=[stat or ""])
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors

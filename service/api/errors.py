@@ -42,6 +42,7 @@ TITLES = {
     "idempotency_key_reused": "The Idempotency-Key was used for another request",
     "rate_limited": "Too many requests",
     "storage_unavailable": "The game storage is unavailable",
+    "too_many_streams": "Too many open event streams",
     "internal_error": "Internal error",
 }
 

@@ -94,6 +94,8 @@ def snapshot(redis_db) -> dict:
             result[key] = redis_db.hgetall(key)
         elif kind == b"list":
             result[key] = redis_db.lrange(key, 0, -1)
+        elif kind == b"stream":
+            result[key] = redis_db.xrange(key)
         else:
             result[key] = redis_db.get(key)
     return result

@@ -42,8 +42,8 @@ def server(redis_server, tmp_path_factory):
             try:
                 if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
                     break
-            except requests.ConnectionError:
-                pass
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or a worker still loading the app (a busy machine)
             assert time.monotonic() < deadline, "gunicorn did not start\n" + log.read_text()
             time.sleep(0.1)
         yield base

@@ -1,0 +1,74 @@
+"""``GET /v1/games/<id>/events``: the events feed, as JSON or as Server-Sent Events
+(``Accept: text/event-stream``); see :mod:`service.events`."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, current_app, request
+from marshmallow import ValidationError
+
+from service.api.errors import BadRequest, problem
+from service.api.http import JSON, checked_id, etag, json_response
+from service.events import MAX_VERSION, Feed, TooManyStreams
+
+EVENT_STREAM = "text/event-stream"
+_VERSION = re.compile(r"[0-9]{1,19}")
+
+bp = Blueprint("events", __name__, url_prefix="/v1/games")
+
+
+def feed() -> Feed:
+    return current_app.extensions["feed"]
+
+
+def _after() -> int:
+    """The version the client has: ``Last-Event-ID`` (a reconnecting EventSource) if
+    sent, else ``?after=`` (default 0, everything)."""
+    last = request.headers.get("Last-Event-ID", "").strip()
+    if last:
+        if not _VERSION.fullmatch(last) or int(last) > MAX_VERSION:
+            raise BadRequest(400, "invalid_header",
+                             "Last-Event-ID must be a version (an integer 0 .. 2**63-1)")
+        return int(last)
+    after = request.args.get("after")
+    if after is None:
+        return 0
+    if not _VERSION.fullmatch(after) or int(after) > MAX_VERSION:
+        raise ValidationError({"after": ["Must be an integer 0 .. 9223372036854775807."]})
+    return int(after)
+
+
+def _wants_stream() -> bool:
+    return request.accept_mimetypes.best_match([JSON, EVENT_STREAM]) == EVENT_STREAM
+
+
+@bp.get("/<game_id>/events")
+def follow_game(game_id):
+    game_id = checked_id(game_id)
+    after = _after()
+    if not _wants_stream():
+        version, body = feed().read(game_id, after)
+        response = json_response(body, version=version)
+        response.vary.update(("Accept", "Last-Event-ID"))
+        return response
+    try:
+        stream = feed().open(game_id, after)
+    except TooManyStreams as error:
+        return problem(503, "too_many_streams", f"{error}; retry soon",
+                       headers={"Retry-After": "5"})
+    if stream is None:  # the game is over and the client saw its end: stop reconnecting
+        response = Response(status=204)
+        del response.headers["Content-Type"]
+        return response
+    try:
+        response = Response(feed().frames(stream), mimetype=EVENT_STREAM)
+        response.call_on_close(stream.release)
+    except BaseException:
+        stream.release()
+        raise
+    response.headers["ETag"] = etag(stream.game.version)
+    response.headers["Cache-Control"] = "no-cache"
+    response.headers["X-Accel-Buffering"] = "no"  # nginx: pass every event on at once
+    response.vary.update(("Accept", "Last-Event-ID"))
+    return response

@@ -1,0 +1,27 @@
+"""Help for players: ``GET /v1/games/<id>/hint``, ``POST /v1/games/<id>/autoplay``, and
+``GET /v1/stats``."""
+
+from flask import Blueprint
+
+from service.api.http import checked_id, games, json_response, send, write_request
+from service.api.schemas import undo_schema
+
+bp = Blueprint("help", __name__)
+
+
+@bp.get("/v1/games/<game_id>/hint")
+def hint(game_id):
+    version, body = games().hint(checked_id(game_id))
+    return json_response(body, version=version)
+
+
+@bp.post("/v1/games/<game_id>/autoplay")
+def autoplay(game_id):
+    # The body is empty or {}, like undo's.
+    write, _ = write_request("autoplay", undo_schema, optional=True)
+    return send(games().autoplay(checked_id(game_id), write))
+
+
+@bp.get("/v1/stats")
+def stats():
+    return json_response(games().stats())

@@ -1,0 +1,202 @@
+"""Following a game: ``GET /v1/games/<id>/events``, as JSON or as Server-Sent Events.
+
+The feed is stored, not kept in any process: every accepted change of a game is appended
+to the game's log in Redis (a stream, ``game:{<id>}:log``) by the same Lua script that
+stores the change (:mod:`service.store`), so a reader on any worker of any replica sees
+every change, in order, exactly once.  Each entry is ``{"version", "move", "events"}``:
+
+- a move (resign included) is the history entry of the move, under the event name
+  ``move``;
+- an undo is ``{"version": n, "move": {"type": "undo"}, "events": [...]}`` under the
+  event name ``undo``, its events the undone move's, last first, from and to swapped
+  (the answer of ``POST .../undo``);
+- autoplay writes one ``move`` entry per move it played (one version each).
+
+Events only name cards that moved, and a card that leaves the stock is face up from then
+on: nothing in the feed tells an undealt card.
+
+A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) sends the entries after the
+client's version, then waits on the log with ``XREAD BLOCK`` (never on process memory)
+for up to ``SSE_HEARTBEAT_SECONDS``; an idle wait ends with a heartbeat comment, which
+also tells a server whose client left (the write fails and the WSGI server closes the
+stream).  The stream ends with an ``end`` event when the game ends, with a ``deleted``
+event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, and when the worker
+shuts down (:func:`stop_streams`, called by gunicorn.conf.py on SIGTERM); a client
+resumes with ``Last-Event-ID``.  Each open stream takes one thread of a gthread worker:
+a process holds at most ``SSE_MAX_STREAMS`` (then 503 ``too_many_streams``), so threads
+are always left to answer moves.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import orjson
+
+from service import metrics
+from service.games import GameError, public_game
+from service.store import FeedItem, GameStore, StorageUnavailable, Stored
+
+log = logging.getLogger("patience.events")
+
+#: The largest version a client may name (``after``, ``Last-Event-ID``).
+MAX_VERSION = 2**63 - 1
+#: Event names of the entries of the log.
+ENTRY_KINDS = ("move", "undo")
+PLAYING = "playing"
+
+#: Set when the worker process is stopping: open streams end (their clients resume
+#: elsewhere with Last-Event-ID) instead of holding the graceful shutdown up.
+SHUTDOWN = threading.Event()
+
+
+def stop_streams() -> None:
+    """End every open stream of this process at its next wake-up (at most a heartbeat)."""
+    SHUTDOWN.set()
+
+
+class TooManyStreams(Exception):
+    """This process holds ``SSE_MAX_STREAMS`` streams already."""
+
+
+def frame(event: str, data: bytes, event_id: int | None = None) -> bytes:
+    """One Server-Sent Event (``data`` is one line of JSON)."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\n".encode() + b"data: " + data + b"\n\n"
+
+
+HEARTBEAT = b": heartbeat\n\n"
+
+
+def _not_found(game_id: str) -> GameError:
+    return GameError(404, "game_not_found", f"there is no game {game_id!r}")
+
+
+@dataclass(slots=True)
+class Stream:
+    """An admitted stream: what was read when it opened, and its slot to give back."""
+
+    game_id: str
+    after: int
+    game: Stored
+    items: list[FeedItem]
+    release: Callable[[], None]
+
+
+class Feed:
+    """The events feed of the games in a :class:`GameStore`."""
+
+    def __init__(self, store: GameStore, *, heartbeat: float, retry_ms: int,
+                 max_streams: int, max_seconds: float):
+        self.store = store
+        self.heartbeat = max(0.05, float(heartbeat))
+        self.retry_ms = max(0, int(retry_ms))
+        self.max_streams = max(1, int(max_streams))
+        self.max_seconds = max(0.1, float(max_seconds))
+        self._slots = threading.BoundedSemaphore(self.max_streams)
+
+    # --- JSON ---------------------------------------------------------------------------
+    def read(self, game_id: str, after: int) -> tuple[int, dict]:
+        """``{"events": [entries after version after], "game": Game}``.  When the log no
+        longer reaches back to ``after`` (trimmed), ``events`` starts later: ``game`` is
+        the state to trust."""
+        found = self.store.feed(game_id, after)
+        if found is None:
+            raise _not_found(game_id)
+        stored, items = found
+        entries = [orjson.loads(item.entry) for item in items if item.kind in ENTRY_KINDS]
+        return stored.version, {"events": entries, "game": public_game(game_id, stored)}
+
+    # --- Server-Sent Events ---------------------------------------------------------
+    def open(self, game_id: str, after: int) -> Stream | None:
+        """Admit a stream: None when there is nothing to stream ever (the game is over
+        and the client has seen its end: 204, which stops an EventSource); 404 for an
+        unknown game; :class:`TooManyStreams` past ``SSE_MAX_STREAMS``."""
+        found = self.store.feed(game_id, after)
+        if found is None:
+            raise _not_found(game_id)
+        stored, items = found
+        if stored.record["state"]["status"] != PLAYING and after >= stored.version:
+            return None
+        if not self._slots.acquire(blocking=False):
+            raise TooManyStreams(f"this server holds {self.max_streams} streams already")
+        metrics.EVENT_STREAMS.inc()
+        released = threading.Lock()
+
+        def release():
+            if released.acquire(blocking=False):  # once, however often it is called
+                metrics.EVENT_STREAMS.dec()
+                self._slots.release()
+
+        return Stream(game_id, after, stored, items, release)
+
+    def frames(self, stream: Stream) -> Iterator[bytes]:
+        """The stream's bytes: ``retry:``, the entries after the client's version, then
+        every new entry as it is stored, heartbeats while idle, and an ``end`` or
+        ``deleted`` event to close.  Storage failures end the stream (the client
+        resumes); the caller releases the slot when the WSGI server closes it."""
+        game_id = stream.game_id
+        try:
+            yield f"retry: {self.retry_ms}\n\n".encode()
+            stored = stream.game
+            entries = [item for item in stream.items if item.kind in ENTRY_KINDS]
+            complete = stream.after == stored.version or (
+                stream.after < stored.version and bool(entries)
+                and entries[0].version == stream.after + 1)
+            if not complete:
+                # The log does not reach back to the client's version (trimmed, or older
+                # than the feed), or the client is ahead of the game: the whole game.
+                cursor = stored.version
+                yield frame("game", orjson.dumps({"version": stored.version,
+                                                  "game": public_game(game_id, stored)}),
+                            stored.version)
+            else:
+                cursor = stream.after
+                for item in entries:
+                    cursor = item.version
+                    yield frame(item.kind, item.entry, item.version)
+            if stored.record["state"]["status"] != PLAYING:
+                yield self._end(game_id, stored)
+                return
+            yield from self._follow(game_id, f"{cursor}-0")
+        except StorageUnavailable as error:
+            log.warning("events stream of game %s ended: storage unavailable: %s",
+                        game_id, error)
+
+    def _follow(self, game_id: str, last_id: str) -> Iterator[bytes]:
+        deadline = time.monotonic() + self.max_seconds
+        while not SHUTDOWN.is_set():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            items = self.store.wait_feed(game_id, last_id, min(self.heartbeat, left))
+            if not items:
+                if not self.store.exists(game_id):  # expired
+                    yield self._deleted(game_id)
+                    return
+                yield HEARTBEAT
+                continue
+            for item in items:
+                last_id = item.id
+                if item.kind not in ENTRY_KINDS:  # the tombstone of a deleted game
+                    yield self._deleted(game_id)
+                    return
+                yield frame(item.kind, item.entry, item.version)
+                if item.status != PLAYING:
+                    stored = self.store.load(game_id)
+                    yield self._deleted(game_id) if stored is None else self._end(game_id,
+                                                                                  stored)
+                    return
+
+    @staticmethod
+    def _end(game_id: str, stored: Stored) -> bytes:
+        return frame("end", orjson.dumps({"version": stored.version,
+                                          "game": public_game(game_id, stored)}))
+
+    @staticmethod
+    def _deleted(game_id: str) -> bytes:
+        return frame("deleted", orjson.dumps({"id": game_id}))

@@ -1,0 +1,219 @@
+"""GET /v1/games/<id>/hint and POST /v1/games/<id>/autoplay through the API."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from service.engine import Move, State, get_variant
+from service.engine.help import autoplay as engine_autoplay
+from tests.api.support import (
+    auth,
+    create,
+    first_of,
+    legal,
+    play,
+    public_piles,
+    replay,
+    stored,
+    stored_state,
+)
+from tests.contract import spec
+
+#: Salic Law, deal 42: the moves after which seven cards can safely go home (the
+#: openapi.yaml example of autoplay).
+SALIC_42_BEFORE_AUTOPLAY = (
+    ["deal"] * 22 + ["king-2>foundation-1"] + ["deal"] * 9 + ["king-5>foundation-2"]
+    + ["deal"] * 6 + ["king-6>foundation-1"] + ["deal"] * 5 + ["king-6>foundation-3"]
+    + ["deal"] * 5 + ["king-6>foundation-2"] + ["deal"] * 2 + ["king-6>foundation-3"]
+    + ["deal"] * 6 + ["king-6>foundation-1"] + ["deal"] * 3 + ["king-6>foundation-4"]
+    + ["deal"] * 2)
+
+
+def play_all(client, game_id: str, token: str, moves) -> None:
+    for text in moves:
+        response = play(client, game_id, token, Move.parse(text).to_dict())
+        assert response.status_code == 200, response.get_data(as_text=True)
+
+
+def _example(path: str, method: str, name: str):
+    content = spec()["paths"][path][method]["responses"]["200"]["content"]
+    return content["application/json"]["examples"][name]["value"]
+
+
+def _visible(game: dict) -> dict:
+    return {pile["id"]: pile["cards"] for pile in game["piles"]}
+
+
+# --- hint ----------------------------------------------------------------------------------
+def test_the_hint_of_clock_42_is_the_documented_one(client):
+    game, _token, _ = create(client, "clock", seed=42)
+    response = client.get(f"/v1/games/{game['id']}/hint")
+    assert response.status_code == 200
+    assert response.headers["ETag"] == '"0"'
+    assert response.get_json() == _example("/v1/games/{id}/hint", "get", "clock-42")
+    assert response.get_json()["move"] in legal(client, game["id"])
+    cached = client.get(f"/v1/games/{game['id']}/hint", headers={"If-None-Match": '"0"'})
+    assert cached.status_code == 304
+
+
+def test_with_no_card_move_that_helps_the_hint_is_the_deal(client):
+    game, _token, _ = create(client, "salic-law", seed=42)
+    body = client.get(f"/v1/games/{game['id']}/hint").get_json()
+    assert body == _example("/v1/games/{id}/hint", "get", "deal")
+
+
+def test_a_finished_or_unknown_game_has_no_hint(client):
+    game, token, _ = create(client, "four-corners", seed=1)
+    assert play(client, game["id"], token, {"type": "resign"}).status_code == 200
+    body = client.get(f"/v1/games/{game['id']}/hint").get_json()
+    assert body == {"move": None, "reason": "the game is over (resigned)"}
+    assert client.get("/v1/games/nosuchgame/hint").status_code == 404
+
+
+def _shuffle_stock(redis_db, game_id: str, rng: random.Random) -> None:
+    """Put the undealt cards of a stored game in another order (what the player cannot
+    see), keeping everything else."""
+    key = f"game:{{{game_id}}}"
+    record = json.loads(redis_db.hget(key, "d"))
+    variant = get_variant(record["state"]["variant"])
+    stock = record["state"]["piles"][variant.index["stock"]]
+    cards = [stock[i:i + 2] for i in range(0, len(stock), 2)]
+    rng.shuffle(cards)
+    record["state"]["piles"][variant.index["stock"]] = "".join(cards)
+    State.from_dict(record["state"])  # still a valid snapshot
+    redis_db.hset(key, "d", json.dumps(record))
+
+
+@pytest.mark.parametrize(("variant", "seed"), [("clock", 3), ("salic-law", 5),
+                                               ("four-corners", 7)])
+def test_the_hint_is_the_same_whatever_the_hidden_stock_order(client, redis_db, variant, seed):
+    """Along a game, at every position: shuffle the undealt cards in Redis, and the
+    answer of GET .../hint (and everything the player sees) stays the same."""
+    game, token, _ = create(client, variant, seed=seed)
+    gid = game["id"]
+    rng = random.Random(seed)
+    for _turn in range(12):
+        seen = client.get(f"/v1/games/{gid}").get_json()
+        hint = client.get(f"/v1/games/{gid}/hint").get_json()
+        for _ in range(3):
+            _shuffle_stock(redis_db, gid, rng)
+            assert client.get(f"/v1/games/{gid}/hint").get_json() == hint
+            assert _visible(client.get(f"/v1/games/{gid}").get_json()) == _visible(seen)
+        if hint["move"] is None:
+            break
+        move = {k: v for k, v in hint["move"].items() if k != "card"}
+        assert hint["move"] in legal(client, gid)
+        assert play(client, gid, token, move).status_code == 200
+
+
+def test_following_hints_through_the_api_wins_salic_law_41(client):
+    """The hint bot of the benchmark, played over HTTP: every hint is a legal move, and
+    deal 41 is won (as ``bench bots`` reports)."""
+    game, token, _ = create(client, "salic-law", seed=41)
+    gid = game["id"]
+    for _ in range(400):
+        hint = client.get(f"/v1/games/{gid}/hint").get_json()
+        if hint["move"] is None:
+            break
+        assert hint["reason"]
+        move = {k: v for k, v in hint["move"].items() if k != "card"}
+        answer = play(client, gid, token, move)
+        assert answer.status_code == 200, answer.get_data(as_text=True)
+    final = client.get(f"/v1/games/{gid}").get_json()
+    assert final["status"] == "won"
+    assert client.get(f"/v1/games/{gid}/hint").get_json()["move"] is None
+
+
+# --- autoplay --------------------------------------------------------------------------
+def test_autoplay_plays_the_safe_moves_one_version_each(client, redis_db):
+    game, token, _ = create(client, "salic-law", seed=42)
+    gid = game["id"]
+    play_all(client, gid, token, SALIC_42_BEFORE_AUTOPLAY)
+    before = stored_state(redis_db, gid)
+    response = client.post(f"/v1/games/{gid}/autoplay", headers=auth(token, If_Match='"68"'))
+    assert response.status_code == 200
+    assert response.headers["ETag"] == '"75"'
+    body = response.get_json()
+    example = _example("/v1/games/{id}/autoplay", "post", "salic-law")
+    assert body["events"] == example["events"]
+    assert body["game"]["piles"] == example["game"]["piles"]
+    assert (body["game"]["version"], body["game"]["moves_made"]) == (75, 75)
+    # The engine's autoplay, from the stored state before, lands on the stored state.
+    after, steps = engine_autoplay(before)
+    assert len(steps) == 7
+    assert stored_state(redis_db, gid) == after
+    assert body["events"] == [event.to_dict() for step in steps for event in step.events]
+    # Seven history entries, versions 69..75, that replay to the stored state.
+    history = client.get(f"/v1/games/{gid}/history").get_json()["moves"]
+    assert [entry["version"] for entry in history[-7:]] == list(range(69, 76))
+    assert public_piles(replay("salic-law", 42, history)) == _visible(body["game"])
+    # Undo takes back one autoplayed move: the last.
+    undone = client.post(f"/v1/games/{gid}/undo", headers=auth(token))
+    assert undone.status_code == 200
+    assert undone.get_json()["events"] == [{"card": "TD", "from": "foundation-1",
+                                            "to": "king-1"}]
+    assert undone.get_json()["game"]["version"] == 76
+    assert undone.get_json()["game"]["moves_made"] == 74
+
+
+def test_autoplay_with_no_safe_move_changes_nothing(client, redis_db):
+    game, token, _ = create(client, "clock", seed=42)
+    gid = game["id"]
+    response = client.post(f"/v1/games/{gid}/autoplay", json={}, headers=auth(token))
+    assert response.status_code == 200
+    assert response.headers["ETag"] == '"0"'
+    assert response.get_json() == {"game": game, "events": []}
+    assert stored(redis_db, gid)[0] == 0
+    assert client.get(f"/v1/games/{gid}/events").get_json()["events"] == []
+
+
+def test_autoplay_is_a_write_like_the_others(client):
+    game, token, _ = create(client, "salic-law", seed=42)
+    gid = game["id"]
+    url = f"/v1/games/{gid}/autoplay"
+    assert client.post(url).status_code == 401
+    assert client.post(url, headers=auth("x" * 43)).status_code == 403
+    assert client.post(url, headers=auth(token, If_Match='"3"')).status_code == 412
+    refused = client.post(url, json={"fast": True}, headers=auth(token))
+    assert refused.status_code == 400
+    assert "fast" in refused.get_json()["errors"]
+    assert client.post(url, data="{}", headers=auth(token, Content_Type="text/plain")) \
+        .status_code == 415
+    assert client.post("/v1/games/nosuchgame/autoplay", headers=auth(token)).status_code == 404
+    assert play(client, gid, token, {"type": "resign"}).status_code == 200
+    over = client.post(url, headers=auth(token))
+    assert over.status_code == 422
+    assert over.get_json()["code"] == "game_over"
+
+
+def test_a_retried_autoplay_is_applied_once(client):
+    game, token, _ = create(client, "salic-law", seed=42)
+    gid = game["id"]
+    play_all(client, gid, token, SALIC_42_BEFORE_AUTOPLAY)
+    key = auth(token, Idempotency_Key="auto-1")
+    first = client.post(f"/v1/games/{gid}/autoplay", headers=key)
+    again = client.post(f"/v1/games/{gid}/autoplay", headers=key)
+    assert first.status_code == again.status_code == 200
+    assert first.get_data() == again.get_data()
+    assert client.get(f"/v1/games/{gid}").get_json()["version"] == 75
+    # Another autoplay right after has nothing left to play.
+    nothing = client.post(f"/v1/games/{gid}/autoplay", headers=auth(token))
+    assert nothing.get_json()["events"] == []
+
+
+def test_autoplay_under_undo_safe_leaves_its_moves_undoable(client):
+    """Safe moves deal nothing, so even under "safe" each can be taken back, one by one,
+    down to the last move that turned a stock card (a deal)."""
+    game, token, _ = create(client, "salic-law", seed=42, undo="safe")
+    gid = game["id"]
+    play_all(client, gid, token, SALIC_42_BEFORE_AUTOPLAY)
+    assert client.post(f"/v1/games/{gid}/autoplay", headers=auth(token)).status_code == 200
+    for _ in range(7):
+        assert client.post(f"/v1/games/{gid}/undo", headers=auth(token)).status_code == 200
+    blocked = client.post(f"/v1/games/{gid}/undo", headers=auth(token))
+    assert blocked.status_code == 409
+    assert blocked.get_json()["code"] == "undo_blocked"
+    assert first_of(legal(client, gid), "deal") == {"type": "deal"}
