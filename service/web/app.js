@@ -98,6 +98,7 @@ const CONN_LABELS = {
   connecting: "Connecting\u2026",
   offline: "Offline",
   gone: "Deleted",
+  ended: "",
 };
 
 // The top bar shows a short state; its title and the game's notes say the whole story.

@@ -79,6 +79,8 @@ export class Follower {
         entry = null;
       }
       this.onEntry(entry, event.lastEventId);
+      // "end" is the feed's last word: the game is over and the server closes the stream.
+      if (event.type === "end") this.finish();
     };
     es.onmessage = handle;
     for (const name of EVENT_NAMES) es.addEventListener(name, handle);
@@ -102,6 +104,12 @@ export class Follower {
     };
   }
 
+  // The game is over: nothing more will happen, so stop following (no reconnecting).
+  finish() {
+    this.onStatus("ended", "The game is over.");
+    this.stop();
+  }
+
   // Why did the stream fail? Ask the JSON form of the same endpoint.
   async recover() {
     if (this.stopped) return;
@@ -109,6 +117,10 @@ export class Follower {
       const { data } = await this.api.eventsSince(this.gameId, this.getVersion());
       if (this.stopped) return;
       if (data && (data.game || (data.events && data.events.length))) this.onEntry(data);
+      if (data && data.game && data.game.status !== "playing") {
+        this.finish();
+        return;
+      }
       this.retryStream(this.backoff, "The live feed closed: reconnecting");
     } catch (error) {
       if (this.stopped) return;
@@ -178,6 +190,10 @@ export class Follower {
       this.down = false;
       this.backoff = 1;
       if (status === 200 && data) this.onEntry({ game: data });
+      if (status === 200 && data && data.status !== "playing") {
+        this.finish();
+        return;
+      }
     } catch (error) {
       if (this.stopped) return;
       if (error instanceof ApiError && error.code === "game_not_found") {
