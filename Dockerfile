@@ -5,7 +5,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    OPENAPI_PATH=/app/openapi.yaml
 
 RUN useradd --system --uid 10001 --user-group --no-create-home app
 
