@@ -95,7 +95,9 @@ def index():
     return _headers(response)
 
 
-@bp.get("/docs/<path:asset>")
+# One path segment, as openapi.yaml documents ``/docs/{asset}``: ``/docs/a/b`` is no
+# resource at all (404 for every method, not 405 for all but GET).
+@bp.get("/docs/<asset>")
 def asset(asset: str):
     if asset == INIT_SCRIPT:
         script = _INIT % json.dumps(request.script_root + SPEC_URL)

@@ -1,0 +1,199 @@
+"""Helpers of the end-to-end tests: a real gunicorn (the command of `make run`), raw HTTP
+connections that know which gunicorn worker serves them, and client processes that
+fire requests at the same moment."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import requests
+
+from service.devserver import GUNICORN_COMMAND
+from service.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+class Gunicorn:
+    """``python -m gunicorn -c gunicorn.conf.py 'service.app:create_app()'`` on a free
+    port, with ``env`` on top of this process's environment."""
+
+    def __init__(self, redis_url: str, log: Path, **env: str):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        self.env = dict(os.environ, HOST="127.0.0.1", PORT=str(self.port),
+                        REDIS_URL=redis_url, LOG_LEVEL="WARNING", WEB_CONCURRENCY="2",
+                        GUNICORN_THREADS="8", RATELIMIT_DEFAULT="100000 per minute")
+        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        self.env.update(env)
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Gunicorn:
+        with open(self.log, "wb") as sink:
+            self.process = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT,
+                                            env=self.env, stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 30
+        workers = int(self.env["WEB_CONCURRENCY"])
+        while True:
+            assert self.process.poll() is None, self.log.read_text()
+            try:
+                if requests.get(f"{self.base}/healthz", timeout=1).status_code == 200 \
+                        and len(self.workers()) == workers:
+                    break
+            except (requests.ConnectionError, requests.Timeout):
+                pass  # not listening yet, or a worker still loading the app
+            assert time.monotonic() < deadline, "gunicorn did not start\n" + self.log.read_text()
+            time.sleep(0.1)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if exc_info[0] is None:
+            self.check_log()
+
+    def check_log(self) -> None:
+        text = self.log.read_text(errors="replace")
+        assert "Traceback" not in text, text[-5000:]
+        assert '"status": 500' not in text, text[-5000:]
+        assert "WORKER TIMEOUT" not in text, text[-5000:]
+
+    def workers(self) -> list[int]:
+        """The pids of the master's worker processes."""
+        master = self.process.pid
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == master:
+                found.append(int(entry))
+        return sorted(found)
+
+    def connection(self) -> Connection:
+        return Connection(self)
+
+
+class Connection:
+    """One keep-alive HTTP connection to the server, which knows the worker serving it."""
+
+    def __init__(self, server: Gunicorn):
+        self.server = server
+        self.http = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
+        self.http.connect()
+
+    def request(self, method: str, path: str, body=None, headers=None):
+        """(status, headers, body bytes)."""
+        headers = dict(headers or {})
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers.setdefault("Content-Type", "application/json")
+        self.http.request(method, path, body=data, headers=headers)
+        response = self.http.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+
+    def worker(self) -> int | None:
+        """The pid of the worker that holds the server end of this connection."""
+        client_port = self.http.sock.getsockname()[1]
+        inode = None
+        with open("/proc/net/tcp") as table:
+            for line in table.read().splitlines()[1:]:
+                parts = line.split()
+                local, remote = parts[1], parts[2]
+                if int(local.split(":")[1], 16) == self.server.port \
+                        and int(remote.split(":")[1], 16) == client_port:
+                    inode = parts[9]
+        if inode is None:
+            return None
+        for pid in self.server.workers():
+            try:
+                fds = os.listdir(f"/proc/{pid}/fd")
+            except OSError:
+                continue
+            for fd in fds:
+                try:
+                    if os.readlink(f"/proc/{pid}/fd/{fd}") == f"socket:[{inode}]":
+                        return pid
+                except OSError:
+                    continue
+        return None
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def connections_on_distinct_workers(server: Gunicorn, count: int) -> list[Connection]:
+    """``count`` open connections, each served by another worker (requests to /healthz,
+    which no rate limit counts, until the kernel has spread them)."""
+    chosen: dict[int, Connection] = {}
+    spare = []
+    for _ in range(200):
+        connection = server.connection()
+        status, _headers, _body = connection.request("GET", "/healthz")
+        assert status == 200
+        worker = connection.worker()
+        if worker is not None and worker not in chosen:
+            chosen[worker] = connection
+            if len(chosen) == count:
+                break
+        else:
+            spare.append(connection)
+    for connection in spare:
+        connection.close()
+    assert len(chosen) == count, f"connections reached only workers {sorted(chosen)}"
+    return list(chosen.values())
+
+
+_CLIENT = textwrap.dedent("""
+    import http.client, json, sys, time
+    spec = json.loads(sys.argv[1])
+    connection = http.client.HTTPConnection("127.0.0.1", spec["port"], timeout=30)
+    connection.connect()
+    while time.time() < spec["start"]:
+        time.sleep(0.001)
+    results = []
+    for method, path, body, headers in spec["requests"]:
+        data = None if body is None else json.dumps(body).encode()
+        if data is not None:
+            headers = dict(headers, **{"Content-Type": "application/json"})
+        connection.request(method, path, body=data, headers=headers)
+        response = connection.getresponse()
+        results.append([response.status, response.read().decode(),
+                        response.getheader("ETag")])
+    print(json.dumps(results))
+""")
+
+
+def in_processes(server: Gunicorn, plans: list[list[tuple]], delay: float = 0.8) -> list[list]:
+    """Run each plan (a list of (method, path, body, headers)) in its own Python process,
+    all starting at the same moment; the answers of each, as [status, body, ETag]."""
+    start = time.time() + delay
+    processes = [
+        subprocess.Popen([sys.executable, "-c", _CLIENT, json.dumps(
+            {"port": server.port, "start": start, "requests": plan})],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for plan in plans]
+    results = []
+    for process in processes:
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err.decode()
+        results.append(json.loads(out))
+    return results
