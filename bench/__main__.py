@@ -11,6 +11,7 @@ import sys
 BENCHMARKS: dict[str, str] = {
     "engine": "bench.engine",
     "bots": "bench.bots",
+    "http": "bench.http",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

@@ -396,7 +396,7 @@ class Games:
                                              before.status),),
                            done=lambda: metrics.UNDOS_APPLIED.labels(variant_id).inc())
 
-        return self._write(game_id, write, change)
+        return self._write(game_id, write, change, last_entry=True)
 
     def autoplay(self, game_id: str, write: Write) -> Reply:
         """Play the safe moves (``Variant.is_safe_home``) one after another until none is
@@ -448,11 +448,14 @@ class Games:
         return self._write(game_id, write, change)
 
     def _write(self, game_id: str, write: Write,
-               change: Callable[[Stored, State, str | None], _Change]) -> Reply:
-        """Read, check, decide, compare-and-set; again on a lost race unless If-Match."""
+               change: Callable[[Stored, State, str | None], _Change], *,
+               last_entry: bool = False) -> Reply:
+        """Read, check, decide, compare-and-set; again on a lost race unless If-Match.
+        ``change`` gets the last history entry only with ``last_entry`` (undo)."""
         hashed_token = token_hash(write.token)
         for _attempt in range(self.retries):
-            view = self.store.load_for_write(game_id, write.idempotency_key)
+            view = self.store.load_for_write(game_id, write.idempotency_key,
+                                             last_entry=last_entry)
             if view.first_response is not None:
                 return self._again(view.first_response, hashed_token, write.request_hash)
             stored = view.game

@@ -269,16 +269,25 @@ class GameStore:
         return _stored(version, record)
 
     @_storage_errors
-    def load_for_write(self, game_id: str, idempotency_key: str | None) -> WriteView:
+    def load_for_write(self, game_id: str, idempotency_key: str | None, *,
+                       last_entry: bool = True) -> WriteView:
+        """The game, and (``last_entry``) its last history entry (only an undo needs
+        it: ``last_entry=False`` leaves it None) and the idempotency record, in one round
+        trip: one HMGET when that is all (a move), else one MULTI/EXEC."""
         game_key, history_key = _game_keys(game_id)
+        if not last_entry and idempotency_key is None:
+            version, record = self.client.hmget(game_key, "v", "d")
+            return WriteView(_stored(version, record), None, None)
         pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: one consistent view
         pipe.hmget(game_key, "v", "d")
-        pipe.lindex(history_key, -1)
+        if last_entry:
+            pipe.lindex(history_key, -1)
         if idempotency_key is not None:
             pipe.get(_idem_key(game_id, idempotency_key))
-        results = pipe.execute()
-        (version, record), last = results[0], results[1]
-        first = results[2] if idempotency_key is not None else None
+        results = iter(pipe.execute())
+        version, record = next(results)
+        last = next(results) if last_entry else None
+        first = next(results) if idempotency_key is not None else None
         return WriteView(_stored(version, record), last.decode() if last else None, first)
 
     @_storage_errors

@@ -8,14 +8,15 @@ line holds a token, a seed, a salt or a stock card.
 
 from __future__ import annotations
 
+import json
 import logging
+import random
 import re
 import sys
 import time
-import uuid
+from datetime import UTC, datetime
 
 from flask import Flask, Response, g, request
-from pythonjsonlogger.json import JsonFormatter
 
 from service import metrics
 
@@ -26,9 +27,40 @@ _HANDLER_NAME = "patience-json"
 log = logging.getLogger("patience.request")
 
 
+#: The attributes every LogRecord has: the others are the ``extra`` fields of a line.
+_RECORD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message", "asctime", "taskName"}
+
+
+_dumps = json.JSONEncoder(default=str).encode
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per record: ``level``, ``logger``, ``message``, the record's
+    ``extra`` fields, ``exc_info`` / ``stack_info`` (as text) when there are any, and
+    ``time`` (UTC, ISO 8601): the lines python-json-logger wrote, for a third of the
+    cost (a request line takes a few microseconds)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {"level": record.levelname, "logger": record.name,
+                "message": record.getMessage()}
+        for key, value in record.__dict__.items():
+            if key not in _RECORD_ATTRS and not key.startswith("_"):
+                line[key] = value
+        if record.exc_info:
+            line["exc_info"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            line["exc_info"] = record.exc_text
+        if record.stack_info:
+            line["stack_info"] = self.formatStack(record.stack_info)
+        line["time"] = datetime.fromtimestamp(record.created, UTC).isoformat()
+        # The standard library's C encoder, with its ", " and ": ": the lines read exactly
+        # as they always have (people and scripts grep for '"status": 500').
+        return _dumps(line)
+
+
 def json_formatter() -> logging.Formatter:
-    return JsonFormatter("%(levelname)s %(name)s %(message)s", timestamp="time",
-                         rename_fields={"levelname": "level", "name": "logger"})
+    return JsonLines()
 
 
 class _Stderr(logging.StreamHandler):
@@ -69,31 +101,44 @@ def configure_logging(level: str) -> None:
         limiter_logger.addFilter(_one_line_warning)
 
 
+def _new_request_id() -> str:
+    """32 random hex digits, like a uuid4's, without a system call: a request id tells
+    lines apart, it guards nothing (``random`` is reseeded in every forked worker)."""
+    return f"{random.getrandbits(128):032x}"
+
+
 def _start() -> None:
     g.started = time.perf_counter()
     given = request.headers.get("X-Request-ID", "")
-    g.request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+    g.request_id = given if _REQUEST_ID.fullmatch(given) else _new_request_id()
 
 
 def _finish(response: Response) -> Response:
-    duration = time.perf_counter() - g.get("started", time.perf_counter())
-    request_id = g.get("request_id") or uuid.uuid4().hex
-    response.headers["X-Request-ID"] = request_id
-    if response.status_code not in (429, 503):  # flask-limiter adds it to every answer
-        response.headers.pop("Retry-After", None)
-    reset = response.headers.get("RateLimit-Reset")
+    req = request._get_current_object()  # one context lookup, not one per attribute
+    state = g._get_current_object()
+    duration = time.perf_counter() - getattr(state, "started", time.perf_counter())
+    request_id = getattr(state, "request_id", None) or _new_request_id()
+    headers = response.headers
+    headers["X-Request-ID"] = request_id
+    status = response.status_code
+    # flask-limiter adds it to every answer (``in`` first: a missing key raises inside)
+    if status not in (429, 503) and "Retry-After" in headers:
+        del headers["Retry-After"]
+    reset = headers.get("RateLimit-Reset")
     if reset and reset.isdigit():  # flask-limiter writes a timestamp; the draft: seconds
-        response.headers["RateLimit-Reset"] = str(max(0, int(reset) - int(time.time())))
-    route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-    method = request.method if request.method in _METHODS else "OTHER"
-    metrics.HTTP_REQUESTS.labels(method, route, str(response.status_code)).inc()
-    metrics.HTTP_LATENCY.labels(method, route).observe(duration)
+        headers["RateLimit-Reset"] = str(max(0, int(reset) - int(time.time())))
+    rule = req.url_rule
+    route = rule.rule if rule is not None else "unmatched"
+    method = req.method if req.method in _METHODS else "OTHER"
+    counted, timed = _series(method, route, status)
+    counted.inc()
+    timed.observe(duration)
     fields = {
-        "request_id": request_id, "method": method, "path": request.path, "route": route,
-        "status": response.status_code, "duration_ms": round(duration * 1000, 3),
-        "client": request.remote_addr,
+        "request_id": request_id, "method": method, "path": req.path, "route": route,
+        "status": status, "duration_ms": round(duration * 1000, 3),
+        "client": req.remote_addr,
     }
-    game_id = (request.view_args or {}).get("game_id")
+    game_id = (req.view_args or {}).get("game_id")
     if game_id is not None:
         fields["game_id"] = game_id
     code = getattr(response, "problem_code", None)
@@ -101,6 +146,21 @@ def _finish(response: Response) -> Response:
         fields["code"] = code
     log.info("request", extra=fields)
     return response
+
+
+_SERIES: dict[tuple[str, str, int], tuple] = {}
+
+
+def _series(method: str, route: str, status: int) -> tuple:
+    """The request counter and the latency histogram of one (method, route, status),
+    looked up once: ``labels()`` takes a lock and checks its arguments every time.
+    Routes are the app's rule templates (or "unmatched"), so the keys are few."""
+    found = _SERIES.get((method, route, status))
+    if found is None:
+        found = (metrics.HTTP_REQUESTS.labels(method, route, str(status)),
+                 metrics.HTTP_LATENCY.labels(method, route))
+        _SERIES[(method, route, status)] = found
+    return found
 
 
 def init_app(app: Flask) -> None:

@@ -21,6 +21,7 @@ _GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # RFC 6750 b64token
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,64}")
+_ONE_VERSION = re.compile(r'[ \t]*"([0-9]{1,18})"[ \t]*')
 
 
 def games() -> Games:
@@ -82,7 +83,13 @@ def bearer_token() -> str:
 def if_match() -> frozenset[int] | None:
     """The versions an ``If-Match`` accepts (strong comparison), or None when there is no
     precondition (no header, or ``*``: the game exists, which a write checks anyway)."""
-    if "If-Match" not in request.headers or request.if_match.star_tag:
+    header = request.headers.get("If-Match")
+    if header is None:
+        return None
+    single = _ONE_VERSION.fullmatch(header)
+    if single is not None:  # the usual '"<version>"': no need to parse a list of tags
+        return frozenset((int(single[1]),))
+    if request.if_match.star_tag:
         return None
     return frozenset(int(tag) for tag in request.if_match.as_set()
                      if tag and tag.isascii() and tag.isdigit() and len(tag) <= 18)

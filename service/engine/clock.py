@@ -16,7 +16,7 @@ from .base import (
     fail,
     register,
 )
-from .cards import Card, shuffled_pack, take_nearest_top
+from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
 from .moves import DRAW, MOVE, REFILL
 
 HOURS = range(1, 13)
@@ -37,6 +37,13 @@ def _next_rank(rank: int) -> int:
 
 def _prev_rank(rank: int) -> int:
     return (rank - 2) % 13 + 1
+
+
+# The card a foundation wants on a card (one rank up, same suit, K then A) and the card a
+# packet takes on it (one rank down, A then K), looked up rather than built: legal moves
+# and the lost-game check of every move ask for them twelve times each.
+_UP = {card: Card(_next_rank(card.rank), card.suit) for card in ALL_CARDS}
+_DOWN = {card: Card(_prev_rank(card.rank), card.suit) for card in ALL_CARDS}
 
 
 def _dial(radius: float, hour: int, centre: float = 5.0) -> tuple[float, float]:
@@ -84,7 +91,7 @@ class Clock(Variant):
         for f in FOUNDATIONS:
             top = piles[f][-1]
             if top.rank != f + 1:
-                needs.setdefault(Card(_next_rank(top.rank), top.suit), []).append(f)
+                needs.setdefault(_UP[top], []).append(f)
         return needs
 
     @staticmethod
@@ -94,8 +101,7 @@ class Clock(Variant):
         for p in PACKETS:
             pile = piles[p]
             if len(pile) >= PACKET_SIZE:
-                top = pile[-1]
-                takers.setdefault(Card(_prev_rank(top.rank), top.suit), []).append(p)
+                takers.setdefault(_DOWN[pile[-1]], []).append(p)
         return takers
 
     def _pile_moves(self, state: State):
