@@ -259,20 +259,21 @@ class Games:
         }
         for _attempt in range(3):  # a second id is needed only if 128 random bits collide
             game_id = secrets.token_urlsafe(16)
-            if self.store.commit(game_id, expected=None, version=0, record=record,
-                                 stat=f"{variant.id}:created").outcome == OK:
+            body = {"game": game_json(game_id, 0, record, state), "player_token": token}
+            reply = Reply(201, orjson.dumps(body), 0, f"/v1/games/{game_id}")
+            first = None
+            if idempotency_key is not None:  # stored by the same script as the game
+                sealed = _seal(idempotency_key, orjson.dumps(reply.to_json()))
+                first = orjson.dumps({"r": body_hash, "x": sealed})
+            result = self.store.commit(game_id, expected=None, version=0, record=record,
+                                       stat=f"{variant.id}:created", create=True,
+                                       idempotency_key=idempotency_key, first_response=first)
+            if result.outcome == REPLAY:  # a racing request with the same key came first
+                return self._created_again(result.first_response, idempotency_key, body_hash)
+            if result.outcome == OK:
                 break
         else:  # pragma: no cover - needs three collisions of 128-bit random ids
             raise RuntimeError("could not find a free game id")
-        body = {"game": game_json(game_id, 0, record, state), "player_token": token}
-        reply = Reply(201, orjson.dumps(body), 0, f"/v1/games/{game_id}")
-        if idempotency_key is not None:
-            sealed = _seal(idempotency_key, orjson.dumps(reply.to_json()))
-            earlier = self.store.remember_created(
-                idempotency_key, orjson.dumps({"r": body_hash, "x": sealed}))
-            if earlier is not None:  # a racing request with the same key stored first
-                self.store.discard(game_id, stat=f"{variant.id}:created")
-                return self._created_again(earlier, idempotency_key, body_hash)
         metrics.GAMES_CREATED.labels(variant.id).inc()
         return reply
 

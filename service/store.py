@@ -8,14 +8,16 @@ Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
 - ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
   write, kept ``IDEMPOTENCY_TTL_SECONDS``;
 - ``create:idem:<sha256 of the Idempotency-Key>`` STRING: the same for ``POST /v1/games``,
-  which has no game yet (the key is scoped by itself);
+  which has no game yet (the key is scoped by itself), written by the same script call
+  that stores the new game;
 - ``game:{<id>}:log`` STREAM, the events feed: one entry per accepted change (a move, an
   undo), with the id ``<version>-0`` and the fields ``k`` (``move`` or ``undo``), ``e``
   (the public JSON entry) and ``s`` (the game's status after it), trimmed to about
   ``EVENT_LOG_MAX`` entries; deleting the game adds a tombstone ``<version>-1`` with
   ``k`` = ``deleted`` (which wakes every blocked reader) and lets the log expire soon;
 - ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
-  ``<variant>:resigned`` (the one key outside a game's hash tag).
+  ``<variant>:resigned``.  It and ``create:idem:…`` are the keys outside a game's hash
+  tag, so the scripts that touch them assume one Redis, not a Cluster.
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
 idempotency record instead of writing, refuses a changed version, and otherwise writes
@@ -98,16 +100,6 @@ end
 return {'ok', ARGV[2]}
 """
 
-# KEYS: game hash, history list, event log, stats hash; ARGV: the stats field to take
-# back.  Removes a game that nobody was told about, and its count.
-_DISCARD = """
-if redis.call('DEL', KEYS[1]) == 1 then
-  redis.call('DEL', KEYS[2], KEYS[3])
-  if ARGV[1] ~= '' then redis.call('HINCRBY', KEYS[4], ARGV[1], -1) end
-end
-return 1
-"""
-
 #: The statistics counters (see the module docstring).
 STATS_KEY = "stats"
 #: How long the log of a deleted game is kept, so that every waiting reader sees its
@@ -138,6 +130,10 @@ def _digest(idempotency_key: str) -> str:
 
 def _game_keys(game_id: str) -> tuple[str, str]:
     return f"game:{{{game_id}}}", f"game:{{{game_id}}}:h"
+
+
+def _create_idem_key(idempotency_key: str) -> str:
+    return f"create:idem:{_digest(idempotency_key)}"
 
 
 def _idem_key(game_id: str, idempotency_key: str) -> str:
@@ -211,7 +207,6 @@ class GameStore:
         self.idempotency_ttl = 0
         self.log_length = 0
         self._commit = None
-        self._discard = None
         if app is not None:
             self.init_app(app)
 
@@ -222,7 +217,6 @@ class GameStore:
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
         self.log_length = int(config["EVENT_LOG_MAX"])
         self._commit = self.client.register_script(_COMMIT)
-        self._discard = self.client.register_script(_DISCARD)
         # Events streams wait on the log with XREAD BLOCK, each holding a connection for
         # up to a heartbeat: a pool of their own, one connection per stream the process
         # admits (service.events caps them), with a socket timeout past the block time.
@@ -351,6 +345,7 @@ class GameStore:
         first_response: bytes | None = None,
         feed: Sequence[tuple[int, str, bytes, str]] = (),
         stat: str | None = None,
+        create: bool = False,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
         game must not exist yet).  ``version`` None deletes the game and its history
@@ -359,10 +354,12 @@ class GameStore:
         log: ``(version, kind, JSON entry, status after)``.  ``stat`` names a statistics
         counter to increment.  With an ``idempotency_key``, ``first_response`` is
         stored with the write, and a record already stored under that key is returned
-        (REPLAY) instead of writing."""
+        (REPLAY) instead of writing.  ``create``: the key belongs to ``POST /v1/games``
+        (no game yet), so its record is scoped by the key alone."""
         keys = [*_game_keys(game_id), _log_key(game_id), STATS_KEY]
         if idempotency_key is not None:
-            keys.append(_idem_key(game_id, idempotency_key))
+            keys.append(_create_idem_key(idempotency_key) if create
+                        else _idem_key(game_id, idempotency_key))
         pushed = [push] if isinstance(push, str) else list(push or ())
         if any(not entry or "\n" in entry for entry in pushed):
             raise ValueError("a history entry is one non-empty line")
@@ -386,23 +383,7 @@ class GameStore:
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
-    @_storage_errors
-    def discard(self, game_id: str, stat: str | None = None) -> None:
-        """Remove a game nobody was told about (the loser of a racing create), and take
-        back the statistics counter ``stat`` that its creation incremented."""
-        self._discard(keys=[*_game_keys(game_id), _log_key(game_id), STATS_KEY],
-                      args=[stat or ""])
-
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
     def created_response(self, idempotency_key: str) -> bytes | None:
-        return self.client.get(f"create:idem:{_digest(idempotency_key)}")
-
-    @_storage_errors
-    def remember_created(self, idempotency_key: str, first_response: bytes) -> bytes | None:
-        """Store the first response of a create under its key, unless one is there
-        already: then return that one (another request with the key won the race)."""
-        key = f"create:idem:{_digest(idempotency_key)}"
-        if self.client.set(key, first_response, nx=True, ex=self.idempotency_ttl):
-            return None
-        return self.client.get(key)
+        return self.client.get(_create_idem_key(idempotency_key))
