@@ -25,18 +25,17 @@ def feed() -> Feed:
 def _after() -> int:
     """The version the client has: ``Last-Event-ID`` (a reconnecting EventSource) if
     sent, else ``?after=`` (default 0, everything)."""
+    after = request.args.get("after")
+    if after is not None and (not _VERSION.fullmatch(after) or int(after) > MAX_VERSION):
+        # checked even when Last-Event-ID overrides it: a wrong query is always refused
+        raise ValidationError({"after": ["Must be an integer 0 .. 9223372036854775807."]})
     last = request.headers.get("Last-Event-ID", "").strip()
     if last:
         if not _VERSION.fullmatch(last) or int(last) > MAX_VERSION:
             raise BadRequest(400, "invalid_header",
                              "Last-Event-ID must be a version (an integer 0 .. 2**63-1)")
         return int(last)
-    after = request.args.get("after")
-    if after is None:
-        return 0
-    if not _VERSION.fullmatch(after) or int(after) > MAX_VERSION:
-        raise ValidationError({"after": ["Must be an integer 0 .. 9223372036854775807."]})
-    return int(after)
+    return 0 if after is None else int(after)
 
 
 def _wants_stream() -> bool:
