@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int | None) -> int | None:
     value = os.environ.get(name, "").strip()
     if not value:
         return default
@@ -47,26 +47,26 @@ class Config:
     REDIS_SOCKET_TIMEOUT = _env_float("REDIS_SOCKET_TIMEOUT", 1.0)
     REDIS_CONNECT_TIMEOUT = _env_float("REDIS_CONNECT_TIMEOUT", 1.0)
     #: A pooled connection idle for longer than this is PINGed before use.
-    REDIS_HEALTH_CHECK_INTERVAL = _env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
+    REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.
-    GAME_TTL_SECONDS = _env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
+    GAME_TTL_SECONDS = env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
     #: How long an Idempotency-Key is remembered (API.md: 24 hours).
-    IDEMPOTENCY_TTL_SECONDS = _env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
+    IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
     #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
-    WRITE_RETRIES = _env_int("WRITE_RETRIES", 16)
+    WRITE_RETRIES = env_int("WRITE_RETRIES", 16)
     #: About how many entries the events log of a game keeps (oldest dropped first).
-    EVENT_LOG_MAX = _env_int("EVENT_LOG_MAX", 5000)
+    EVENT_LOG_MAX = env_int("EVENT_LOG_MAX", 5000)
 
     # --- the events feed as Server-Sent Events ---------------------------------------------
     #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and
     #: the server notices a client that left).
     SSE_HEARTBEAT_SECONDS = _env_float("SSE_HEARTBEAT_SECONDS", 15.0)
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
-    SSE_RETRY_MS = _env_int("SSE_RETRY_MS", 3000)
+    SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
     #: ``too_many_streams``.  Each open stream takes one thread of a gthread worker, so
     #: gunicorn.conf.py sets it below the worker's thread count (GUNICORN_THREADS).
-    SSE_MAX_STREAMS = _env_int("SSE_MAX_STREAMS", 100)
+    SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
     SSE_MAX_SECONDS = _env_float("SSE_MAX_SECONDS", 3600.0)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from service.config import env_int
 from service.redis_server import RedisServer, RedisServerError, die_with_parent
 
 # The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
@@ -30,13 +31,10 @@ def log(message: str) -> None:
 
 
 def _int_env(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
     try:
-        return int(value)
-    except ValueError:
-        raise SystemExit(f"devserver: {name} must be an integer, not {value!r}") from None
+        return env_int(name, default)
+    except ValueError as error:
+        raise SystemExit(f"devserver: {error}") from None
 
 
 def main() -> int:
