@@ -12,10 +12,7 @@ and docker-compose, gthread workers) on the harness's Redis.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -23,9 +20,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from service.devserver import GUNICORN_COMMAND
 from service.engine import Move
-from service.redis_server import free_port
+from tests.e2e.support import Gunicorn
 from tests.sse import Message, messages
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -37,41 +33,10 @@ STREAM = {"Accept": "text/event-stream"}
 
 @contextlib.contextmanager
 def _gunicorn(redis_url: str, log: Path, **env: str):
-    port = free_port()
-    settings = dict(os.environ, HOST="127.0.0.1", PORT=str(port), REDIS_URL=redis_url,
-                    LOG_LEVEL="WARNING", RATELIMIT_DEFAULT="100000 per minute",
-                    SSE_HEARTBEAT_SECONDS=str(HEARTBEAT), GUNICORN_TIMEOUT=str(WORKER_TIMEOUT))
-    settings.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    settings.pop("SSE_MAX_STREAMS", None)
-    settings.update(env)
-    with open(log, "wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT,
-                                   env=settings, stdout=sink, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except (requests.ConnectionError, requests.Timeout):
-                pass  # not listening yet, or a worker still loading the app
-            assert time.monotonic() < deadline, "gunicorn did not start\n" + log.read_text()
-            time.sleep(0.1)
-        yield base, process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    text = log.read_text()
-    assert "Traceback" not in text, text
-    assert "WORKER TIMEOUT" not in text, text
-    assert '"status": 500' not in text
+    """gunicorn with a short heartbeat and worker timeout: ``(base url, process)``."""
+    with Gunicorn(redis_url, log, SSE_HEARTBEAT_SECONDS=str(HEARTBEAT),
+                  GUNICORN_TIMEOUT=str(WORKER_TIMEOUT), **env) as running:
+        yield running.base, running.process
 
 
 @pytest.fixture(scope="module")

@@ -4,20 +4,14 @@ against the harness's Redis, exercised over HTTP with requests."""
 from __future__ import annotations
 
 import hashlib
-import os
 import random
-import signal
-import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 import requests
 
-from service.devserver import GUNICORN_COMMAND
-from service.redis_server import free_port
+from tests.e2e.support import Gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -25,38 +19,11 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 @pytest.fixture(scope="module")
 def server(redis_server, tmp_path_factory):
     """gunicorn with two workers sharing Prometheus metrics through a directory."""
-    port = free_port()
     metrics_dir = tmp_path_factory.mktemp("prometheus")
-    env = dict(os.environ, HOST="127.0.0.1", PORT=str(port), REDIS_URL=redis_server.url,
-               WEB_CONCURRENCY="2", GUNICORN_THREADS="4", LOG_LEVEL="WARNING",
-               PROMETHEUS_MULTIPROC_DIR=str(metrics_dir), RATELIMIT_DEFAULT="100000 per minute")
     log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
-    with open(log, "wb") as sink:
-        process = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT, env=env,
-                                   stdout=sink, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert process.poll() is None, log.read_text()
-            try:
-                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except (requests.ConnectionError, requests.Timeout):
-                pass  # not listening yet, or a worker still loading the app (a busy machine)
-            assert time.monotonic() < deadline, "gunicorn did not start\n" + log.read_text()
-            time.sleep(0.1)
-        yield base
-    finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    text = log.read_text()
-    assert "Traceback" not in text, text
-    assert '"status": 500' not in text
+    with Gunicorn(redis_server.url, log, GUNICORN_THREADS="4",
+                  PROMETHEUS_MULTIPROC_DIR=str(metrics_dir)) as running:
+        yield running.base
 
 
 @pytest.fixture
