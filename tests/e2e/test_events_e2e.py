@@ -24,7 +24,6 @@ from service.engine import Move
 from tests.e2e.support import Gunicorn
 from tests.sse import Message, messages
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 STREAMS = 50
 HEARTBEAT = 0.5
 WORKER_TIMEOUT = 3  # gunicorn's worker timeout: the streams must outlive it

@@ -6,14 +6,11 @@ from __future__ import annotations
 import hashlib
 import random
 import threading
-from pathlib import Path
 
 import pytest
 import requests
 
 from tests.e2e.support import Gunicorn
-
-ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 @pytest.fixture(scope="module")
