@@ -3,13 +3,11 @@ its test client, a raw Redis client to check the stored state, and the log lines
 
 from __future__ import annotations
 
-import json
 import logging
 
 import pytest
 
-from service.telemetry import json_formatter
-from tests.api.support import make_app
+from tests.api.support import LogLines, make_app
 from tests.contract import ValidatingClient
 
 
@@ -34,23 +32,10 @@ def redis_db(clean_redis):
     return clean_redis
 
 
-class _Lines(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.setFormatter(json_formatter())
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(self.format(record))
-
-    def records(self) -> list[dict]:
-        return [json.loads(line) for line in self.lines]
-
-
 @pytest.fixture
 def log_lines():
     """Every line the service's loggers write during the test, formatted as in production."""
-    handler = _Lines()
+    handler = LogLines()
     loggers = [logging.getLogger(name) for name in ("patience", "flask-limiter")]
     for logger in loggers:
         logger.addHandler(handler)

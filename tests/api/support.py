@@ -4,10 +4,28 @@ Redis holds (the layout of the service spec) to check the stored state."""
 from __future__ import annotations
 
 import json
+import logging
 
 from service.app import create_app
 from service.engine import Move, State, get_variant
+from service.telemetry import json_formatter
 from tests.contract import ValidatingClient
+
+
+class LogLines(logging.Handler):
+    """Collects log records formatted exactly as the service writes them in production."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.setFormatter(json_formatter())
+        self.lines: list[str] = []
+
+    def emit(self, record):
+        self.lines.append(self.format(record))
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.lines]
+
 
 GAME_ID_CHARS = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 

@@ -14,8 +14,7 @@ import random
 import pytest
 
 from service.engine import get_variant
-from service.telemetry import json_formatter
-from tests.api.support import as_move, auth, make_app, stored
+from tests.api.support import LogLines, as_move, auth, make_app, stored
 
 VARIANTS = ["clock", "salic-law", "four-corners"]
 
@@ -37,21 +36,11 @@ def windows(cards: list[str], size: int = 8) -> set[str]:
     return found
 
 
-class _Capture(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.DEBUG)
-        self.setFormatter(json_formatter())
-        self.lines: list[str] = []
-
-    def emit(self, record):
-        self.lines.append(self.format(record))
-
-
 @pytest.fixture
 def logged():
     """Every log line of the process during the test, as the service formats it: the
     service's loggers (at DEBUG), flask-limiter's, werkzeug's and the root logger's."""
-    handler = _Capture()
+    handler = LogLines()
     names = ("patience", "flask-limiter", "werkzeug", "")
     loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
