@@ -494,26 +494,39 @@ function onDrop(from, to) {
   send({ type: "move", from, to });
 }
 
-async function send(move) {
+// One write at a time: ``call(game)`` sends it, ``done(data)`` says what happened; the
+// answer's game is shown and the legal moves re-read. ``route`` names an endpoint that a
+// server may not have deployed (then a note, not an error).
+async function write({ call, done, context, route }) {
   if (S.busy || !S.game) return;
   const seq = S.seq;
   S.busy = true;
   S.hint = null;
+  S.selected = null;
   renderGame();
   try {
-    const { data } = await api.move(S.game.id, S.token, move, S.game.version);
+    const { data } = await call(S.game);
     if (seq !== S.seq) return;
-    say("");
+    done(data);
     if (applyGame(data.game, data.events)) loadMoves(seq);
   } catch (error) {
     if (seq !== S.seq) return;
-    failed(error, move.type === "move" ? "The move" : `The ${move.type}`);
+    if (route && error instanceof ApiError && error.routeMissing) noteMissing(route, error);
+    else failed(error, context);
   } finally {
     if (seq === S.seq) {
       S.busy = false;
       renderGame();
     }
   }
+}
+
+function send(move) {
+  return write({
+    call: (game) => api.move(game.id, S.token, move, game.version),
+    done: () => say(""),
+    context: move.type === "move" ? "The move" : `The ${move.type}`,
+  });
 }
 
 function failed(error, context) {
@@ -532,25 +545,12 @@ function failed(error, context) {
   if (error instanceof NetworkError) refresh();
 }
 
-async function undo() {
-  if (S.busy || !S.game) return;
-  const seq = S.seq;
-  S.busy = true;
-  S.selected = null;
-  renderGame();
-  try {
-    const { data } = await api.undo(S.game.id, S.token, S.game.version);
-    if (seq !== S.seq) return;
-    say("Move taken back.", "info");
-    if (applyGame(data.game, data.events)) loadMoves(seq);
-  } catch (error) {
-    if (seq === S.seq) failed(error, "The undo");
-  } finally {
-    if (seq === S.seq) {
-      S.busy = false;
-      renderGame();
-    }
-  }
+function undo() {
+  return write({
+    call: (game) => api.undo(game.id, S.token, game.version),
+    done: () => say("Move taken back.", "info"),
+    context: "The undo",
+  });
 }
 
 function describeMove(move) {
@@ -587,28 +587,17 @@ async function hint() {
   }
 }
 
-async function autoplay() {
-  if (S.busy || !S.game) return;
-  const seq = S.seq;
-  S.busy = true;
-  S.selected = null;
-  renderGame();
-  try {
-    const { data } = await api.autoplay(S.game.id, S.token, S.game.version);
-    if (seq !== S.seq) return;
-    const moved = data.events ? data.events.length : 0;
-    say(moved ? `Autoplay moved ${moved} card${moved === 1 ? "" : "s"}.` : "Autoplay found nothing that is always safe to play.", "info");
-    if (applyGame(data.game, data.events)) loadMoves(seq);
-  } catch (error) {
-    if (seq !== S.seq) return;
-    if (error instanceof ApiError && error.routeMissing) noteMissing("autoplay", error);
-    else failed(error, "Autoplay");
-  } finally {
-    if (seq === S.seq) {
-      S.busy = false;
-      renderGame();
-    }
-  }
+function autoplay() {
+  return write({
+    call: (game) => api.autoplay(game.id, S.token, game.version),
+    done: (data) => {
+      const moved = data.events ? data.events.length : 0;
+      say(moved ? `Autoplay moved ${moved} card${moved === 1 ? "" : "s"}.`
+        : "Autoplay found nothing that is always safe to play.", "info");
+    },
+    context: "Autoplay",
+    route: "autoplay",
+  });
 }
 
 async function removeGame() {
