@@ -572,9 +572,8 @@ class Memory:
     mean: float  # MEMORY USAGE of every key of a game, added up
     largest: int
     keys: float  # keys per game
-    record: float  # MEMORY USAGE of game:{<id>} (version and record)
-    history: float  # of game:{<id>}:h
-    other: float  # of every other key of the game (the events log, ...)
+    record: float  # MEMORY USAGE of game:{<id>} (version, record and journal)
+    other: float  # of every other key of the game (none unless Idempotency-Keys)
 
 
 def memory_of(client: redis.Redis, games: list[Game], moves: int) -> Memory:
@@ -598,12 +597,11 @@ def memory_of(client: redis.Redis, games: list[Game], moves: int) -> Memory:
     def mean(part: str | None) -> float:
         if part is None:
             return sum(v for parts in usage.values() for k, v in parts.items()
-                       if k not in ("", ":h")) / n
+                       if k != "") / n
         return sum(parts.get(part, 0) for parts in usage.values()) / n
 
     return Memory(games[0].variant, moves, n, sum(totals) / n, max(totals),
-                  sum(len(parts) for parts in usage.values()) / n, mean(""), mean(":h"),
-                  mean(None))
+                  sum(len(parts) for parts in usage.values()) / n, mean(""), mean(None))
 
 
 # --- the report -----------------------------------------------------------------------
@@ -684,11 +682,11 @@ def targets_table(outcomes: list[Outcome], connections: int) -> str:
 
 def memory_table(memory: list[Memory]) -> str:
     lines = ["| variant | moves | games | keys per game | bytes per game (mean) | largest | "
-             "`game:{id}` | `:h` (history) | other keys |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "`game:{id}` | other keys |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for m in memory:
         lines.append(f"| {m.variant} | {m.moves} | {m.games} | {m.keys:.1f} | {m.mean:,.0f} | "
-                     f"{m.largest:,} | {m.record:,.0f} | {m.history:,.0f} | {m.other:,.0f} |")
+                     f"{m.largest:,} | {m.record:,.0f} | {m.other:,.0f} |")
     return "\n".join(lines)
 
 
@@ -780,8 +778,9 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
             "## Redis memory per game",
             "",
             "`MEMORY USAGE <key> SAMPLES 0` of every key of a game (every key with its hash "
-            "tag `{<id>}`: `game:{<id>}`, the version and the record; `game:{<id>}:h`, the "
-            "history; any other, such as the events log), added up, for games just "
+            "tag `{<id>}`: `game:{<id>}`, the hash of the version, the record and the "
+            "journal, from which the history and the events feed are replayed; any other, "
+            "such as an idempotency record), added up, for games just "
             f"created with `POST /v1/games`, then after {MEMORY_MOVES} moves of a walk "
             "(no undo, no Idempotency-Key).",
             "",

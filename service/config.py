@@ -54,8 +54,6 @@ class Config:
     IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
     #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
     WRITE_RETRIES = env_int("WRITE_RETRIES", 16)
-    #: About how many entries the events log of a game keeps (oldest dropped first).
-    EVENT_LOG_MAX = env_int("EVENT_LOG_MAX", 5000)
 
     # --- the events feed as Server-Sent Events ---------------------------------------------
     #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and

@@ -1,30 +1,32 @@
 """Following a game: ``GET /v1/games/<id>/events``, as JSON or as Server-Sent Events.
 
-The feed is stored, not kept in any process: every accepted change of a game is appended
-to the game's log in Redis (a stream, ``game:{<id>}:log``) by the same Lua script that
-stores the change (:mod:`service.store`), so a reader on any worker of any replica sees
-every change, in order, exactly once.  Each entry is ``{"version", "move", "events"}``:
+The feed is stored, not kept in any process: it is replayed from the game's journal in
+Redis (:mod:`service.engine.journal`, written by the same Lua script that stores each
+change, see :mod:`service.store`), so a reader on any worker of any replica sees every
+change, in order, exactly once, however far back it starts.  Each entry is
+``{"version", "move", "events"}``:
 
-- a move (resign included) is the history entry of the move, under the event name
-  ``move``;
+- a move (resign included), with the events it caused, under the event name ``move``;
 - an undo is ``{"version": n, "move": {"type": "undo"}, "events": [...]}`` under the
   event name ``undo``, its events the undone move's, last first, from and to swapped
   (the answer of ``POST .../undo``);
-- autoplay writes one ``move`` entry per move it played (one version each).
+- autoplay adds one ``move`` entry per move it played (one version each).
 
 Events only name cards that moved, and a card that leaves the stock is face up from then
 on: nothing in the feed tells an undealt card.
 
-A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) sends the entries after the
-client's version, then waits on the log with ``XREAD BLOCK`` (never on process memory)
-for up to ``SSE_HEARTBEAT_SECONDS``; an idle wait ends with a heartbeat comment, which
-also tells a server whose client left (the write fails and the WSGI server closes the
-stream).  The stream ends with an ``end`` event when the game ends, with a ``deleted``
-event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, and when the worker
-shuts down (:func:`stop_streams`, called by gunicorn.conf.py on SIGTERM); a client
-resumes with ``Last-Event-ID``.  Each open stream takes one thread of a gthread worker:
-a process holds at most ``SSE_MAX_STREAMS`` (then 503 ``too_many_streams``), so threads
-are always left to answer moves.
+A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) subscribes to the game's pub/sub
+channel, reads the game and its journal, sends the entries after the client's version,
+then waits on the channel (never on process memory) for up to ``SSE_HEARTBEAT_SECONDS``.
+Every change publishes the game's new version there; the stream then reads the journal
+again and replays only the tokens it has not seen.  An idle wait ends with a heartbeat
+comment, which also tells a server whose client left (the write fails and the WSGI
+server closes the stream).  The stream ends with an ``end`` event when the game ends,
+with a ``deleted`` event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, and
+when the worker shuts down (:func:`stop_streams`, called by gunicorn.conf.py on
+SIGTERM); a client resumes with ``Last-Event-ID``.  Each open stream takes one thread of
+a gthread worker: a process holds at most ``SSE_MAX_STREAMS`` (then 503
+``too_many_streams``), so threads are always left to answer moves.
 """
 
 from __future__ import annotations
@@ -38,15 +40,14 @@ from dataclasses import dataclass
 import orjson
 
 from service import metrics
-from service.games import GameError, public_game
-from service.store import FeedItem, GameStore, StorageUnavailable, Stored
+from service.engine.journal import Change, Replay
+from service.games import GameError, public_game, replay
+from service.store import DELETED, GameStore, StorageUnavailable, Stored, Subscription
 
 log = logging.getLogger("patience.events")
 
 #: The largest version a client may name (``after``, ``Last-Event-ID``).
 MAX_VERSION = 2**63 - 1
-#: Event names of the entries of the log.
-ENTRY_KINDS = ("move", "undo")
 PLAYING = "playing"
 
 #: Set when the worker process is stopping: open streams end (their clients resume
@@ -78,12 +79,13 @@ def _not_found(game_id: str) -> GameError:
 
 @dataclass(slots=True)
 class Stream:
-    """An admitted stream: what was read when it opened, and its slot to give back."""
+    """An admitted stream: what was read when it opened, and what to give back."""
 
     game_id: str
     after: int
     game: Stored
-    items: list[FeedItem]
+    journal: str
+    subscription: Subscription
     release: Callable[[], None]
 
 
@@ -101,38 +103,49 @@ class Feed:
 
     # --- JSON ---------------------------------------------------------------------------
     def read(self, game_id: str, after: int) -> tuple[int, dict]:
-        """``{"events": [entries after version after], "game": Game}``.  When the log no
-        longer reaches back to ``after`` (trimmed), ``events`` starts later: ``game`` is
-        the state to trust."""
-        found = self.store.feed(game_id, after)
+        """``{"events": [every entry after version after], "game": Game}``."""
+        found = self.store.load_with_journal(game_id)
         if found is None:
             raise _not_found(game_id)
-        stored, items = found
-        entries = [orjson.loads(item.entry) for item in items if item.kind in ENTRY_KINDS]
-        return stored.version, {"events": entries, "game": public_game(game_id, stored)}
+        stored, journal = found
+        _replayed, changes = replay(game_id, stored, journal, after=after)
+        return stored.version, {"events": [change.entry() for change in changes],
+                                "game": public_game(game_id, stored)}
 
     # --- Server-Sent Events ---------------------------------------------------------
     def open(self, game_id: str, after: int) -> Stream | None:
         """Admit a stream: None when there is nothing to stream ever (the game is over
         and the client has seen its end: 204, which stops an EventSource); 404 for an
         unknown game; :class:`TooManyStreams` past ``SSE_MAX_STREAMS``."""
-        found = self.store.feed(game_id, after)
-        if found is None:
-            raise _not_found(game_id)
-        stored, items = found
-        if stored.record["state"]["status"] != PLAYING and after >= stored.version:
-            return None
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
+        subscription = None
+        try:
+            subscription = self.store.subscribe(game_id)  # first: no change slips by
+            found = self.store.load_with_journal(game_id)
+        except BaseException:
+            if subscription is not None:
+                subscription.close()
+            self._slots.release()
+            raise
+        stored, journal = found if found is not None else (None, "")
+        if stored is None or (stored.record["state"]["status"] != PLAYING
+                              and after >= stored.version):
+            subscription.close()
+            self._slots.release()
+            if stored is None:
+                raise _not_found(game_id)
+            return None
         metrics.EVENT_STREAMS.inc()
         released = threading.Lock()
 
         def release():
             if released.acquire(blocking=False):  # once, however often it is called
+                subscription.close()
                 metrics.EVENT_STREAMS.dec()
                 self._slots.release()
 
-        return Stream(game_id, after, stored, items, release)
+        return Stream(game_id, after, stored, journal, subscription, release)
 
     def frames(self, stream: Stream) -> Iterator[bytes]:
         """The stream's bytes: ``retry:``, the entries after the client's version, then
@@ -143,54 +156,54 @@ class Feed:
         try:
             yield f"retry: {self.retry_ms}\n\n".encode()
             stored = stream.game
-            entries = [item for item in stream.items if item.kind in ENTRY_KINDS]
-            complete = stream.after == stored.version or (
-                stream.after < stored.version and bool(entries)
-                and entries[0].version == stream.after + 1)
-            if not complete:
-                # The log does not reach back to the client's version (trimmed, or older
-                # than the feed), or the client is ahead of the game: the whole game.
-                cursor = stored.version
+            replayed, changes = replay(game_id, stored, stream.journal, after=stream.after)
+            if stream.after > stored.version:
+                # The client is ahead of the game (another game's version, or a game
+                # deleted and created again): the whole game, to start from.
                 yield frame("game", orjson.dumps({"version": stored.version,
                                                   "game": public_game(game_id, stored)}),
                             stored.version)
-            else:
-                cursor = stream.after
-                for item in entries:
-                    cursor = item.version
-                    yield frame(item.kind, item.entry, item.version)
+            for change in changes:
+                yield _entry_frame(change)
             if stored.record["state"]["status"] != PLAYING:
                 yield self._end(game_id, stored)
                 return
-            yield from self._follow(game_id, f"{cursor}-0")
+            yield from self._follow(stream, replayed, len(stream.journal))
         except StorageUnavailable as error:
             log.warning("events stream of game %s ended: storage unavailable: %s",
                         game_id, error)
 
-    def _follow(self, game_id: str, last_id: str) -> Iterator[bytes]:
+    def _follow(self, stream: Stream, replayed: Replay, seen: int) -> Iterator[bytes]:
+        """Wait for changes; replay the journal past its first ``seen`` characters."""
+        game_id = stream.game_id
         deadline = time.monotonic() + self.max_seconds
         while not SHUTDOWN.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            items = self.store.wait_feed(game_id, last_id, min(self.heartbeat, left))
-            if not items:
+            published = stream.subscription.wait(min(self.heartbeat, left))
+            if DELETED in published:
+                yield self._deleted(game_id)
+                return
+            if not published:
                 if not self.store.exists(game_id):  # expired
                     yield self._deleted(game_id)
                     return
                 yield HEARTBEAT
                 continue
-            for item in items:
-                last_id = item.id
-                if item.kind not in ENTRY_KINDS:  # the tombstone of a deleted game
-                    yield self._deleted(game_id)
-                    return
-                yield frame(item.kind, item.entry, item.version)
-                if item.status != PLAYING:
-                    stored = self.store.load(game_id)
-                    yield self._deleted(game_id) if stored is None else self._end(game_id,
-                                                                                  stored)
-                    return
+            if max(published) <= replayed.version:
+                continue  # already sent
+            found = self.store.load_with_journal(game_id)
+            if found is None:
+                yield self._deleted(game_id)
+                return
+            stored, journal = found
+            for change in replayed.run(journal[seen:]):
+                yield _entry_frame(change)
+            seen = len(journal)
+            if stored.record["state"]["status"] != PLAYING:
+                yield self._end(game_id, stored)
+                return
 
     @staticmethod
     def _end(game_id: str, stored: Stored) -> bytes:
@@ -200,3 +213,7 @@ class Feed:
     @staticmethod
     def _deleted(game_id: str) -> bytes:
         return frame("deleted", orjson.dumps({"id": game_id}))
+
+
+def _entry_frame(change: Change) -> bytes:
+    return frame(change.kind, orjson.dumps(change.entry()), change.version)

@@ -33,13 +33,14 @@ from service.engine import (
     Move,
     State,
     Step,
-    Variant,
     get_variant,
     variants,
 )
 from service.engine.cards import card_codes
 from service.engine.help import autoplay as autoplay_steps
 from service.engine.help import hint as engine_hint
+from service.engine.journal import UNDO, Change, Replay
+from service.engine.journal import encode as journal_token
 from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, Stored
 
 UNDO_POLICIES = ("full", "safe", "off")
@@ -120,13 +121,23 @@ def _state(game_id: str, record: dict) -> State:
         raise RuntimeError(f"the stored game {game_id} is corrupt: {error!r}") from None
 
 
-def _step(game_id: str, variant: Variant, entry: str) -> tuple[int, Step]:
-    """A history entry ``"<version>|<encoded step>"`` as (version, step)."""
-    version, _, text = entry.partition("|")
+def replay(game_id: str, stored: Stored, journal: str, *, after: int | None = None
+           ) -> tuple[Replay, list[Change]]:
+    """The game replayed from its deal through its journal (every version), and the
+    changes that made the versions after ``after`` (none if ``after`` is None)."""
+    record = stored.record
+    changes = []
     try:
-        return int(version), variant.decode_step(text)
-    except (InvalidMoveError, ValueError) as error:
-        raise RuntimeError(f"the history of game {game_id} is corrupt: {error!r}") from None
+        replayed = Replay(get_variant(record["variant"]), record["seed"])
+        for change in replayed.run(journal):
+            if after is not None and change.version > after:
+                changes.append(change)
+    except (InvalidMoveError, KeyError, TypeError) as error:
+        raise RuntimeError(f"the journal of game {game_id} is corrupt: {error!r}") from None
+    if replayed.version != stored.version:
+        raise RuntimeError(f"the journal of game {game_id} holds {replayed.version} "
+                           f"versions, the game is at {stored.version}")
+    return replayed, changes
 
 
 def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
@@ -167,17 +178,6 @@ def _events(step: Step) -> list[dict]:
     return [event.to_dict() for event in step.events]
 
 
-#: The ``move`` of an undo in the events feed (API.md's Move has no undo type).
-UNDO_MOVE = {"type": "undo"}
-
-
-def _feed_entry(version: int, kind: str, move: dict, events: list[dict],
-                status: str) -> tuple[int, str, bytes, str]:
-    """An entry of the events feed, as :meth:`GameStore.commit` takes it."""
-    return version, kind, orjson.dumps({"version": version, "move": move, "events": events}), \
-        status
-
-
 def _listed(state: State, move: Move) -> dict:
     """``move`` as ``GET .../moves`` lists it: a card move names its ``card``."""
     listed = move.to_dict()
@@ -195,12 +195,6 @@ _ACTION_REASONS = {
 }
 
 
-def _undo_events(step: Step) -> list[dict]:
-    """The events of taking ``step`` back: its own, last first, from and to swapped."""
-    return [{"card": str(event.card), "from": event.target, "to": event.source}
-            for event in reversed(step.events)]
-
-
 def _not_found(game_id: str) -> GameError:
     return GameError(404, "game_not_found", f"there is no game {game_id!r}")
 
@@ -212,9 +206,7 @@ class _Change:
     version: int | None  # None: delete the game
     record: dict | None
     reply: Reply
-    push: str | tuple[str, ...] | None = None  # history entries to append
-    pop: bool = False
-    feed: tuple[tuple[int, str, bytes, str], ...] = ()  # events feed entries to append
+    journal: str = ""  # the journal tokens to append, one per version added
     stat: str | None = None  # the statistics counter to increment (a game that ends)
     done: Callable[[], None] = lambda: None  # metrics, once the write is stored
 
@@ -302,16 +294,12 @@ class Games:
         return stored.version, {"version": stored.version, "moves": moves}
 
     def history(self, game_id: str) -> tuple[int, dict]:
-        found = self.store.history(game_id)
+        found = self.store.load_with_journal(game_id)
         if found is None:
             raise _not_found(game_id)
-        stored, entries = found
-        variant = get_variant(stored.record["variant"])
-        moves = []
-        for entry in entries:
-            version, step = _step(game_id, variant, entry)
-            moves.append({"version": version, "move": step.move.to_dict(),
-                          "events": _events(step)})
+        stored, journal = found
+        moves = [{"version": version, "move": step.move.to_dict(), "events": _events(step)}
+                 for version, step in replay(game_id, stored, journal)[0].history]
         return stored.version, {"moves": moves}
 
     def hint(self, game_id: str) -> tuple[int, dict]:
@@ -348,7 +336,7 @@ class Games:
 
     # --- writes ---------------------------------------------------------------------
     def move(self, game_id: str, write: Write, move: Move) -> Reply:
-        def change(stored: Stored, state: State, _last: str | None) -> _Change:
+        def change(stored: Stored, state: State, _journal: str) -> _Change:
             after, step = state.apply(move)  # IllegalMoveError: 422, nothing written
             version = stored.version + 1
             record = dict(stored.record, state=after.to_dict(), moves=stored.record["moves"] + 1,
@@ -362,51 +350,50 @@ class Games:
                     metrics.GAMES_FINISHED.labels(variant_id, after.status).inc()
 
             return _Change(version, record, Reply(200, orjson.dumps(body), version),
-                           push=f"{version}|{state.variant.encode_step(step)}",
-                           feed=(_feed_entry(version, "move", move.to_dict(), body["events"],
-                                             after.status),),
+                           journal=journal_token(state.variant, move),
                            stat=f"{variant_id}:{after.status}" if after.is_over else None,
                            done=done)
 
         return self._write(game_id, write, change)
 
     def undo(self, game_id: str, write: Write) -> Reply:
-        def change(stored: Stored, state: State, last: str | None) -> _Change:
+        def change(stored: Stored, state: State, journal: str) -> _Change:
             record = stored.record
             if state.is_over:
                 raise GameError(409, "game_over",
                                 f"the game is {state.status}: a finished game is final")
             if record["undo"] == "off":
                 raise GameError(409, "undo_disabled", "this game was created with undo off")
-            if last is None:
+            replayed, _changes = replay(game_id, stored, journal)
+            if not replayed.history:
                 raise GameError(409, "nothing_to_undo", "no move is left to take back")
-            _version, step = _step(game_id, state.variant, last)
+            step = replayed.history[-1][1]
             if record["undo"] == "safe" and step.reveals:
                 raise GameError(409, "undo_blocked",
                                 f"{step.move} turned a stock card face up: with undo 'safe' "
                                 "it cannot be taken back, nor anything before it")
-            before = state.undo(step)
+            undone = replayed.advance(UNDO)
+            before = replayed.state
             version = stored.version + 1
             record = dict(record, state=before.to_dict(), moves=record["moves"] - 1,
                           undos=record["undos"] + 1, updated=now())
             body = {"game": game_json(game_id, version, record, before),
-                    "events": _undo_events(step)}
+                    "events": undone.entry()["events"]}
             variant_id = state.variant.id
-            return _Change(version, record, Reply(200, orjson.dumps(body), version), pop=True,
-                           feed=(_feed_entry(version, "undo", UNDO_MOVE, body["events"],
-                                             before.status),),
+            return _Change(version, record, Reply(200, orjson.dumps(body), version),
+                           journal=UNDO,
                            done=lambda: metrics.UNDOS_APPLIED.labels(variant_id).inc())
 
-        return self._write(game_id, write, change, last_entry=True)
+        return self._write(game_id, write, change, journal=True)
 
     def autoplay(self, game_id: str, write: Write) -> Reply:
         """Play the safe moves (``Variant.is_safe_home``) one after another until none is
-        left, in ONE write that takes ONE version per move: each move is its own history
-        entry and events feed entry (so undo takes them back one at a time, and the
-        history replays to the stored state).  Answers like a move, with every event in
-        order; when no move is safe nothing changes (same version, no events)."""
+        left, in ONE write that takes ONE version per move: each move is its own journal
+        token, history entry and events feed entry (so undo takes them back one at a
+        time).  Answers like a move, with every event in order; when no move is safe
+        nothing changes (same version, no events)."""
 
-        def change(stored: Stored, state: State, _last: str | None) -> _Change:
+        def change(stored: Stored, state: State, _journal: str) -> _Change:
             if state.is_over:
                 raise IllegalMoveError(
                     "game_over", f"the game is {state.status}: autoplay is refused")
@@ -420,14 +407,7 @@ class Games:
             version = stored.version + len(steps)
             record = dict(stored.record, state=after.to_dict(),
                           moves=stored.record["moves"] + len(steps), updated=now())
-            events, pushed, feed = [], [], []
-            for number, step in enumerate(steps, start=stored.version + 1):
-                step_events = _events(step)
-                events.extend(step_events)
-                pushed.append(f"{number}|{variant.encode_step(step)}")
-                status = after.status if number == version else state.status
-                feed.append(_feed_entry(number, "move", step.move.to_dict(), step_events,
-                                        status))
+            events = [event for step in steps for event in _events(step)]
             body = {"game": game_json(game_id, version, record, after), "events": events}
 
             def done():
@@ -436,27 +416,26 @@ class Games:
                     metrics.GAMES_FINISHED.labels(variant.id, after.status).inc()
 
             return _Change(version, record, Reply(200, orjson.dumps(body), version),
-                           push=tuple(pushed), feed=tuple(feed),
+                           journal="".join(journal_token(variant, step.move) for step in steps),
                            stat=f"{variant.id}:{after.status}" if after.is_over else None,
                            done=done)
 
         return self._write(game_id, write, change)
 
     def delete(self, game_id: str, write: Write) -> Reply:
-        def change(_stored: Stored, _state: State, _last: str | None) -> _Change:
+        def change(_stored: Stored, _state: State, _journal: str) -> _Change:
             return _Change(None, None, Reply(204, b""))
 
         return self._write(game_id, write, change)
 
     def _write(self, game_id: str, write: Write,
-               change: Callable[[Stored, State, str | None], _Change], *,
-               last_entry: bool = False) -> Reply:
+               change: Callable[[Stored, State, str], _Change], *,
+               journal: bool = False) -> Reply:
         """Read, check, decide, compare-and-set; again on a lost race unless If-Match.
-        ``change`` gets the last history entry only with ``last_entry`` (undo)."""
+        ``change`` gets the game's journal only with ``journal`` (undo), else ''."""
         hashed_token = token_hash(write.token)
         for _attempt in range(self.retries):
-            view = self.store.load_for_write(game_id, write.idempotency_key,
-                                             last_entry=last_entry)
+            view = self.store.load_for_write(game_id, write.idempotency_key, journal=journal)
             if view.first_response is not None:
                 return self._again(view.first_response, hashed_token, write.request_hash)
             stored = view.game
@@ -467,16 +446,16 @@ class Games:
             if write.if_match is not None and stored.version not in write.if_match:
                 raise GameError(412, "version_mismatch",
                                 f"the game is at version {stored.version}")
-            planned = change(stored, _state(game_id, stored.record), view.last_entry)
+            planned = change(stored, _state(game_id, stored.record), view.journal)
             first = None
             if write.idempotency_key is not None:
                 first = orjson.dumps(dict(planned.reply.to_json(), r=write.request_hash,
                                           a=hashed_token))
             result = self.store.commit(
                 game_id, expected=stored.version, version=planned.version,
-                record=planned.record, push=planned.push, pop=planned.pop,
+                record=planned.record, journal=planned.journal,
                 idempotency_key=write.idempotency_key, first_response=first,
-                feed=planned.feed, stat=planned.stat)
+                stat=planned.stat)
             if result.outcome == OK:
                 planned.done()
                 return planned.reply

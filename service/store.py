@@ -3,59 +3,66 @@
 Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
 
 - ``game:{<id>}`` HASH: ``v`` the version, ``d`` the game record (JSON: metadata and the
-  engine snapshot, which holds the stock order and never leaves the server);
-- ``game:{<id>}:h`` LIST of history entries ``"<version>|<encoded step>"``;
+  engine snapshot, which holds the stock order and never leaves the server), ``j`` the
+  journal (:mod:`service.engine.journal`: one short token per version, every move and
+  undo since the deal, from which the history and the events feed are replayed);
 - ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
   write, kept ``IDEMPOTENCY_TTL_SECONDS``;
 - ``create:idem:<sha256 of the Idempotency-Key>`` STRING: the same for ``POST /v1/games``,
   which has no game yet (the key is scoped by itself), written by the same script call
   that stores the new game;
-- ``game:{<id>}:log`` STREAM, the events feed: one entry per accepted change (a move, an
-  undo), with the id ``<version>-0`` and the fields ``k`` (``move`` or ``undo``), ``e``
-  (the public JSON entry) and ``s`` (the game's status after it), trimmed to about
-  ``EVENT_LOG_MAX`` entries; deleting the game adds a tombstone ``<version>-1`` with
-  ``k`` = ``deleted`` (which wakes every blocked reader) and lets the log expire soon;
 - ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
   ``<variant>:resigned``.  It and ``create:idem:…`` are the keys outside a game's hash
-  tag, so the scripts that touch them assume one Redis, not a Cluster.
+  tag, so the scripts that touch them assume one Redis, not a Cluster;
+- the pub/sub channel ``game:{<id>}:feed`` (no key, no memory): every change of the game
+  publishes its new version there, a delete publishes ``deleted``; events streams wait
+  on it.
+
+A game after a hundred moves takes about 1.2 KB of Redis memory: one hash, no list of
+steps and no log of events (``python -m bench http`` measures it).
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
 idempotency record instead of writing, refuses a changed version, and otherwise writes
-the version, the record, the history entries, the feed entries, the statistics counter,
-the idempotency record and the expiry together.  Reads are one round trip; an events
-stream waits on the log with ``XREAD BLOCK`` on a connection pool of its own.  Every
-Redis failure surfaces as :class:`StorageUnavailable`.
+the version, the record, the journal tokens, the statistics counter, the idempotency
+record and the expiry together, then publishes the new version.  Reads are one round
+trip.  The commands of the request path (a read, a write's script) go over one
+connection per thread (:class:`_ThreadConnections`), the others over redis-py's pool.
+Every Redis failure surfaces as :class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
-from collections.abc import Sequence
+import threading
+import weakref
 from dataclasses import dataclass
 
 import orjson
 import redis
 from redis.backoff import NoBackoff
+from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
-__all__ = ["CommitResult", "FeedItem", "GameStore", "Stored", "StorageUnavailable",
+__all__ = ["CommitResult", "GameStore", "Stored", "StorageUnavailable", "Subscription",
            "WriteView"]
 
 EXTENSION = "game_store"
 
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
+#: What a delete publishes on the game's channel (a change publishes its version).
+DELETED = b"deleted"
 
-# KEYS: game hash, history list, event log, stats hash, [idempotency record]
+# KEYS: game hash, stats hash, [idempotency record]
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
-#       the game), 3 new record, 4 history op ('' | 'push' | 'pop'), 5 history entries
-#       to push ('\n'-separated), 6 idempotency record ('' = none), 7 idempotency TTL,
-#       8 game TTL, 9 feed entries (JSON [[id, kind, entry, status], ...] or ''),
-#       10 stats field to increment ('' = none), 11 log length, 12 tombstone TTL
+#       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
+#       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
+#       ('' = none), 9 the game's channel
 _COMMIT = """
-if ARGV[6] ~= '' then
-  local first = redis.call('GET', KEYS[5])
+if ARGV[5] ~= '' then
+  local first = redis.call('GET', KEYS[3])
   if first then return {'replay', first} end
 end
 local current = redis.call('HGET', KEYS[1], 'v')
@@ -66,45 +73,33 @@ elseif not current then
 elseif current ~= ARGV[1] then
   return {'conflict', current}
 end
--- The feed entries first: XADD is the only command here that can refuse (an id not
--- above the log's last one), and a script is not rolled back.
 if ARGV[2] == '' then
-  redis.call('XADD', KEYS[3], current .. '-1', 'k', 'deleted', 'e', '', 's', '')
-  redis.call('EXPIRE', KEYS[3], ARGV[12])
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', KEYS[1])
 else
-  if ARGV[9] ~= '' then
-    for _, item in ipairs(cjson.decode(ARGV[9])) do
-      redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[11], item[1],
-                 'k', item[2], 'e', item[3], 's', item[4])
-    end
+  if ARGV[4] ~= '' then
+    local journal = redis.call('HGET', KEYS[1], 'j') or ''
+    redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3], 'j', journal .. ARGV[4])
+  else
+    redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
   end
-  redis.call('HSET', KEYS[1], 'v', ARGV[2], 'd', ARGV[3])
-  if ARGV[4] == 'push' then
-    for entry in string.gmatch(ARGV[5], '[^\\n]+') do
-      redis.call('RPUSH', KEYS[2], entry)
-    end
-  elseif ARGV[4] == 'pop' then
-    redis.call('RPOP', KEYS[2])
-  end
-  redis.call('EXPIRE', KEYS[1], ARGV[8])
-  redis.call('EXPIRE', KEYS[2], ARGV[8])
-  redis.call('EXPIRE', KEYS[3], ARGV[8])
+  redis.call('EXPIRE', KEYS[1], ARGV[7])
 end
-if ARGV[10] ~= '' then
-  redis.call('HINCRBY', KEYS[4], ARGV[10], 1)
+if ARGV[8] ~= '' then
+  redis.call('HINCRBY', KEYS[2], ARGV[8], 1)
 end
-if ARGV[6] ~= '' then
-  redis.call('SET', KEYS[5], ARGV[6], 'EX', ARGV[7])
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[6])
+end
+if ARGV[2] == '' then
+  redis.call('PUBLISH', ARGV[9], 'deleted')
+elseif ARGV[2] ~= current then
+  redis.call('PUBLISH', ARGV[9], ARGV[2])
 end
 return {'ok', ARGV[2]}
 """
 
 #: The statistics counters (see the module docstring).
 STATS_KEY = "stats"
-#: How long the log of a deleted game is kept, so that every waiting reader sees its
-#: tombstone.
-TOMBSTONE_TTL = 60
 
 
 class StorageUnavailable(Exception):
@@ -128,8 +123,12 @@ def _digest(idempotency_key: str) -> str:
     return hashlib.sha256(idempotency_key.encode()).hexdigest()
 
 
-def _game_keys(game_id: str) -> tuple[str, str]:
-    return f"game:{{{game_id}}}", f"game:{{{game_id}}}:h"
+def _game_key(game_id: str) -> str:
+    return f"game:{{{game_id}}}"
+
+
+def _channel(game_id: str) -> str:
+    return f"game:{{{game_id}}}:feed"
 
 
 def _create_idem_key(idempotency_key: str) -> str:
@@ -138,10 +137,6 @@ def _create_idem_key(idempotency_key: str) -> str:
 
 def _idem_key(game_id: str, idempotency_key: str) -> str:
     return f"game:{{{game_id}}}:idem:{_digest(idempotency_key)}"
-
-
-def _log_key(game_id: str) -> str:
-    return f"game:{{{game_id}}}:log"
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,11 +149,12 @@ class Stored:
 
 @dataclass(frozen=True, slots=True)
 class WriteView:
-    """What a write needs, read in one round trip: the game (None if absent), its last
-    history entry, and the idempotency record of the write's key (None if none)."""
+    """What a write needs, read in one round trip: the game (None if absent), its
+    journal ('' unless asked for) and the idempotency record of the write's key (None if
+    none)."""
 
     game: Stored | None
-    last_entry: str | None
+    journal: str
     first_response: bytes | None
 
 
@@ -168,32 +164,92 @@ class CommitResult:
     first_response: bytes | None = None  # the stored record when REPLAY
 
 
-@dataclass(frozen=True, slots=True)
-class FeedItem:
-    """One entry of a game's events feed, as the log holds it."""
-
-    id: str  # the stream id: "<version>-0", or "<version>-1" for the tombstone
-    kind: str  # "move", "undo" or "deleted"
-    entry: bytes  # the public JSON entry {"version", "move", "events"} (b"" if deleted)
-    status: str  # the game's status right after the entry ("" if deleted)
-
-    @property
-    def version(self) -> int:
-        return int(self.id.partition("-")[0])
-
-
-def _feed_items(entries) -> list[FeedItem]:
-    items = []
-    for stream_id, fields in entries or ():
-        items.append(FeedItem(stream_id.decode(), fields.get(b"k", b"").decode(),
-                              fields.get(b"e", b""), fields.get(b"s", b"").decode()))
-    return items
-
-
 def _stored(version: bytes | None, record: bytes | None) -> Stored | None:
     if version is None or record is None:
         return None
     return Stored(int(version), orjson.loads(record))
+
+
+class _ThreadConnections:
+    """One redis-py connection per thread for the commands of the request path.
+
+    redis-py's pooled client spends about 40 µs of CPU per command on taking a
+    connection from the pool and giving it back (a lock, a readiness poll, bookkeeping),
+    twice what the command itself costs on the client (measured on 2 cores: 63 against
+    23 µs for an HMGET).  A gthread worker keeps its threads, so each thread keeps a
+    connection of its own instead and sends on it directly, with the same options (the
+    socket timeouts, no retry).  Like the pool, it checks before each command that the
+    connection has nothing unread and was not closed by the server (a restarted Redis),
+    and reconnects if so; a connection that failed is dropped, the next command
+    reconnects."""
+
+    def __init__(self, url: str, options: dict):
+        pool = redis.ConnectionPool.from_url(url, **options)
+        self._make = functools.partial(pool.connection_class, **pool.connection_kwargs)
+        self._local = threading.local()
+        self._all: weakref.WeakSet = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def _connection(self):
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = self._local.connection = self._make()
+            with self._lock:
+                self._all.add(connection)
+            connection.connect()
+            return connection
+        try:
+            ready = not connection.can_read()  # connects a dropped one
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            ready = False
+        if not ready:
+            connection.disconnect()
+            connection.connect()
+        return connection
+
+    def execute(self, *args):
+        connection = self._connection()
+        try:
+            connection.send_command(*args)
+            return connection.read_response()
+        except redis.ResponseError:
+            raise  # the connection is fine: Redis answered with an error
+        except BaseException:
+            connection.disconnect()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._all)
+        for connection in connections:
+            connection.disconnect()
+
+
+class Subscription:
+    """The pub/sub channel of one game, for an events stream: :meth:`wait` returns what
+    was published since (versions as ints, :data:`DELETED`), :meth:`close` gives the
+    connection back."""
+
+    def __init__(self, pubsub):
+        self._pubsub = pubsub
+
+    @_storage_errors
+    def wait(self, seconds: float) -> list:
+        """What the game's channel carried, waiting up to ``seconds`` for the first
+        message (an empty list if none came)."""
+        found = []
+        message = self._pubsub.get_message(ignore_subscribe_messages=True,
+                                           timeout=max(0.001, seconds))
+        while message is not None:
+            data = message.get("data")
+            if message.get("type") == "message":
+                found.append(DELETED if data == DELETED else int(data))
+            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0)
+        return found
+
+    def close(self) -> None:
+        with contextlib.suppress(redis.RedisError, OSError):
+            self._pubsub.close()
 
 
 class GameStore:
@@ -205,27 +261,28 @@ class GameStore:
         self.stream_client: redis.Redis | None = None
         self.game_ttl = 0
         self.idempotency_ttl = 0
-        self.log_length = 0
-        self._commit = None
+        self._fast: _ThreadConnections | None = None
+        self._commit_sha = ""
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app) -> None:
         config = app.config
-        self.client = redis.Redis.from_url(config["REDIS_URL"], **self.client_options(config))
+        options = self.client_options(config)
+        self.client = redis.Redis.from_url(config["REDIS_URL"], **options)
+        self._fast = _ThreadConnections(config["REDIS_URL"], options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
-        self.log_length = int(config["EVENT_LOG_MAX"])
-        self._commit = self.client.register_script(_COMMIT)
-        # Events streams wait on the log with XREAD BLOCK, each holding a connection for
-        # up to a heartbeat: a pool of their own, one connection per stream the process
-        # admits (service.events caps them), with a socket timeout past the block time.
-        options = dict(self.client_options(config))
-        options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
-                                     + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
+        self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
+        # Events streams wait on their game's channel, each holding a connection for as
+        # long as it is open: a pool of their own, one connection per stream the process
+        # admits (service.events caps them), with a socket timeout past the heartbeat.
+        stream_options = dict(options)
+        stream_options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
+                                            + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
         pool = redis.BlockingConnectionPool.from_url(
             config["REDIS_URL"], max_connections=max(1, int(config["SSE_MAX_STREAMS"])),
-            timeout=float(config["REDIS_CONNECT_TIMEOUT"]), **options)
+            timeout=float(config["REDIS_CONNECT_TIMEOUT"]), **stream_options)
         self.stream_client = redis.Redis(connection_pool=pool)
         app.extensions[EXTENSION] = self
 
@@ -235,9 +292,9 @@ class GameStore:
         timeouts, and never send a command twice: a connection that breaks after Redis
         ran a write but before its reply arrived must not run the write again (the
         compare-and-set would fail, and the write loop would apply the move a second
-        time; a create would discard the game it just stored).  A pooled connection
-        that died with a restarted Redis is reconnected when it is taken from the pool
-        (redis-py sees the closed socket), so no retry is needed for that."""
+        time; a create would discard the game it just stored).  A connection that died
+        with a restarted Redis is reconnected before its next command (redis-py sees
+        the closed socket), so no retry is needed for that."""
         return {
             "socket_timeout": config["REDIS_SOCKET_TIMEOUT"],
             "socket_connect_timeout": config["REDIS_CONNECT_TIMEOUT"],
@@ -251,6 +308,8 @@ class GameStore:
                 client.close()
         if self.stream_client is not None:
             self.stream_client.connection_pool.disconnect()
+        if self._fast is not None:
+            self._fast.close()
 
     # --- reads ----------------------------------------------------------------------
     @_storage_errors
@@ -259,76 +318,57 @@ class GameStore:
 
     @_storage_errors
     def load(self, game_id: str) -> Stored | None:
-        version, record = self.client.hmget(_game_keys(game_id)[0], "v", "d")
+        version, record = self._fast.execute("HMGET", _game_key(game_id), "v", "d")
         return _stored(version, record)
 
     @_storage_errors
+    def load_with_journal(self, game_id: str) -> tuple[Stored, str] | None:
+        """The game and its journal, in one round trip (None if there is no game)."""
+        version, record, journal = self._fast.execute("HMGET", _game_key(game_id),
+                                                      "v", "d", "j")
+        game = _stored(version, record)
+        return None if game is None else (game, (journal or b"").decode())
+
+    @_storage_errors
     def load_for_write(self, game_id: str, idempotency_key: str | None, *,
-                       last_entry: bool = True) -> WriteView:
-        """The game, and (``last_entry``) its last history entry (only an undo needs
-        it: ``last_entry=False`` leaves it None) and the idempotency record, in one round
-        trip: one HMGET when that is all (a move), else one MULTI/EXEC."""
-        game_key, history_key = _game_keys(game_id)
-        if not last_entry and idempotency_key is None:
-            version, record = self.client.hmget(game_key, "v", "d")
-            return WriteView(_stored(version, record), None, None)
-        pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: one consistent view
-        pipe.hmget(game_key, "v", "d")
-        if last_entry:
-            pipe.lindex(history_key, -1)
-        if idempotency_key is not None:
+                       journal: bool = False) -> WriteView:
+        """The game, its journal (only with ``journal``: an undo needs it) and the
+        idempotency record of ``idempotency_key``, in one round trip: one HMGET when
+        there is no key, else one MULTI/EXEC."""
+        fields = ("v", "d", "j") if journal else ("v", "d")
+        game_key = _game_key(game_id)
+        if idempotency_key is None:
+            values = self._fast.execute("HMGET", game_key, *fields)
+            first = None
+        else:
+            pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: one consistent view
+            pipe.hmget(game_key, *fields)
             pipe.get(_idem_key(game_id, idempotency_key))
-        results = iter(pipe.execute())
-        version, record = next(results)
-        last = next(results) if last_entry else None
-        first = next(results) if idempotency_key is not None else None
-        return WriteView(_stored(version, record), last.decode() if last else None, first)
-
-    @_storage_errors
-    def history(self, game_id: str) -> tuple[Stored, list[str]] | None:
-        game_key, history_key = _game_keys(game_id)
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hmget(game_key, "v", "d")
-        pipe.lrange(history_key, 0, -1)
-        (version, record), entries = pipe.execute()
-        game = _stored(version, record)
-        if game is None:
-            return None
-        return game, [entry.decode() for entry in entries]
-
-    # --- the events feed and the statistics -------------------------------------------
-    @_storage_errors
-    def feed(self, game_id: str, after: int) -> tuple[Stored, list[FeedItem]] | None:
-        """The game and the log entries after version ``after``, in one consistent view."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hmget(_game_keys(game_id)[0], "v", "d")
-        pipe.xrange(_log_key(game_id), min=f"{after + 1}-0", max="+")
-        (version, record), entries = pipe.execute()
-        game = _stored(version, record)
-        if game is None:
-            return None
-        return game, _feed_items(entries)
-
-    @_storage_errors
-    def wait_feed(self, game_id: str, last_id: str, block_seconds: float) -> list[FeedItem]:
-        """The log entries after stream id ``last_id``, waiting up to ``block_seconds``
-        for one to arrive (an empty list if none did)."""
-        answer = self.stream_client.xread({_log_key(game_id): last_id}, count=100,
-                                          block=max(1, int(block_seconds * 1000)))
-        if not answer:
-            return []
-        (_key, entries), = answer
-        return _feed_items(entries)
+            values, first = pipe.execute()
+        text = (values[2] or b"").decode() if journal else ""
+        return WriteView(_stored(values[0], values[1]), text, first)
 
     @_storage_errors
     def exists(self, game_id: str) -> bool:
-        return bool(self.client.exists(_game_keys(game_id)[0]))
+        return bool(self.client.exists(_game_key(game_id)))
 
     @_storage_errors
     def stats(self) -> dict[str, int]:
         """The statistics counters (see the module docstring), missing ones absent."""
         return {field.decode(): int(value)
                 for field, value in self.client.hgetall(STATS_KEY).items()}
+
+    @_storage_errors
+    def subscribe(self, game_id: str) -> Subscription:
+        """A subscription to the game's channel, on a connection of the streams' pool:
+        subscribe first, then read the game, and no change can slip between the two."""
+        pubsub = self.stream_client.pubsub()
+        try:
+            pubsub.subscribe(_channel(game_id))
+        except BaseException:
+            pubsub.close()
+            raise
+        return Subscription(pubsub)
 
     # --- writes ---------------------------------------------------------------------
     @_storage_errors
@@ -339,51 +379,45 @@ class GameStore:
         expected: int | None,
         version: int | None,
         record: dict | None = None,
-        push: str | Sequence[str] | None = None,
-        pop: bool = False,
+        journal: str = "",
         idempotency_key: str | None = None,
         first_response: bytes | None = None,
-        feed: Sequence[tuple[int, str, bytes, str]] = (),
         stat: str | None = None,
         create: bool = False,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
-        game must not exist yet).  ``version`` None deletes the game and its history
-        (and leaves a tombstone in its events log).  ``push`` appends one history entry
-        or several, ``pop`` removes the last one.  ``feed`` appends entries to the events
-        log: ``(version, kind, JSON entry, status after)``.  ``stat`` names a statistics
-        counter to increment.  With an ``idempotency_key``, ``first_response`` is
-        stored with the write, and a record already stored under that key is returned
-        (REPLAY) instead of writing.  ``create``: the key belongs to ``POST /v1/games``
-        (no game yet), so its record is scoped by the key alone."""
-        keys = [*_game_keys(game_id), _log_key(game_id), STATS_KEY]
+        game must not exist yet).  ``version`` None deletes the game.  ``journal``
+        holds the tokens to append to the game's journal, one per version added.
+        ``stat`` names a statistics counter to increment.  With an
+        ``idempotency_key``, ``first_response`` is stored with the write, and a record
+        already stored under that key is returned (REPLAY) instead of writing.
+        ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
+        is scoped by the key alone.  Every change publishes the new version on the
+        game's channel (a delete: ``deleted``)."""
+        keys = [_game_key(game_id), STATS_KEY]
         if idempotency_key is not None:
             keys.append(_create_idem_key(idempotency_key) if create
                         else _idem_key(game_id, idempotency_key))
-        pushed = [push] if isinstance(push, str) else list(push or ())
-        if any(not entry or "\n" in entry for entry in pushed):
-            raise ValueError("a history entry is one non-empty line")
-        items = [[f"{item_version}-0", kind, entry.decode(), status]
-                 for item_version, kind, entry, status in feed]
-        args = [
+        args = (
             "" if expected is None else str(expected),
             "" if version is None else str(version),
             orjson.dumps(record) if record is not None else "",
-            "push" if pushed else "pop" if pop else "",
-            "\n".join(pushed),
+            journal,
             first_response if idempotency_key is not None else "",
             self.idempotency_ttl,
             self.game_ttl,
-            orjson.dumps(items) if items else "",
             stat or "",
-            self.log_length,
-            TOMBSTONE_TTL,
-        ]
-        outcome, value = self._commit(keys=keys, args=args)
+            _channel(game_id),
+        )
+        try:
+            outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(keys),
+                                                *keys, *args)
+        except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
+            outcome, value = self._fast.execute("EVAL", _COMMIT, len(keys), *keys, *args)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
     def created_response(self, idempotency_key: str) -> bytes | None:
-        return self.client.get(_create_idem_key(idempotency_key))
+        return self._fast.execute("GET", _create_idem_key(idempotency_key))

@@ -8,6 +8,7 @@ import logging
 
 from service.app import create_app
 from service.engine import Move, State, get_variant
+from service.engine.journal import Replay
 from service.telemetry import json_formatter
 from tests.contract import ValidatingClient
 
@@ -92,8 +93,24 @@ def stored_state(redis_db, game_id: str) -> State:
     return State.from_dict(stored(redis_db, game_id)[1]["state"])
 
 
+def stored_journal(redis_db, game_id: str) -> str:
+    """The game's journal as Redis holds it ('' for a new game, or none)."""
+    return (redis_db.hget(f"game:{{{game_id}}}", "j") or b"").decode()
+
+
 def stored_history(redis_db, game_id: str) -> list[str]:
-    return [entry.decode() for entry in redis_db.lrange(f"game:{{{game_id}}}:h", 0, -1)]
+    """The moves not undone, ``"<version>|<encoded step>"``, replayed from the stored
+    journal; checks on the way that the journal holds one token per version and replays
+    to exactly the stored position."""
+    found = stored(redis_db, game_id)
+    if found is None:
+        return []
+    version, record = found
+    variant = get_variant(record["variant"])
+    replayed = Replay.of(variant, record["seed"], stored_journal(redis_db, game_id))
+    assert replayed.version == version
+    assert replayed.state == State.from_dict(record["state"])
+    return [f"{made}|{variant.encode_step(step)}" for made, step in replayed.history]
 
 
 def stock_text(redis_db, game_id: str) -> str:
@@ -112,8 +129,6 @@ def snapshot(redis_db) -> dict:
             result[key] = redis_db.hgetall(key)
         elif kind == b"list":
             result[key] = redis_db.lrange(key, 0, -1)
-        elif kind == b"stream":
-            result[key] = redis_db.xrange(key)
         else:
             result[key] = redis_db.get(key)
     return result

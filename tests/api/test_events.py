@@ -6,6 +6,7 @@ across gunicorn workers and replicas is in tests/e2e/test_events_e2e.py.
 
 from __future__ import annotations
 
+import itertools
 import threading
 
 import pytest
@@ -21,6 +22,7 @@ from tests.api.support import (
     play,
     public_piles,
     replay,
+    stored_journal,
 )
 from tests.sse import events_only, messages
 
@@ -272,22 +274,42 @@ def test_an_expired_game_ends_its_streams(sse, redis_db):
     response.close()
 
 
-def test_a_log_that_does_not_reach_back_sends_the_whole_game_first(sse, redis_db):
+def test_the_feed_reaches_back_to_the_deal_however_long_the_game(sse, redis_db):
+    """The feed is replayed from the journal: every version since the deal, undos too,
+    for a reader who starts at 0 long after the game began."""
     gid, token = _clock_42(sse)
-    for move in (CLOCK_42_FIRST, {"type": "refill"}):
+    played = [CLOCK_42_FIRST, {"type": "refill"}, {"type": "draw"}]
+    for move in played:
         assert play(sse, gid, token, move).status_code == 200
-    redis_db.delete(f"game:{{{gid}}}:log")  # a trimmed log, or a game older than the feed
-    assert sse.get(f"/v1/games/{gid}/events?after=0").get_json()["events"] == []
+    undone = sse.post(f"/v1/games/{gid}/undo", headers=auth(token)).get_json()["events"]
+    journal = stored_journal(redis_db, gid)
+    assert len(journal) == 5  # one token per version: a card move is two characters
+    entries = sse.get(f"/v1/games/{gid}/events?after=0").get_json()["events"]
+    assert [entry["version"] for entry in entries] == [1, 2, 3, 4]
+    assert [entry["move"] for entry in entries] == [*played, {"type": "undo"}]
+    assert entries[3]["events"] == undone
+    assert [{"card": e["card"], "from": e["to"], "to": e["from"]}
+            for e in reversed(entries[2]["events"])] == undone
+    history = sse.get(f"/v1/games/{gid}/history").get_json()["moves"]
+    assert history == entries[:2]
     response, stream = _open(sse, gid, "?after=0")
-    first = next(events_only(stream))
-    assert (first.id, first.event) == ("2", "game")
-    assert first.json() == {"version": 2, "game": sse.get(f"/v1/games/{gid}").get_json()}
+    assert [(m.id, m.event) for m in itertools.islice(events_only(stream), 4)] == [
+        ("1", "move"), ("2", "move"), ("3", "move"), ("4", "undo")]
     assert play(sse, gid, token, {"type": "draw"}).status_code == 200
-    assert next(events_only(stream)).id == "3"
+    assert next(events_only(stream)).id == "5"
     response.close()
-    # A client ahead of the game (a restored backup) gets the game too.
+
+
+def test_a_client_ahead_of_the_game_gets_the_whole_game_first(sse):
+    gid, token = _clock_42(sse)
+    assert play(sse, gid, token, CLOCK_42_FIRST).status_code == 200
+    # A client ahead of the game (a restored backup): the game, then what follows.
     response, stream = _open(sse, gid, "?after=7")
-    assert next(events_only(stream)).event == "game"
+    first = next(events_only(stream))
+    assert (first.id, first.event) == ("1", "game")
+    assert first.json() == {"version": 1, "game": sse.get(f"/v1/games/{gid}").get_json()}
+    assert play(sse, gid, token, {"type": "refill"}).status_code == 200
+    assert next(events_only(stream)).id == "2"
     response.close()
 
 

@@ -193,15 +193,11 @@ def test_delete_removes_the_game_and_its_history(client, redis_db):
     assert response.status_code == 204
     assert response.get_data() == b""
     assert "Content-Type" not in response.headers
-    assert redis_db.exists(f"game:{{{gid}}}", f"game:{{{gid}}}:h") == 0
-    # Left: the other game, the statistics, and the deleted game's events log, which
-    # holds only a tombstone (it wakes the streams following the game) and expires soon.
+    # Nothing of it is left: the other game and the statistics only.
+    assert not redis_db.keys(f"*{gid}*")
     other = {key.decode() for key in redis_db.keys("*") if _other["id"] in key.decode()}
     assert other == {f"game:{{{_other['id']}}}"}
-    log = f"game:{{{gid}}}:log"
-    assert [fields[b"k"] for _id, fields in redis_db.xrange(log)][-1] == b"deleted"
-    assert 0 < redis_db.ttl(log) <= 60
-    assert redis_db.dbsize() == 3
+    assert redis_db.dbsize() == 2
     for suffix in ("", "/moves", "/history"):
         assert client.get(f"/v1/games/{gid}{suffix}").status_code == 404
     again = client.delete(f"/v1/games/{gid}", headers=auth(token))
