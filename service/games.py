@@ -27,6 +27,7 @@ import orjson
 
 from service import metrics
 from service.engine import (
+    PLAYING,
     STOCK,
     IllegalMoveError,
     InvalidMoveError,
@@ -36,7 +37,7 @@ from service.engine import (
     get_variant,
     variants,
 )
-from service.engine.cards import card_codes
+from service.engine.cards import split_codes
 from service.engine.help import autoplay as autoplay_steps
 from service.engine.help import hint as engine_hint
 from service.engine.journal import UNDO, Change, Replay
@@ -140,15 +141,20 @@ def replay(game_id: str, stored: Stored, journal: str, *, after: int | None = No
     return replayed, changes
 
 
-def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
-    """The Game of API.md and the service spec, without anything secret."""
-    variant = state.variant
-    over = state.is_over
+def game_json(game_id: str, version: int, record: dict) -> dict:
+    """The Game of API.md and the service spec, without anything secret, from the stored
+    record: its snapshot's piles are printed card codes, shown as they are (no engine
+    state is built to read a game)."""
+    snapshot = record["state"]
+    variant = get_variant(snapshot["variant"])
+    status = snapshot["status"]
+    over = status != PLAYING
+    texts = snapshot["piles"]
     game = {
         "id": game_id,
         "variant": variant.id,
         "version": version,
-        "status": state.status,
+        "status": status,
         "seed": record["seed"] if record["chosen"] or over else None,
         "salt": record["salt"] if over else None,
         "deal_commitment": record["commitment"],
@@ -156,14 +162,14 @@ def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
         "undos": record["undos"],
         "moves_made": record["moves"],
         "piles": [
-            {"id": spec.id, "kind": spec.kind, "count": len(cards),
-             "cards": [] if spec.kind == STOCK else card_codes(cards)}
-            for spec, cards in zip(variant.layout, state.piles, strict=True)
+            {"id": spec.id, "kind": spec.kind, "count": len(text) // 2,
+             "cards": [] if spec.kind == STOCK else split_codes(text)}
+            for spec, text in zip(variant.layout, texts, strict=True)
         ],
     }
-    next_deal = getattr(variant, "next_deal", None)
-    if next_deal is not None:
-        game["next_deal"] = next_deal(state)
+    next_deal_at = getattr(variant, "next_deal_at", None)
+    if next_deal_at is not None:
+        game["next_deal"] = next_deal_at(snapshot["turn"], len(texts[variant.stock]) // 2)
     game["created_at"] = record["created"]
     game["updated_at"] = record["updated"]
     return game
@@ -171,7 +177,7 @@ def game_json(game_id: str, version: int, record: dict, state: State) -> dict:
 
 def public_game(game_id: str, stored: Stored) -> dict:
     """The Game of a stored game (see :func:`game_json`)."""
-    return game_json(game_id, stored.version, stored.record, _state(game_id, stored.record))
+    return game_json(game_id, stored.version, stored.record)
 
 
 def _events(step: Step) -> list[dict]:
@@ -251,7 +257,7 @@ class Games:
         }
         for _attempt in range(3):  # a second id is needed only if 128 random bits collide
             game_id = secrets.token_urlsafe(16)
-            body = {"game": game_json(game_id, 0, record, state), "player_token": token}
+            body = {"game": game_json(game_id, 0, record), "player_token": token}
             reply = Reply(201, orjson.dumps(body), 0, f"/v1/games/{game_id}")
             first = None
             if idempotency_key is not None:  # stored by the same script as the game
@@ -285,8 +291,10 @@ class Games:
         return stored, _state(game_id, stored.record)
 
     def get(self, game_id: str) -> tuple[int, dict]:
-        stored, state = self._load(game_id)
-        return stored.version, game_json(game_id, stored.version, stored.record, state)
+        stored = self.store.load(game_id)
+        if stored is None:
+            raise _not_found(game_id)
+        return stored.version, public_game(game_id, stored)
 
     def legal_moves(self, game_id: str) -> tuple[int, dict]:
         stored, state = self._load(game_id)
@@ -341,7 +349,7 @@ class Games:
             version = stored.version + 1
             record = dict(stored.record, state=after.to_dict(), moves=stored.record["moves"] + 1,
                           updated=now())
-            body = {"game": game_json(game_id, version, record, after), "events": _events(step)}
+            body = {"game": game_json(game_id, version, record), "events": _events(step)}
             variant_id = state.variant.id
 
             def done():
@@ -377,7 +385,7 @@ class Games:
             version = stored.version + 1
             record = dict(record, state=before.to_dict(), moves=record["moves"] - 1,
                           undos=record["undos"] + 1, updated=now())
-            body = {"game": game_json(game_id, version, record, before),
+            body = {"game": game_json(game_id, version, record),
                     "events": undone.entry()["events"]}
             variant_id = state.variant.id
             return _Change(version, record, Reply(200, orjson.dumps(body), version),
@@ -400,7 +408,7 @@ class Games:
             after, steps = autoplay_steps(state)
             variant = state.variant
             if not steps:
-                body = {"game": game_json(game_id, stored.version, stored.record, state),
+                body = {"game": game_json(game_id, stored.version, stored.record),
                         "events": []}
                 return _Change(stored.version, stored.record,
                                Reply(200, orjson.dumps(body), stored.version))
@@ -408,7 +416,7 @@ class Games:
             record = dict(stored.record, state=after.to_dict(),
                           moves=stored.record["moves"] + len(steps), updated=now())
             events = [event for step in steps for event in _events(step)]
-            body = {"game": game_json(game_id, version, record, after), "events": events}
+            body = {"game": game_json(game_id, version, record), "events": events}
 
             def done():
                 metrics.MOVES_APPLIED.labels(variant.id).inc(len(steps))

@@ -91,8 +91,8 @@ def take_nearest_top(cards: list[Card], card: Card) -> Card:
     raise ValueError(f"{card} is not in the pack")
 
 
-# Every read of a game parses its 104 cards and every write prints them: these three run
-# in C (map over a dict lookup, a regex split) rather than a Python loop per card.
+# Every write of a game parses its 104 cards and prints them, every read splits them:
+# these run in C (map over a dict lookup, a regex split) rather than a Python loop per card.
 _CODE = _TEXT.__getitem__
 _CARD = _BY_TEXT.__getitem__
 _PAIRS = re.compile("..", re.DOTALL)
@@ -103,9 +103,10 @@ def cards_text(cards) -> str:
     return "".join(map(_CODE, cards))
 
 
-def card_codes(cards) -> list[str]:
-    """The code of each card (``["KS", "9D", "4C"]``), as the API shows a pile."""
-    return list(map(_CODE, cards))
+def split_codes(text: str) -> list[str]:
+    """The card codes of a :func:`cards_text` string, as the API shows a pile (no check
+    that they name cards: the text was printed by :func:`cards_text`)."""
+    return _PAIRS.findall(text)
 
 
 def parse_cards(text: str) -> tuple[Card, ...]:

@@ -86,7 +86,13 @@ class FourCorners(Variant):
 
     def next_deal(self, state: State) -> str | None:
         """The packet the next dealt card lands on; None once the stock is empty."""
-        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
+        return self.next_deal_at(state.turn, len(state.piles[STOCK_PILE]))
+
+    @staticmethod
+    def next_deal_at(turn: int, stock_count: int) -> str | None:
+        """:meth:`next_deal` of a snapshot: its ``turn`` and how many cards its stock
+        holds."""
+        return PACKET_IDS[turn] if stock_count else None
 
     def _needs(self, state: State) -> dict[Card, list[int]]:
         needs: dict[Card, list[int]] = {}
