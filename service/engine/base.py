@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import ClassVar
 
-from .cards import ALL_CARDS, Card, cards_text, parse_piles
+from .cards import ALL_CARDS, Card, parse_piles, piles_text
 from .errors import IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Move, Step
 
@@ -93,7 +93,7 @@ class State:
         It holds the stock order: it is for storage, never for a client.
         """
         return {"format": SNAPSHOT_FORMAT, "variant": self.variant.id, "status": self.status,
-                "turn": self.turn, "piles": [cards_text(p) for p in self.piles]}
+                "turn": self.turn, "piles": piles_text(self.piles)}
 
     @staticmethod
     def from_dict(data: dict) -> State:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+from itertools import repeat
 from typing import NamedTuple
 
 from .errors import InvalidMoveError
@@ -101,6 +102,11 @@ _PAIRS = re.compile("..", re.DOTALL)
 def cards_text(cards) -> str:
     """Cards as one string of two-character codes, bottom first (``"KS9D4C"``)."""
     return "".join(map(_CODE, cards))
+
+
+def piles_text(piles) -> list[str]:
+    """:func:`cards_text` of each pile, in one pass of C ``map`` calls."""
+    return list(map("".join, map(map, repeat(_CODE), piles)))
 
 
 def split_codes(text: str) -> list[str]:
