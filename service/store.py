@@ -263,6 +263,7 @@ class GameStore:
         self.idempotency_ttl = 0
         self._fast: _ThreadConnections | None = None
         self._commit_sha = ""
+        self._confirm_timeout = 1.0
         if app is not None:
             self.init_app(app)
 
@@ -273,6 +274,7 @@ class GameStore:
         self._fast = _ThreadConnections(config["REDIS_URL"], options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
+        self._confirm_timeout = float(config["REDIS_SOCKET_TIMEOUT"])
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         # Events streams wait on their game's channel, each holding a connection for as
         # long as it is open: a pool of their own, one connection per stream the process
@@ -365,6 +367,11 @@ class GameStore:
         pubsub = self.stream_client.pubsub()
         try:
             pubsub.subscribe(_channel(game_id))
+            # Redis confirms the subscription once it is in force: only then may the
+            # game be read (a read on another connection could be served first).
+            confirmed = pubsub.get_message(timeout=self._confirm_timeout)
+            if confirmed is None or confirmed.get("type") != "subscribe":
+                raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
         except BaseException:
             pubsub.close()
             raise
