@@ -218,6 +218,19 @@ class _ThreadConnections:
             connection.disconnect()
             raise
 
+    def transaction(self, *commands) -> list:
+        """``commands`` in one MULTI/EXEC, sent together (one round trip): their
+        replies, in order."""
+        connection = self._connection()
+        try:
+            connection.send_packed_command(
+                connection.pack_commands([("MULTI",), *commands, ("EXEC",)]))
+            replies = [connection.read_response() for _ in range(len(commands) + 2)]
+        except BaseException:
+            connection.disconnect()  # replies may be left unread: never reuse it
+            raise
+        return replies[-1]
+
     def close(self) -> None:
         with self._lock:
             connections = list(self._all)
@@ -342,11 +355,9 @@ class GameStore:
         if idempotency_key is None:
             values = self._fast.execute("HMGET", game_key, *fields)
             first = None
-        else:
-            pipe = self.client.pipeline(transaction=True)  # MULTI/EXEC: one consistent view
-            pipe.hmget(game_key, *fields)
-            pipe.get(_idem_key(game_id, idempotency_key))
-            values, first = pipe.execute()
+        else:  # MULTI/EXEC: one consistent view
+            values, first = self._fast.transaction(
+                ("HMGET", game_key, *fields), ("GET", _idem_key(game_id, idempotency_key)))
         text = (values[2] or b"").decode() if journal else ""
         return WriteView(_stored(values[0], values[1]), text, first)
 

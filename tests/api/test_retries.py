@@ -53,7 +53,7 @@ def _monitored(redis_db, action) -> list[dict]:
     return seen[start + 1:-1]
 
 
-WRITES = ("SET", "HSET", "RPUSH", "RPOP", "DEL", "EXPIRE", "XADD", "HINCRBY", "SETEX")
+WRITES = ("SET", "HSET", "RPUSH", "RPOP", "DEL", "EXPIRE", "XADD", "HINCRBY", "SETEX", "PUBLISH")
 
 
 @pytest.mark.parametrize("kind", ["move", "undo", "autoplay", "delete"])
