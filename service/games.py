@@ -347,8 +347,8 @@ class Games:
         def change(stored: Stored, state: State, _journal: str) -> _Change:
             after, step = state.apply(move)  # IllegalMoveError: 422, nothing written
             version = stored.version + 1
-            record = dict(stored.record, state=after.to_dict(), moves=stored.record["moves"] + 1,
-                          updated=now())
+            record = dict(stored.record, state=after.to_dict_after(stored.record["state"], step),
+                          moves=stored.record["moves"] + 1, updated=now())
             body = {"game": game_json(game_id, version, record), "events": _events(step)}
             variant_id = state.variant.id
 

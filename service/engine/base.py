@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import ClassVar
 
-from .cards import ALL_CARDS, Card, parse_piles, piles_text
+from .cards import ALL_CARDS, Card, cards_text, parse_piles, piles_text
 from .errors import IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Move, Step
 
@@ -94,6 +94,19 @@ class State:
         """
         return {"format": SNAPSHOT_FORMAT, "variant": self.variant.id, "status": self.status,
                 "turn": self.turn, "piles": piles_text(self.piles)}
+
+    def to_dict_after(self, before: dict, step: Step) -> dict:
+        """:meth:`to_dict` of the position ``step`` led to, from the snapshot ``before``
+        of the position it was played from: only the piles its events touched are
+        printed again (a move touches two of the table's twenty-odd piles)."""
+        texts = list(before["piles"])
+        index = self.variant.index
+        piles = self.piles
+        for i in {index[pile_id] for event in step.events
+                  for pile_id in (event.source, event.target)}:
+            texts[i] = cards_text(piles[i])
+        return {"format": SNAPSHOT_FORMAT, "variant": self.variant.id, "status": self.status,
+                "turn": self.turn, "piles": texts}
 
     @staticmethod
     def from_dict(data: dict) -> State:

@@ -56,6 +56,7 @@ def check_position(state: State) -> None:
         assert after.undo(step) == state
         assert variant.decode_step(variant.encode_step(step)) == step
         assert State.from_dict(after.to_dict()) == after
+        assert after.to_dict_after(snapshot, step) == after.to_dict()
     listed = set(legal)
     for move in candidate_moves(state):
         if move in listed:
