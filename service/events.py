@@ -60,6 +60,10 @@ def stop_streams() -> None:
     SHUTDOWN.set()
 
 
+class NothingToStream(Exception):
+    """The game is over and the client has seen its end."""
+
+
 class TooManyStreams(Exception):
     """This process holds ``SSE_MAX_STREAMS`` streams already."""
 
@@ -117,25 +121,29 @@ class Feed:
         """Admit a stream: None when there is nothing to stream ever (the game is over
         and the client has seen its end: 204, which stops an EventSource); 404 for an
         unknown game; :class:`TooManyStreams` past ``SSE_MAX_STREAMS``."""
+        try:
+            return self._admit(game_id, after)
+        except NothingToStream:
+            return None
+
+    def _admit(self, game_id: str, after: int) -> Stream:
+        found = self.store.load_with_journal(game_id)
+        self._check_open(game_id, found, after)
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
         subscription = None
         try:
-            subscription = self.store.subscribe(game_id)  # first: no change slips by
+            # Subscribe, then read again: no change can slip between the read and the
+            # wait.
+            subscription = self.store.subscribe(game_id)
             found = self.store.load_with_journal(game_id)
+            self._check_open(game_id, found, after)
         except BaseException:
             if subscription is not None:
                 subscription.close()
             self._slots.release()
             raise
-        stored, journal = found if found is not None else (None, "")
-        if stored is None or (stored.record["state"]["status"] != PLAYING
-                              and after >= stored.version):
-            subscription.close()
-            self._slots.release()
-            if stored is None:
-                raise _not_found(game_id)
-            return None
+        stored, journal = found
         metrics.EVENT_STREAMS.inc()
         released = threading.Lock()
 
@@ -146,6 +154,16 @@ class Feed:
                 self._slots.release()
 
         return Stream(game_id, after, stored, journal, subscription, release)
+
+    @staticmethod
+    def _check_open(game_id: str, found: tuple[Stored, str] | None, after: int) -> None:
+        """404 for an unknown game; :class:`NothingToStream` for a finished game whose
+        end the client has seen."""
+        if found is None:
+            raise _not_found(game_id)
+        stored = found[0]
+        if stored.record["state"]["status"] != PLAYING and after >= stored.version:
+            raise NothingToStream(game_id)
 
     def frames(self, stream: Stream) -> Iterator[bytes]:
         """The stream's bytes: ``retry:``, the entries after the client's version, then
