@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 from flask import Flask, request
 from flask_cors import CORS
 from flask_limiter import Limiter
+from werkzeug.exceptions import RequestTimeout
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from service import api, telemetry
@@ -33,6 +35,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if app.config["TRUST_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
     app.wsgi_app = _any_host(app.wsgi_app)
+    app.wsgi_app = _body_deadline(app.wsgi_app, app.config["BODY_TIMEOUT_SECONDS"])
     # "/v1/games//moves" is no resource (404), not a 308 redirect to "/v1/games/moves".
     app.url_map.merge_slashes = False
 
@@ -70,6 +73,70 @@ def _any_host(wsgi_app):
         return wsgi_app(environ, start_response)
 
     return app
+
+
+def _body_deadline(wsgi_app, seconds: float):
+    """Under gunicorn, the request body must arrive within ``seconds`` of the request
+    (its headers read): each read of ``wsgi.input`` waits on the client's socket only
+    until then, and a read that would wait longer answers 408 ``request_timeout``.
+    gunicorn then closes the connection (the failed read leaves the rest of the body
+    unknown).  Without it a body shorter than its Content-Length would hold a gunicorn
+    thread until the client gave up.  The socket's own timeout is restored once the app
+    has answered; a request whose body is never read is untouched (gunicorn bounds the
+    discarding of an unread body itself)."""
+    if not seconds:
+        return wsgi_app
+
+    def app(environ, start_response):
+        sock = environ.get("gunicorn.socket")
+        if sock is None or not hasattr(sock, "settimeout"):
+            return wsgi_app(environ, start_response)
+        body = _DeadlineInput(environ["wsgi.input"], sock, time.monotonic() + seconds)
+        environ["wsgi.input"] = body
+        try:
+            return wsgi_app(environ, start_response)
+        finally:
+            body.restore()
+
+    return app
+
+
+class _DeadlineInput:
+    """``wsgi.input`` whose reads wait on the socket until a deadline at most."""
+
+    def __init__(self, stream, sock, deadline: float):
+        self._stream, self._sock, self._deadline = stream, sock, deadline
+        self._prior: float | None = None
+        self._changed = False
+
+    def _call(self, method: str, *args):
+        remaining = self._deadline - time.monotonic()
+        if remaining <= 0:
+            raise RequestTimeout()
+        if not self._changed:
+            self._prior, self._changed = self._sock.gettimeout(), True
+        self._sock.settimeout(remaining)
+        try:
+            return getattr(self._stream, method)(*args)
+        except TimeoutError:
+            raise RequestTimeout() from None
+
+    def read(self, size=None):
+        return self._call("read", size)
+
+    def readline(self, size=None):
+        return self._call("readline", size)
+
+    def readlines(self, hint=None):
+        return self._call("readlines", hint)
+
+    def __iter__(self):
+        return iter(self.readline, b"")
+
+    def restore(self) -> None:
+        if self._changed:
+            self._sock.settimeout(self._prior)
+            self._changed = False
 
 
 def _read_openapi(path: str) -> bytes | None:

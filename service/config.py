@@ -46,6 +46,10 @@ class Config:
     #: answers 503: a dead or hung Redis never holds a worker longer than this.
     REDIS_SOCKET_TIMEOUT = _env_float("REDIS_SOCKET_TIMEOUT", 1.0)
     REDIS_CONNECT_TIMEOUT = _env_float("REDIS_CONNECT_TIMEOUT", 1.0)
+    #: Seconds a request body may take to arrive, under gunicorn: past it the request
+    #: answers 408 and the connection closes, so a client that sends less than its
+    #: Content-Length holds a gunicorn thread this long at most (0: no limit).
+    BODY_TIMEOUT_SECONDS = _env_float("BODY_TIMEOUT_SECONDS", 10.0)
     #: A pooled connection idle for longer than this is PINGed before use.
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.

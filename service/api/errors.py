@@ -38,6 +38,7 @@ TITLES = {
     "write_conflict": "The game kept changing",
     "version_mismatch": "The game is not at the version of If-Match",
     "body_too_large": "The body is larger than 16 KiB",
+    "request_timeout": "The body did not arrive in time",
     "unsupported_media_type": "The body must be application/json",
     "idempotency_key_reused": "The Idempotency-Key was used for another request",
     "rate_limited": "Too many requests",
@@ -51,6 +52,7 @@ HTTP_CODES = {
     400: "invalid_request",
     404: "not_found",
     405: "method_not_allowed",
+    408: "request_timeout",
     413: "body_too_large",
     415: "unsupported_media_type",
     429: "rate_limited",
@@ -118,6 +120,7 @@ def _http_error(error: HTTPException) -> Response:
     detail = {
         404: "no resource at this path",
         405: "this path does not take this method",
+        408: "the request body did not arrive in time (less than its Content-Length?)",
         413: "a request body may hold at most 16 KiB",
         415: "send the body as application/json (UTF-8)",
         429: f"rate limit exceeded ({error.description}); retry later",

@@ -22,13 +22,25 @@ class StrictSchema(Schema):
         unknown = RAISE
 
 
+class WholeInteger(fields.Integer):
+    """An integer that, as JSON Schema has it, may also be written as a number with a zero
+    fraction (``42.0``, ``4.2e1``): the integer it equals, up to 2**53, past which a float
+    no longer spells every integer (write those without a fraction).  Strings and booleans
+    are still refused."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, float) and value.is_integer() and abs(value) <= 2**53:
+            value = int(value)
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
 class CreateGameSchema(StrictSchema):
     """``POST /v1/games``: a null or absent ``seed`` lets the server choose one."""
 
     variant = fields.String(
         required=True, validate=validate.OneOf([variant.id for variant in variants()]))
-    # strict: 42.0, "42" and true are not integers (marshmallow never takes booleans).
-    seed = fields.Integer(strict=True, allow_none=True, load_default=None,
+    # strict: 42.5, "42" and true are not integers (marshmallow never takes booleans).
+    seed = WholeInteger(strict=True, allow_none=True, load_default=None,
                           validate=validate.Range(0, MAX_SEED))
     undo = fields.String(load_default=DEFAULT_UNDO, validate=validate.OneOf(UNDO_POLICIES))
 
