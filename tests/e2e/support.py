@@ -140,25 +140,35 @@ class Connection:
         self.http.close()
 
 
-def connections_on_distinct_workers(server: Gunicorn, count: int) -> list[Connection]:
+def connections_on_distinct_workers(server: Gunicorn, count: int, *,
+                                    seconds: float = 20.0) -> list[Connection]:
     """``count`` open connections, each served by another worker (requests to /healthz,
-    which no rate limit counts, until the kernel has spread them)."""
+    which no rate limit counts, until the kernel has spread them).  The workers race to
+    accept each connection; on a busy machine one of them may lose for a while, so it
+    keeps trying (with short pauses that let a descheduled worker run) for up to
+    ``seconds``."""
     chosen: dict[int, Connection] = {}
-    spare = []
-    for _ in range(200):
-        connection = server.connection()
-        status, _headers, _body = connection.request("GET", "/healthz")
-        assert status == 200
-        worker = connection.worker()
-        if worker is not None and worker not in chosen:
-            chosen[worker] = connection
-            if len(chosen) == count:
-                break
-        else:
-            spare.append(connection)
-    for connection in spare:
-        connection.close()
-    assert len(chosen) == count, f"connections reached only workers {sorted(chosen)}"
+    deadline = time.monotonic() + seconds
+    attempts = 0
+    try:
+        while len(chosen) < count and time.monotonic() < deadline:
+            attempts += 1
+            connection = server.connection()
+            status, _headers, _body = connection.request("GET", "/healthz")
+            assert status == 200
+            worker = connection.worker()
+            if worker is not None and worker not in chosen:
+                chosen[worker] = connection
+                continue
+            connection.close()
+            if attempts > 20:
+                time.sleep(0.02)
+        assert len(chosen) == count, \
+            f"{attempts} connections reached only workers {sorted(chosen)}"
+    except BaseException:
+        for connection in chosen.values():
+            connection.close()
+        raise
     return list(chosen.values())
 
 
