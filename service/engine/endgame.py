@@ -30,9 +30,10 @@ The search is deterministic, so consecutive hints follow one line.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 from .base import State
-from .cards import KING
+from .cards import ACE, KING
 from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
@@ -41,7 +42,11 @@ SOLVER_BUDGET = 3000
 #: recursion well inside the interpreter's limit).
 MAX_DEPTH = 250
 
-_FULL = 104
+
+
+def _complete(up: list[int], down: list[int]) -> bool:
+    """Every foundation complete: the game is won (RULES.md: all 104 cards home)."""
+    return all(rank == KING for rank in up) and all(rank == ACE for rank in down)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +66,22 @@ class Line:
 
 def _code(card) -> int:
     return ROW_SUITS.index(card.suit) * 16 + card.rank
+
+
+def _packets_key(packets) -> bytes:
+    """The canonical order of a table: non-empty packets as bytes of card codes, sorted,
+    joined by ``|`` (no card code is that byte, so the key names one table)."""
+    return b"|".join(sorted(bytes(p) for p in packets if p))
+
+
+def potential(state: State) -> tuple[int, int, bytes]:
+    """What every move the solver searches raises: (cards home, pairs, canonical key of
+    the packets).  A pair is a card lying on a card of its suit one rank away."""
+    piles = state.piles
+    packets = [[_code(c) for c in piles[p]] for p in PACKETS]
+    pairs = sum(abs(a - b) == 1 for p in packets for a, b in pairwise(p))
+    home = sum(len(piles[f]) for f in (*ACES, *KINGS))
+    return home, pairs, _packets_key(packets)
 
 
 class _Search:
@@ -86,8 +107,7 @@ class _Search:
         self.partial = False    # some line was cut at MAX_DEPTH
 
     def key(self) -> bytes:
-        return (b"|".join(sorted(bytes(p) for p in self.packets if p))
-                + bytes(self.up) + bytes(self.down))
+        return _packets_key(self.packets) + bytes(self.up) + bytes(self.down)
 
     # --- one position -------------------------------------------------------------
     def force_safe(self) -> list[int]:
@@ -145,7 +165,7 @@ class _Search:
         self.nodes += 1
         if self.home > self.best_home:
             self.best_home, self.best_line = self.home, list(self.line)
-        if self.home == _FULL:
+        if _complete(self.up, self.down):
             self.won = True
             return True
         if self.nodes >= self.budget:
@@ -235,6 +255,6 @@ def solve(state: State, budget: int = SOLVER_BUDGET) -> Line:
     search = _Search(state, budget)
     search.visit()
     moves = search.line if search.won else search.best_line
-    return Line(tuple(moves), search.won, search.best_home if not search.won else _FULL,
+    return Line(tuple(moves), search.won, search.best_home,
                 search.nodes, not (search.cut or search.partial))
 
