@@ -37,7 +37,7 @@ from .cards import ACE, KING
 from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
-SOLVER_BUDGET = 3000
+SOLVER_BUDGET = 2000
 #: The longest line searched (a line is one Python frame pair per move: this bounds the
 #: recursion well inside the interpreter's limit).
 MAX_DEPTH = 250
@@ -245,11 +245,14 @@ class _Search:
         return found
 
 
-def solve(state: State, budget: int = SOLVER_BUDGET) -> Line:
+def solve(state: State, budget: int | None = None) -> Line:
     """Search a Four Corners position whose stock is empty (see the module docstring).
 
-    At most ``budget`` positions are expanded, so the time of one call is bounded.
+    At most ``budget`` positions (default :data:`SOLVER_BUDGET`) are expanded, so the
+    time of one call is bounded.
     """
+    if budget is None:
+        budget = SOLVER_BUDGET
     if state.piles[STOCK_PILE]:
         raise ValueError("the endgame solver needs every card face up (stock empty)")
     search = _Search(state, budget)
