@@ -157,10 +157,11 @@ def _endgame_hint(state: State) -> Hint | None:
     step = (f"{card} goes home to {ids[target]}" if target in variant.foundations
             else f"moving {card} onto {ids[target]}")
     if line.won:
-        why = "starts a line that wins the game"
+        why = "the first move of a line that wins the game"
     else:
         gained = line.home - _home_count(state)
-        why = f"starts the line that brings the most cards home found ({gained} more)"
+        why = (f"the first move of the line found that brings the most cards home "
+               f"({gained} more); no winning line found")
     return Hint(move, str(card), f"{step}: {why}")
 
 
