@@ -2,6 +2,8 @@
 
 Neither function ever looks at the order of the stock: a hint weighs only the face-up
 piles, and the moves it simulates are moves between face-up piles, which deal nothing.
+Once the Four Corners stock is out every card is face up, and the hint there comes from
+a real solver (:mod:`.endgame`).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
+from . import endgame
 from .base import PLAYING, State
 from .moves import MOVE, Move, Step
 
@@ -74,11 +77,16 @@ def hint(state: State) -> Hint | None:
     move home; a move between piles after which more cards can go home than before;
     in the Clock, a marriage that leaves a packet short, so the stock refills it.
     Every suggestion makes progress, so following hints never loops.
+
+    Four Corners with the stock out is searched for real instead: see
+    :func:`_endgame_hint`.
     """
     if state.status != PLAYING:
         return None
     variant = state.variant
     ids = variant.pile_ids
+    if variant.id == "four-corners" and not state.stock_count:
+        return _endgame_hint(state)
     homes = _home_moves(state)
     sources_home = {s for s, _ in homes}
     best: tuple[int, int, int] | None = None
@@ -119,6 +127,42 @@ def hint(state: State) -> Hint | None:
     _score, source, target = best
     return Hint(Move(MOVE, ids[source], ids[target]), str(state.piles[source][-1]),
                 best_reason)
+
+
+def _endgame_hint(state: State) -> Hint | None:
+    """Four Corners once the stock is out: a safe move home if there is one (it can never
+    hurt), else the first move of :func:`endgame.solve`'s line: a line that wins the
+    game, or failing that the line to the most cards home the search saw.  None when no
+    line brings a card home (only marriages that gain nothing are left).
+
+    Every move the solver searches raises its potential (cards home, then cards lying on
+    a neighbour of their suit, then an arbitrary fixed order of positions, see
+    :mod:`.endgame`), and so does every safe move home: a player following these hints
+    never sees a position twice.
+    """
+    variant = state.variant
+    ids = variant.pile_ids
+    safe = safe_moves(state)
+    if safe:
+        move = safe[0]
+        card = state.card_of(move)
+        return Hint(move, str(card), f"{card} goes home to {move.target}; nothing else "
+                                     "will ever need it")
+    line = endgame.solve(state)
+    if not line.moves:
+        return None
+    source, target = line.moves[0]
+    move = Move(MOVE, ids[source], ids[target])
+    card = state.piles[source][-1]
+    step = (f"{card} goes home to {ids[target]}" if target in variant.foundations
+            else f"moving {card} onto {ids[target]}")
+    if line.won:
+        why = "the first move of a line that wins the game"
+    else:
+        gained = line.home - _home_count(state)
+        why = (f"the first move of the line found that brings the most cards home "
+               f"({gained} more); no winning line found")
+    return Hint(move, str(card), f"{step}: {why}")
 
 
 def safe_moves(state: State) -> list[Move]:

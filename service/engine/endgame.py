@@ -1,0 +1,263 @@
+"""The Four Corners endgame solver behind the hint once the stock is out.
+
+Once the stock is empty every card of Four Corners lies face up, so a hint may search
+the whole game without seeing anything hidden.  :func:`solve` is a depth-first search
+with a transposition table and a node budget:
+
+* **Canonical positions.**  With the stock out the twelve packets are interchangeable
+  (any packet's top may go to any foundation or onto any other packet), so a position is
+  keyed by its packets sorted, plus the eight foundation tops.  Twin cards are equal.
+* **Safe moves are forced.**  A card that ``FourCorners.is_safe_home`` calls safe goes
+  home at once, without branching: nothing could ever want it on the table.
+* **Move ordering.**  Moves home first; then marriages that uncover a card some
+  foundation wants, then other marriages; a marriage that empties a packet, or takes a
+  card off a card it is already married to, last.
+* **No cycles, ever.**  Moves are ranked by a potential that each searched move raises
+  strictly: first the cards home, then the *pairs* (cards lying on a card of their suit
+  one rank above or below).  A move home raises the first; a marriage always makes a
+  pair where the card lands and breaks one only if the card lay on its own suit's
+  neighbour, so it raises the pairs unless it is such a *lateral* marriage.  Of a
+  lateral marriage and the one that takes it back, only the one whose result has the
+  greater canonical key is searched: an arbitrary but fixed orientation.  So the moves
+  searched form an acyclic graph, and a player who keeps following the first move of
+  the solver's line can never come back to a position: hints never loop.
+
+The answer is the line to a won position if one is found within the budget, else the
+line to the position with the most cards home that the search saw (the first found).
+The search is deterministic, so consecutive hints follow one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import pairwise
+
+from .base import State
+from .cards import ACE, KING
+from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
+
+#: How many positions one search may expand (keeps one hint request well under 0.2 s).
+SOLVER_BUDGET = 2000
+#: The longest line searched (a line is one Python frame pair per move: this bounds the
+#: recursion well inside the interpreter's limit).
+MAX_DEPTH = 250
+
+
+
+def _complete(up: list[int], down: list[int]) -> bool:
+    """Every foundation complete: the game is won (RULES.md: all 104 cards home)."""
+    return all(rank == KING for rank in up) and all(rank == ACE for rank in down)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """What :func:`solve` found: ``moves`` as ``(source, target)`` pile indexes from the
+    position searched; ``won`` when they win the game, else they lead to the position
+    with the most cards home the search saw, ``home`` cards.  ``nodes`` counts the
+    positions expanded; ``complete`` is True when the search saw every position it may
+    reach (so a line that does not win proves no searched line wins)."""
+
+    moves: tuple[tuple[int, int], ...]
+    won: bool
+    home: int
+    nodes: int
+    complete: bool
+
+
+def _code(card) -> int:
+    return ROW_SUITS.index(card.suit) * 16 + card.rank
+
+
+def _packets_key(packets) -> bytes:
+    """The canonical order of a table: non-empty packets as bytes of card codes, sorted,
+    joined by ``|`` (no card code is that byte, so the key names one table)."""
+    return b"|".join(sorted(bytes(p) for p in packets if p))
+
+
+def potential(state: State) -> tuple[int, int, bytes]:
+    """What every move the solver searches raises: (cards home, pairs, canonical key of
+    the packets).  A pair is a card lying on a card of its suit one rank away."""
+    piles = state.piles
+    packets = [[_code(c) for c in piles[p]] for p in PACKETS]
+    pairs = sum(abs(a - b) == 1 for p in packets for a, b in pairwise(p))
+    home = sum(len(piles[f]) for f in (*ACES, *KINGS))
+    return home, pairs, _packets_key(packets)
+
+
+class _Search:
+    __slots__ = ("packets", "up", "down", "budget", "nodes", "seen", "line", "home",
+                 "best_home", "best_line", "won", "cut", "partial")
+
+    def __init__(self, state: State, budget: int):
+        piles = state.piles
+        self.packets = [[_code(c) for c in piles[p]] for p in PACKETS]
+        # up[s]: the top rank of the ace foundation of suit s (0 when empty);
+        # down[s]: the top rank of the king foundation (14 when empty).
+        self.up = [len(piles[f]) for f in ACES]
+        self.down = [KING + 1 - len(piles[f]) for f in KINGS]
+        self.budget = budget
+        self.nodes = 0
+        self.seen: set[bytes] = set()
+        self.line: list[tuple[int, int]] = []
+        self.home = sum(len(piles[f]) for f in (*ACES, *KINGS))
+        self.best_home = -1
+        self.best_line: list[tuple[int, int]] = []
+        self.won = False
+        self.cut = False        # the budget ran out: the search stops
+        self.partial = False    # some line was cut at MAX_DEPTH
+
+    def key(self) -> bytes:
+        return _packets_key(self.packets) + bytes(self.up) + bytes(self.down)
+
+    # --- one position -------------------------------------------------------------
+    def force_safe(self) -> list[int]:
+        """Play every safe move home; return the packets played from, in order."""
+        packets, up, down, line = self.packets, self.up, self.down, self.line
+        played: list[int] = []
+        changed = True
+        while changed:
+            changed = False
+            for i, pile in enumerate(packets):
+                while pile:
+                    card = pile[-1]
+                    suit, rank = card >> 4, card & 15
+                    if rank == up[suit] + 1 and down[suit] <= rank:
+                        up[suit] = rank
+                        line.append((i, ACES[suit]))
+                    elif rank == down[suit] - 1 and up[suit] >= rank:
+                        down[suit] = rank
+                        line.append((i, KINGS[suit]))
+                    else:
+                        break
+                    pile.pop()
+                    played.append(i)
+                    changed = True
+        self.home += len(played)
+        return played
+
+    def unforce(self, played: list[int]) -> None:
+        packets, up, down, line = self.packets, self.up, self.down, self.line
+        for i in reversed(played):
+            _source, target = line.pop()
+            if target in ACES:
+                suit = target - ACES[0]
+                packets[i].append(suit * 16 + up[suit])
+                up[suit] -= 1
+            else:
+                suit = target - KINGS[0]
+                packets[i].append(suit * 16 + down[suit])
+                down[suit] += 1
+        self.home -= len(played)
+
+    def visit(self) -> bool:
+        """Search from the current position (safe moves first); True once won."""
+        played = self.force_safe()
+        if self.explore():
+            return True
+        self.unforce(played)
+        return False
+
+    def explore(self) -> bool:
+        key = self.key()
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        self.nodes += 1
+        if self.home > self.best_home:
+            self.best_home, self.best_line = self.home, list(self.line)
+        if _complete(self.up, self.down):
+            self.won = True
+            return True
+        if self.nodes >= self.budget:
+            self.cut = True
+            return False
+        if len(self.line) >= MAX_DEPTH:
+            self.partial = True
+            return False
+        packets, up, down = self.packets, self.up, self.down
+        tops: dict[int, list[int]] = {}
+        for i, pile in enumerate(packets):
+            if pile:
+                tops.setdefault(pile[-1], []).append(i)
+        for i, pile in enumerate(packets):       # moves home first
+            if not pile:
+                continue
+            card = pile[-1]
+            suit, rank = card >> 4, card & 15
+            for target in ((ACES[suit],) if rank == up[suit] + 1 else ()) \
+                    + ((KINGS[suit],) if rank == down[suit] - 1 else ()):
+                pile.pop()
+                if target in ACES:
+                    up[suit] = rank
+                else:
+                    down[suit] = rank
+                self.home += 1
+                self.line.append((i, target))
+                if self.visit():
+                    return True
+                self.line.pop()
+                self.home -= 1
+                if target in ACES:
+                    up[suit] = rank - 1
+                else:
+                    down[suit] = rank + 1
+                pile.append(card)
+                if self.cut:
+                    return False
+        for _order, i, j, lateral in self.marriages(tops):
+            card = packets[i].pop()
+            packets[j].append(card)
+            if lateral and self.key() <= key:
+                packets[j].pop()
+                packets[i].append(card)
+                continue
+            self.line.append((i, j))
+            if self.visit():
+                return True
+            self.line.pop()
+            packets[j].pop()
+            packets[i].append(card)
+            if self.cut:
+                return False
+        return False
+
+    def marriages(self, tops: dict[int, list[int]]) -> list[tuple[int, int, int, bool]]:
+        """Every marriage ``(order, source, target, lateral)``, best first."""
+        packets, up, down = self.packets, self.up, self.down
+        found = []
+        for i, pile in enumerate(packets):
+            if not pile:
+                continue
+            card = pile[-1]
+            lateral = len(pile) > 1 and abs(pile[-2] - card) == 1
+            if len(pile) == 1:
+                order = 3                       # empties a packet for good
+            else:
+                under = pile[-2]
+                suit, rank = under >> 4, under & 15
+                order = 0 if rank in (up[suit] + 1, down[suit] - 1) else 1
+                order += 2 * lateral
+            for other in (card - 1, card + 1):
+                for j in tops.get(other, ()):
+                    if j != i:
+                        found.append((order, i, j, lateral))
+        found.sort()
+        return found
+
+
+def solve(state: State, budget: int | None = None) -> Line:
+    """Search a Four Corners position whose stock is empty (see the module docstring).
+
+    At most ``budget`` positions (default :data:`SOLVER_BUDGET`) are expanded, so the
+    time of one call is bounded.
+    """
+    if budget is None:
+        budget = SOLVER_BUDGET
+    if state.piles[STOCK_PILE]:
+        raise ValueError("the endgame solver needs every card face up (stock empty)")
+    search = _Search(state, budget)
+    search.visit()
+    moves = search.line if search.won else search.best_line
+    return Line(tuple(moves), search.won, search.best_home,
+                search.nodes, not (search.cut or search.partial))
+
