@@ -312,8 +312,10 @@ def test_stateful(app, redis_server, monkeypatch):
                 deleted.add(game_id)
             elif game_id in deleted and case.method == "GET":
                 seen["read after delete"] += 1
-            if case.method != "GET" and 200 <= status < 300 and game_id in TOKENS:
-                seen["write with its token", operation_id] += 1
+            if case.method != "GET" and game_id in TOKENS:
+                seen["sent with its token", operation_id] += 1
+                if 200 <= status < 300:
+                    seen["write with its token", operation_id] += 1
 
     try:
         Workflow.run(settings=settings(
@@ -324,8 +326,11 @@ def test_stateful(app, redis_server, monkeypatch):
         redis_db.close()
     # The links were followed far enough for the stateful checks to have something to
     # check: writes that ignored_auth probed, reads of a deleted game for use_after_free,
-    # reads of a new game for ensure_resource_availability.
-    for reached in [("write with its token", "playMove"), ("write with its token", "autoplay"),
+    # reads of a new game for ensure_resource_availability.  A generated move is rarely
+    # legal (a few in a run, none in some orders of the suite), so a move only has to be
+    # sent with its token here: the stateless test probes accepted moves (the spec's
+    # examples are legal in its deal).
+    for reached in [("sent with its token", "playMove"), ("write with its token", "autoplay"),
                     ("write with its token", "deleteGame"), "read after delete",
                     ("getGame", 200), ("getGame", 304)]:
         assert seen[reached], (reached, seen)
