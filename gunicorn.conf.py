@@ -18,8 +18,10 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 # request spends much of its time waiting on Redis or the socket, so two per core keep
 # the cores busy.  Measured with `python -m bench http` (bench/RESULTS.md, README
 # "Performance"): 4 workers answered 7-22 % more requests per second than 2 on 2 cores
-# (2 had the shorter p99: fewer processes queue for the cores); sync workers cannot hold
-# an events stream and close every connection; gevent cost more CPU per request here.
+# (2 had the shorter p99: fewer processes queue for the cores), and 6 and 8 answered
+# fewer moves per second than 4 (913 and 683 against 1,077, one run each, fsync always)
+# with longer p99s.  Sync workers cannot hold an events stream and close every
+# connection; gevent cost more CPU per request here.
 # Redis is one core of its own: past ~8 cores per Redis, add Redis capacity, not workers.
 workers = _int("WEB_CONCURRENCY", 4)
 # gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
