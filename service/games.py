@@ -138,6 +138,8 @@ def replay(game_id: str, stored: Stored, journal: str, *, after: int | None = No
     if replayed.version != stored.version:
         raise RuntimeError(f"the journal of game {game_id} holds {replayed.version} "
                            f"versions, the game is at {stored.version}")
+    if replayed.state.to_dict() != record["state"]:
+        raise RuntimeError(f"the journal of game {game_id} does not replay to its position")
     return replayed, changes
 
 
