@@ -112,7 +112,9 @@ class Feed:
         if found is None:
             raise _not_found(game_id)
         stored, journal = found
-        _replayed, changes = replay(game_id, stored, journal, after=after)
+        changes = []
+        if after < stored.version:  # a poll that is up to date replays nothing
+            _replayed, changes = replay(game_id, stored, journal, after=after)
         return stored.version, {"events": [change.entry() for change in changes],
                                 "game": public_game(game_id, stored)}
 
@@ -127,8 +129,7 @@ class Feed:
             return None
 
     def _admit(self, game_id: str, after: int) -> Stream:
-        found = self.store.load_with_journal(game_id)
-        self._check_open(game_id, found, after)
+        self._check_open(game_id, self.store.load(game_id), after)
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
         subscription = None
@@ -137,7 +138,7 @@ class Feed:
             # wait.
             subscription = self.store.subscribe(game_id)
             found = self.store.load_with_journal(game_id)
-            self._check_open(game_id, found, after)
+            self._check_open(game_id, found and found[0], after)
         except BaseException:
             if subscription is not None:
                 subscription.close()
@@ -156,12 +157,11 @@ class Feed:
         return Stream(game_id, after, stored, journal, subscription, release)
 
     @staticmethod
-    def _check_open(game_id: str, found: tuple[Stored, str] | None, after: int) -> None:
+    def _check_open(game_id: str, stored: Stored | None, after: int) -> None:
         """404 for an unknown game; :class:`NothingToStream` for a finished game whose
         end the client has seen."""
-        if found is None:
+        if stored is None:
             raise _not_found(game_id)
-        stored = found[0]
         if stored.record["state"]["status"] != PLAYING and after >= stored.version:
             raise NothingToStream(game_id)
 
