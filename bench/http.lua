@@ -5,6 +5,7 @@
 -- MODE:
 --   paths  FILE: GET every path of FILE (one a line) in turn, each thread from its own
 --                offset;
+--   posts  FILE: POST (no body) to every path of FILE in turn, the threads far apart;
 --   create FILE: POST /v1/games with every body of FILE (one a line) in turn;
 --   moves  FILE: POST /v1/games/<id>/moves with precomputed legal moves.  A FILE line is
 --                lane TAB path TAB token TAB version TAB move TAB move ...: the game's
@@ -64,6 +65,9 @@ function init(args)
   end
   if #items > 0 then
     index = lane % #items  -- threads start apart
+    if mode == "posts" then
+      index = (lane * 509) % #items  -- so that two threads rarely write one key at once
+    end
   end
 end
 
@@ -88,6 +92,9 @@ function request()
     return next_move()
   end
   index = index % #items + 1
+  if mode == "posts" then
+    return wrk.format("POST", items[index])
+  end
   if mode == "create" then
     return wrk.format("POST", "/v1/games", {["Content-Type"] = "application/json"},
                       items[index])

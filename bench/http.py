@@ -14,6 +14,11 @@ requests made by bench/http.lua) for a fixed duration after a warm-up:
   can be cached;
 - ``POST /v1/games``, the variants in turn.
 
+Then the same gunicorn config serves the reference endpoints of the performance issue
+(bench/toy.py: a bare Flask JSON answer, a 1 KiB value read from Redis, and the same
+written back with a Lua compare-and-set) against a fresh Redis of the same persistence,
+under the same load: the floor of the stack on this machine, in the same run.
+
 It also reports Redis ``MEMORY USAGE`` per stored game (all its keys) just created and
 after 100 moves; short requests while many Server-Sent Event streams are open (when the
 service has the events feed); and a profile of the request path (bench/profile.py).
@@ -22,7 +27,7 @@ reported; nothing fails on a time.
 
     python -m bench http [--duration S] [--warmup S] [--connections N] [--threads N]
                          [--persistence always|off|both] [--streams N]
-                         [--profile-requests N] [--output PATH]
+                         [--profile-requests N] [--no-toy] [--output PATH]
 
 wrk comes from Debian: when it is missing the benchmark installs it (``apt-get install
 -y wrk``) if it runs as root, and otherwise says how to.
@@ -232,9 +237,12 @@ def describe_workers(settings: dict) -> str:
 class Service:
     """Its own redis-server and gunicorn (production config) on free ports."""
 
-    def __init__(self, workdir: Path, persistence: str):
+    def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
+                 ready_path: str = "/healthz", name: str = "service"):
         self.persistence = persistence
-        self.workdir = workdir / f"service-{persistence}"
+        self.command = [*GUNICORN_COMMAND[:-1], app]
+        self.ready_path = ready_path
+        self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
         always = persistence == "always"
         self.redis = RedisServer(self.workdir / "redis", appendonly=always,
@@ -254,7 +262,7 @@ class Service:
         try:
             with open(self.log_path, "wb") as log:
                 self.process = subprocess.Popen(
-                    [sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT, env=self.env,
+                    [sys.executable, "-m", *self.command], cwd=ROOT, env=self.env,
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, preexec_fn=die_with_parent())
             self._wait_until_ready()
@@ -284,7 +292,7 @@ class Service:
             if booted >= self.settings["workers"]:
                 with contextlib.suppress(OSError, http.client.HTTPException), \
                         Client(self.port) as client:
-                    if client.request("GET", "/healthz")[0] == 200:
+                    if client.request("GET", self.ready_path)[0] == 200:
                         return
             if time.monotonic() > deadline:
                 raise RuntimeError(f"gunicorn did not answer within {timeout:g} s:\n"
@@ -614,6 +622,8 @@ class Outcome:
     streams: dict | None = None
     stream_runs: list[Run] = field(default_factory=list)
     memory: list[Memory] = field(default_factory=list)
+    toy_runs: list[Run] = field(default_factory=list)
+    toy_floor: float = 0.0
     redis_version: str = "?"
     log_problems: str = ""
 
@@ -629,8 +639,9 @@ def summary(run: Run) -> str:
             f"other processes {run.others:.2f} cores")
 
 
-def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None = None) -> str:
-    head = ("| endpoint | requests/s | ratio to /healthz | p50 ms | p99 ms | errors "
+def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None = None,
+               floor_name: str = "/healthz") -> str:
+    head = (f"| endpoint | requests/s | ratio to {floor_name} | p50 ms | p99 ms | errors "
             "| CPU µs/request: gunicorn | Redis | wrk | other processes |")
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     if versus is not None:
@@ -648,6 +659,26 @@ def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None =
             line += f" {run.rps / before.rps:.2f} |" if before and before.rps else " ? |"
         lines.append(line)
     return "\n".join(lines)
+
+
+def toy_comparison(outcome: Outcome) -> str:
+    """The service's endpoints as a share of the reference endpoint that does the same
+    Redis work."""
+    runs = {r.key: r for r in outcome.runs}
+    toys = {r.key: r for r in outcome.toy_runs}
+    parts = []
+    for mine, theirs, what in (("healthz", "toy_json", "`/healthz` / `/toy/json`"),
+                               ("get_game", "toy_read", "`GET /v1/games/<id>` / `/toy/read`"),
+                               ("post_moves", "toy_write",
+                                "`POST .../moves` / `/toy/write`")):
+        if mine in runs and theirs in toys and toys[theirs].rps:
+            parts.append(f"{what} {runs[mine].rps / toys[theirs].rps:.2f}")
+    write = toys.get("toy_write")
+    text = "Requests/s of the service against the reference: " + "; ".join(parts) + "."
+    if write is not None:
+        text += (f" The reference write's own p99 at these connections: "
+                 f"{_ms(write.p99_ms)} ms (p50 {_ms(write.p50_ms)} ms).")
+    return text
 
 
 def targets_table(outcomes: list[Outcome], connections: int) -> str:
@@ -731,6 +762,11 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "per connection, at most one move of a game in flight), each through a "
         "precomputed sequence of legal moves (`bench/walks.py`) with `If-Match`; the reads "
         "go over every game.",
+        "- The stack's floor (unless `--no-toy`): after the service, the same gunicorn "
+        "config serves `bench/toy.py`, the reference endpoints the performance issue "
+        "measured (a bare Flask JSON answer; a 1 KiB JSON value read from Redis; read and "
+        "written back with a Lua compare-and-set), over 1,024 keys, against a fresh Redis "
+        "of the same persistence, with the same wrk settings.",
         "",
         "## Throughput and latency",
         "",
@@ -750,6 +786,14 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
                     f"{outcome.floor:,.0f}.", ""]
         if outcome.log_problems:
             out += [f"**The gunicorn log shows problems:** {outcome.log_problems}", ""]
+        if outcome.toy_runs:
+            out += [f"The stack's own floor, {outcome.persistence}: the reference endpoints of "
+                    "the performance issue (`bench/toy.py`: no request log, metrics, CORS, "
+                    "validation or engine) served by the same gunicorn config against its "
+                    "own Redis of the same persistence, right after the service:", "",
+                    runs_table(outcome.toy_runs, outcome.toy_floor,
+                               floor_name="`/toy/json`"), "",
+                    toy_comparison(outcome), ""]
     for outcome in outcomes:
         if outcome.streams is None:
             continue
@@ -858,6 +902,33 @@ def measure(bench: Bench, service: Service, walks: list[Walk], args, *,
     return outcome
 
 
+TOY_APP = "bench.toy:create_app()"
+
+
+def measure_toy(bench: Bench, workdir: Path, outcome: Outcome) -> None:
+    """The issue's reference endpoints (bench/toy.py) under the same gunicorn config, wrk
+    and Redis persistence: what the stack itself answers on this machine, this run."""
+    with Service(workdir, outcome.persistence, app=TOY_APP, ready_path="/toy/json",
+                 name="toy") as toy:
+        work = workdir / f"toy-{outcome.persistence}"
+        work.mkdir(exist_ok=True)
+        from bench.toy import KEYS
+        plan = [
+            ("toy_json", "`GET /toy/json` (bare Flask JSON)", "paths",
+             write_lines(work / "json.txt", ["/toy/json"])),
+            ("toy_read", "`GET /toy/read/<n>` (1 KiB value from Redis)", "paths",
+             write_lines(work / "read.txt", [f"/toy/read/{n}" for n in range(KEYS)])),
+            ("toy_write", "`POST /toy/write/<n>` (read, then Lua compare-and-set)", "posts",
+             write_lines(work / "write.txt", [f"/toy/write/{n}" for n in range(KEYS)])),
+        ]
+        for key, label, mode, data in plan:
+            print(f"  {outcome.persistence}: {label} ...", end="", flush=True)
+            run = bench.run(toy, key, label, mode, data, 200)
+            print(summary(run), flush=True)
+            outcome.toy_runs.append(run)
+        outcome.toy_floor = outcome.toy_runs[0].rps
+
+
 def measure_with_streams(bench: Bench, service: Service, outcome: Outcome, walked: list[Game],
                          count: int, games_file: Path, moves_file: Path, prepare_moves) -> None:
     open_timeout = 10.0
@@ -930,6 +1001,8 @@ def main(argv: list[str] | None = None) -> int:
                              "(0: skip; default 64)")
     parser.add_argument("--profile-requests", type=int, default=2000,
                         help="requests of each kind profiled in-process (0: no profile)")
+    parser.add_argument("--no-toy", dest="toy", action="store_false",
+                        help="skip the reference endpoints of bench/toy.py")
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report (default bench/RESULTS.md)")
     args = parser.parse_args(argv)
@@ -978,6 +1051,8 @@ def main(argv: list[str] | None = None) -> int:
                     print("  profiling the request path in-process ...", flush=True)
                     profile = run_profile(service.redis.url, args.profile_requests,
                                           PERSISTENCE[persistence])
+            if args.toy:
+                measure_toy(bench, Path(tmp), outcome)
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

@@ -44,7 +44,11 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
         if line.startswith("| `") and len(cells) >= 6:
             rows.setdefault(cells[0], []).append(cells)
     for label in ("`GET /healthz` (floor)", "`GET /v1/games/<id>`", "`GET /v1/games/<id>/moves`",
-                  "`POST /v1/games/<id>/moves`", "`POST /v1/games`", "`GET /healthz` (again)"):
+                  "`POST /v1/games/<id>/moves`", "`POST /v1/games`", "`GET /healthz` (again)",
+                  # the stack's floor: bench/toy.py under the same gunicorn config
+                  "`GET /toy/json` (bare Flask JSON)",
+                  "`GET /toy/read/<n>` (1 KiB value from Redis)",
+                  "`POST /toy/write/<n>` (read, then Lua compare-and-set)"):
         assert label in rows, label
         for cells in rows[label]:
             assert float(cells[1].replace(",", "")) > 0, cells  # some requests were answered
@@ -55,5 +59,6 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
     for variant in ("clock", "salic-law", "four-corners"):
         assert re.search(rf"^\| {variant} \| 0 \|", text, re.M)
         assert re.search(rf"^\| {variant} \| 100 \|", text, re.M)
+    assert "`POST .../moves` / `/toy/write`" in text
     assert "POST /v1/games/<id>/moves: 40 requests" in text
     assert "wrote" in capsys.readouterr().out
