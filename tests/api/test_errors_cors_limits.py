@@ -74,6 +74,20 @@ def test_cors_headers_on_answers_and_problems(client):
         assert exposed == expected
 
 
+def test_cors_headers_only_for_requests_with_an_origin_and_answers_vary_with_it(client):
+    game, token, _ = create(client, seed=1)
+    plain = client.get(f"/v1/games/{game['id']}")
+    assert plain.status_code == 200
+    assert "Access-Control-Allow-Origin" not in plain.headers
+    assert "Origin" in plain.vary
+    cross = client.get(f"/v1/games/{game['id']}", headers={"Origin": "http://a.b"})
+    assert cross.headers["Access-Control-Allow-Origin"] == "*"
+    assert "Origin" in cross.vary
+    # A Vary of its own (the events feed) keeps its values and gains Origin.
+    feed = client.get(f"/v1/games/{game['id']}/events")
+    assert {"Accept", "Last-Event-ID", "Origin"} <= set(feed.vary)
+
+
 def test_absurd_headers_get_no_500(client, redis_db):
     game, token, _ = create(client, seed=1)
     gid = game["id"]
