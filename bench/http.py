@@ -4,9 +4,12 @@ For each Redis persistence (``always``: AOF with ``appendfsync always``, as in
 docker-compose.yml; ``off``: no AOF, no RDB) the benchmark starts its own redis-server
 and gunicorn (``gunicorn.conf.py`` as it is, rate limiting off) on free ports, creates
 games, and loads each endpoint with wrk (32 connections on one thread per core, the
-requests made by bench/http.lua) for a fixed duration after a warm-up:
+requests made by bench/http.lua) in rounds (default 3): each round loads every endpoint
+in turn for a fixed time after a warm-up, so that a slower or faster spell of a shared
+machine falls on all of them, and each ratio compares rates of the same round:
 
-- ``GET /healthz``, the floor, measured first and last (the ratio uses their mean);
+- ``GET /healthz``, the floor: an endpoint's ratio is the median over the rounds of its
+  rate over the floor's in the same round;
 - ``GET /v1/games/<id>`` and ``GET /v1/games/<id>/moves`` over every game in turn;
 - ``POST /v1/games/<id>/moves``: long walks of legal moves computed with the engine
   (bench/walks.py), four games per connection, at most one move of a game in flight,
@@ -14,10 +17,10 @@ requests made by bench/http.lua) for a fixed duration after a warm-up:
   can be cached;
 - ``POST /v1/games``, the variants in turn.
 
-Then the same gunicorn config serves the reference endpoints of the performance issue
-(bench/toy.py: a bare Flask JSON answer, a 1 KiB value read from Redis, and the same
-written back with a Lua compare-and-set) against a fresh Redis of the same persistence,
-under the same load: the floor of the stack on this machine, in the same run.
+- the reference endpoints of the performance issue (bench/toy.py: a bare Flask JSON
+  answer, a 1 KiB value read from Redis, and the same written back with a Lua
+  compare-and-set), served alongside by the same gunicorn config against a Redis of the
+  same persistence: the floor of the stack on this machine, in the same rounds.
 
 It also reports Redis ``MEMORY USAGE`` per stored game (all its keys) just created and
 after 100 moves; short requests while many Server-Sent Event streams are open (when the
@@ -25,7 +28,8 @@ service has the events feed); and a profile of the request path (bench/profile.p
 Everything goes to ``bench/RESULTS.md`` (``--output``).  Targets are compared and
 reported; nothing fails on a time.
 
-    python -m bench http [--duration S] [--warmup S] [--connections N] [--threads N]
+    python -m bench http [--duration S] [--rounds N] [--warmup S] [--connections N]
+                         [--threads N]
                          [--persistence always|off|both] [--streams N]
                          [--profile-requests N] [--no-toy] [--output PATH]
 
@@ -48,6 +52,7 @@ import shlex
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -85,6 +90,8 @@ TARGETS = {
 TARGET_MOVE_P99_MS = 30.0
 TARGET_BYTES_PER_GAME = 4096
 MEMORY_MOVES = 100
+#: The reference endpoints of the performance issue, served like the service.
+TOY_APP = "bench.toy:create_app()"
 #: A generous ceiling of moves per second, to make the walks long enough.
 MAX_MOVE_RATE = 3000
 PERSISTENCE = {
@@ -420,10 +427,12 @@ class Bench:
     duration: int
     warmup: int
     workdir: Path
+    rounds: int = 1
     timeout: str = "5s"
 
     def run(self, service: Service, key: str, label: str, mode: str, data: Path,
-            expected: int, *, measure: bool = True, prepare=None) -> Run:
+            expected: int, *, measure: bool = True, prepare=None,
+            seconds: int | None = None) -> Run:
         """A warm-up run (discarded), then the measured one; ``prepare()`` writes the data
         file before each."""
         if self.warmup > 0:
@@ -433,7 +442,7 @@ class Bench:
         if prepare is not None:
             prepare()
         cpu_before, busy_before, wrk_before = service.cpu(), machine_busy(), children_cpu()
-        raw = self._wrk(service, mode, data, expected, self.duration)
+        raw = self._wrk(service, mode, data, expected, seconds or self.duration)
         cpu_after, busy_after, wrk_after = service.cpu(), machine_busy(), children_cpu()
         per_request = 1e6 / max(1, raw["requests"])
         worker_cpu = (cpu_after[0] - cpu_before[0]) * per_request
@@ -468,6 +477,28 @@ class Bench:
                 return json.loads(line.split(" ", 1)[1])
         raise RuntimeError(f"wrk failed ({done.returncode}): {shlex.join(command)}\n"
                            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
+def combined(runs: list[Run]) -> Run:
+    """The rounds of one endpoint as one run: requests, time, errors and CPU over all of
+    them; p50, p90 and p99 the median of the rounds' (wrk reports percentiles, not the
+    latencies); the maximum the largest."""
+    first = runs[0]
+    requests = sum(r.requests for r in runs)
+    seconds = sum(r.seconds for r in runs)
+
+    def per_request(name: str) -> float:
+        return sum(getattr(r, name) * r.requests for r in runs) / max(1, requests)
+
+    return Run(first.key, first.label, requests, seconds,
+               statistics.median(r.p50_ms for r in runs),
+               statistics.median(r.p90_ms for r in runs),
+               statistics.median(r.p99_ms for r in runs),
+               max(r.max_ms for r in runs), sum(r.errors for r in runs),
+               "; ".join(r.detail for r in runs if r.detail),
+               per_request("worker_cpu_us"), per_request("redis_cpu_us"),
+               per_request("wrk_cpu_us"),
+               sum(r.others * r.seconds for r in runs) / max(1e-9, seconds))
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:
@@ -624,7 +655,16 @@ class Outcome:
     memory: list[Memory] = field(default_factory=list)
     toy_runs: list[Run] = field(default_factory=list)
     toy_floor: float = 0.0
+    #: key -> its rate over its floor's (/healthz, or /toy/json for the reference
+    #: endpoints) in each round
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+    rounds: int = 1
     redis_version: str = "?"
+
+    def ratio(self, key: str) -> float:
+        """The median over the rounds of the endpoint's rate over its floor's."""
+        found = self.ratios.get(key)
+        return statistics.median(found) if found else 0.0
     log_problems: str = ""
 
 
@@ -640,7 +680,8 @@ def summary(run: Run) -> str:
 
 
 def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None = None,
-               floor_name: str = "/healthz") -> str:
+               floor_name: str = "/healthz",
+               ratios: dict[str, list[float]] | None = None) -> str:
     head = (f"| endpoint | requests/s | ratio to {floor_name} | p50 ms | p99 ms | errors "
             "| CPU µs/request: gunicorn | Redis | wrk | other processes |")
     rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
@@ -650,6 +691,11 @@ def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None =
     lines = [head, rule]
     for run in runs:
         ratio = f"{run.rps / floor:.2f}" if floor else "?"
+        rounds = (ratios or {}).get(run.key)
+        if rounds:
+            ratio = f"{statistics.median(rounds):.2f}"
+            if len(rounds) > 1:
+                ratio += f" ({min(rounds):.2f}–{max(rounds):.2f})"
         errors = str(run.errors) + (f" ({run.detail})" if run.detail else "")
         line = (f"| {run.label} | {run.rps:,.0f} | {ratio} | {_ms(run.p50_ms)} | "
                 f"{_ms(run.p99_ms)} | {errors} | {run.worker_cpu_us:,.0f} | "
@@ -692,7 +738,7 @@ def targets_table(outcomes: list[Outcome], connections: int) -> str:
             lines.append(f"| {what} | not measured | – |")
             continue
         outcome, run = found
-        ratio = run.rps / outcome.floor if outcome.floor else 0.0
+        ratio = outcome.ratio(key)
         lines.append(f"| {what} | {ratio:.2f} | {'yes' if ratio >= target else 'NO'} |")
     found = by.get(("always", "post_moves"))
     if found is not None:
@@ -751,10 +797,15 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "would add its own Redis round trip to every request), everything else the "
         "production defaults: `LOG_LEVEL=INFO` (one JSON line per request, to a file), "
         "Prometheus metrics shared by the workers (`PROMETHEUS_MULTIPROC_DIR`).",
-        f"- wrk: {args.connections} connections on {args.threads} threads, {args.warmup} s "
-        "warm-up "
-        f"(discarded) then {args.duration} s per endpoint, request timeout 5 s; "
-        "`bench/http.lua` makes every request.",
+        f"- wrk: {args.connections} connections on {args.threads} threads, request timeout "
+        "5 s; `bench/http.lua` makes every request. "
+        f"**{args.rounds} rounds**: each loads every endpoint in turn, {args.warmup} s of "
+        "warm-up (discarded) then "
+        f"{max(1, round(args.duration / args.rounds))} s, so that a slower or faster spell "
+        "of the machine falls on all of them. Requests/s and CPU are over all rounds; an "
+        "endpoint's ratio is the median over the rounds of its rate over the floor's in "
+        "the same round (the rounds' lowest and highest in brackets); p50 and p99 are the "
+        "median of the rounds'.",
         "- Redis: its own redis-server per persistence setting, on a free port, data in a "
         "temporary directory.",
         f"- Games: {len(VARIANTS)} variants; `POST .../moves` walks "
@@ -762,11 +813,12 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "per connection, at most one move of a game in flight), each through a "
         "precomputed sequence of legal moves (`bench/walks.py`) with `If-Match`; the reads "
         "go over every game.",
-        "- The stack's floor (unless `--no-toy`): after the service, the same gunicorn "
-        "config serves `bench/toy.py`, the reference endpoints the performance issue "
-        "measured (a bare Flask JSON answer; a 1 KiB JSON value read from Redis; read and "
-        "written back with a Lua compare-and-set), over 1,024 keys, against a fresh Redis "
-        "of the same persistence, with the same wrk settings.",
+        "- The stack's floor (unless `--no-toy`): alongside the service, the same "
+        "gunicorn config serves `bench/toy.py`, the reference endpoints the performance "
+        "issue measured (a bare Flask JSON answer; a 1 KiB JSON value read from Redis; "
+        "read and written back with a Lua compare-and-set), over 1,024 keys, against its "
+        "own Redis of the same persistence, loaded in the same rounds with the same wrk "
+        "settings.",
         "",
         "## Throughput and latency",
         "",
@@ -778,21 +830,16 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
     ]
     for outcome in outcomes:
         out += [f"### {PERSISTENCE[outcome.persistence]}", "",
-                runs_table(outcome.runs, outcome.floor), ""]
-        healthz = [r for r in outcome.runs if r.key == "healthz"]
-        if len(healthz) == 2:
-            out += [f"`/healthz` was measured first and last ({healthz[0].rps:,.0f} and "
-                    f"{healthz[1].rps:,.0f} requests/s); ratios use their mean, "
-                    f"{outcome.floor:,.0f}.", ""]
+                runs_table(outcome.runs, outcome.floor, ratios=outcome.ratios), ""]
         if outcome.log_problems:
             out += [f"**The gunicorn log shows problems:** {outcome.log_problems}", ""]
         if outcome.toy_runs:
             out += [f"The stack's own floor, {outcome.persistence}: the reference endpoints of "
                     "the performance issue (`bench/toy.py`: no request log, metrics, CORS, "
                     "validation or engine) served by the same gunicorn config against its "
-                    "own Redis of the same persistence, right after the service:", "",
+                    "own Redis of the same persistence, in the same rounds:", "",
                     runs_table(outcome.toy_runs, outcome.toy_floor,
-                               floor_name="`/toy/json`"), "",
+                               floor_name="`/toy/json`", ratios=outcome.ratios), "",
                     toy_comparison(outcome), ""]
     for outcome in outcomes:
         if outcome.streams is None:
@@ -838,7 +885,7 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
 
 # --- the benchmark --------------------------------------------------------------------
 def measure(bench: Bench, service: Service, walks: list[Walk], args, *,
-            memory: bool, streams: int) -> Outcome:
+            memory: bool, streams: int, toy: Service | None = None) -> Outcome:
     outcome = Outcome(service.persistence, service.settings)
     with contextlib.closing(service.redis_client()) as client:
         outcome.redis_version = client.info("server")["redis_version"]
@@ -878,20 +925,45 @@ def measure(bench: Bench, service: Service, walks: list[Walk], args, *,
     prepare_moves = moves_file_writer(service, walked, lanes, moves_file)
 
     plan = [
-        ("healthz", "`GET /healthz` (floor)", "paths", health_file, 200, None),
-        ("get_game", "`GET /v1/games/<id>`", "paths", games_file, 200, None),
-        ("get_moves", "`GET /v1/games/<id>/moves`", "paths", lists_file, 200, None),
-        ("post_moves", "`POST /v1/games/<id>/moves`", "moves", moves_file, 200, prepare_moves),
-        ("create", "`POST /v1/games`", "create", create_file, 201, None),
-        ("healthz", "`GET /healthz` (again)", "paths", health_file, 200, None),
+        (service, "healthz", "`GET /healthz` (floor)", "paths", health_file, 200, None),
+        (service, "get_game", "`GET /v1/games/<id>`", "paths", games_file, 200, None),
+        (service, "get_moves", "`GET /v1/games/<id>/moves`", "paths", lists_file, 200, None),
+        (service, "post_moves", "`POST /v1/games/<id>/moves`", "moves", moves_file, 200,
+         prepare_moves),
+        (service, "create", "`POST /v1/games`", "create", create_file, 201, None),
     ]
-    for key, label, mode, data, expected, prepare in plan:
-        print(f"  {service.persistence}: {label} ...", end="", flush=True)
-        run = bench.run(service, key, label, mode, data, expected, prepare=prepare)
-        print(summary(run), flush=True)
-        outcome.runs.append(run)
-    floors = [r.rps for r in outcome.runs if r.key == "healthz"]
-    outcome.floor = sum(floors) / len(floors)
+    if toy is not None:
+        from bench.toy import KEYS
+        plan += [
+            (toy, "toy_json", "`GET /toy/json` (bare Flask JSON)", "paths",
+             write_lines(work / "toy-json.txt", ["/toy/json"]), 200, None),
+            (toy, "toy_read", "`GET /toy/read/<n>` (1 KiB value from Redis)", "paths",
+             write_lines(work / "toy-read.txt", [f"/toy/read/{n}" for n in range(KEYS)]),
+             200, None),
+            (toy, "toy_write", "`POST /toy/write/<n>` (read, then Lua compare-and-set)",
+             "posts",
+             write_lines(work / "toy-write.txt", [f"/toy/write/{n}" for n in range(KEYS)]),
+             200, None),
+        ]
+    # Every endpoint in each round, in turn: a slower or faster spell of the machine
+    # falls on all of them, and each ratio compares rates measured minutes apart at most.
+    rounds: dict[str, list[Run]] = {}
+    for number in range(1, bench.rounds + 1):
+        for target, key, label, mode, data, expected, prepare in plan:
+            print(f"  {service.persistence}, round {number}/{bench.rounds}: {label} ...",
+                  end="", flush=True)
+            run = bench.run(target, key, label, mode, data, expected, prepare=prepare)
+            print(summary(run), flush=True)
+            rounds.setdefault(key, []).append(run)
+    outcome.rounds = bench.rounds
+    for key, runs in rounds.items():
+        floor = rounds["toy_json" if key.startswith("toy_") else "healthz"]
+        outcome.ratios[key] = [run.rps / base.rps if base.rps else 0.0
+                               for run, base in zip(runs, floor, strict=True)]
+        (outcome.toy_runs if key.startswith("toy_") else outcome.runs).append(combined(runs))
+    outcome.floor = next(r.rps for r in outcome.runs if r.key == "healthz")
+    if outcome.toy_runs:
+        outcome.toy_floor = outcome.toy_runs[0].rps
 
     if streams:
         outcome.streams = {"count": streams, "available": has_events_feed(port, walked[0])}
@@ -900,33 +972,6 @@ def measure(bench: Bench, service: Service, walks: list[Walk], args, *,
                                  moves_file, prepare_moves)
     outcome.log_problems = log_problems(service.log())
     return outcome
-
-
-TOY_APP = "bench.toy:create_app()"
-
-
-def measure_toy(bench: Bench, workdir: Path, outcome: Outcome) -> None:
-    """The issue's reference endpoints (bench/toy.py) under the same gunicorn config, wrk
-    and Redis persistence: what the stack itself answers on this machine, this run."""
-    with Service(workdir, outcome.persistence, app=TOY_APP, ready_path="/toy/json",
-                 name="toy") as toy:
-        work = workdir / f"toy-{outcome.persistence}"
-        work.mkdir(exist_ok=True)
-        from bench.toy import KEYS
-        plan = [
-            ("toy_json", "`GET /toy/json` (bare Flask JSON)", "paths",
-             write_lines(work / "json.txt", ["/toy/json"])),
-            ("toy_read", "`GET /toy/read/<n>` (1 KiB value from Redis)", "paths",
-             write_lines(work / "read.txt", [f"/toy/read/{n}" for n in range(KEYS)])),
-            ("toy_write", "`POST /toy/write/<n>` (read, then Lua compare-and-set)", "posts",
-             write_lines(work / "write.txt", [f"/toy/write/{n}" for n in range(KEYS)])),
-        ]
-        for key, label, mode, data in plan:
-            print(f"  {outcome.persistence}: {label} ...", end="", flush=True)
-            run = bench.run(toy, key, label, mode, data, 200)
-            print(summary(run), flush=True)
-            outcome.toy_runs.append(run)
-        outcome.toy_floor = outcome.toy_runs[0].rps
 
 
 def measure_with_streams(bench: Bench, service: Service, outcome: Outcome, walked: list[Game],
@@ -942,7 +987,8 @@ def measure_with_streams(bench: Bench, service: Service, outcome: Outcome, walke
                 ("post_moves", "`POST /v1/games/<id>/moves`", "moves", moves_file,
                  prepare_moves)):
             print(f"  {service.persistence} + {count} streams: {label} ...", end="", flush=True)
-            run = bench.run(service, key, label, mode, data, 200, prepare=prepare)
+            run = bench.run(service, key, label, mode, data, 200, prepare=prepare,
+                            seconds=bench.duration * bench.rounds)
             print(summary(run), flush=True)
             outcome.stream_runs.append(run)
         outcome.streams.update(opened=streams.opened, refused=streams.refused,
@@ -979,10 +1025,13 @@ def run_profile(redis_url: str | None, requests: int, redis_kind: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench http",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=int, default=10,
-                        help="seconds of measurement per endpoint (default 10)")
-    parser.add_argument("--warmup", type=int, default=2,
-                        help="seconds of discarded load before each measurement (default 2)")
+    parser.add_argument("--duration", type=int, default=12,
+                        help="seconds of measurement per endpoint, over all rounds "
+                             "(default 12)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds: every endpoint in turn, each round (default 3)")
+    parser.add_argument("--warmup", type=int, default=1,
+                        help="seconds of discarded load before each measurement (default 1)")
     parser.add_argument("--connections", type=int, default=32,
                         help="concurrent connections (default 32)")
     parser.add_argument("--threads", type=int, default=None,
@@ -1008,7 +1057,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.threads is None:
         args.threads = min(args.connections, os.cpu_count() or 1)
-    if args.duration < 1 or args.warmup < 0 or args.connections < args.threads \
+    if args.duration < 1 or args.rounds < 1 or args.warmup < 0 \
+            or args.connections < args.threads \
             or args.threads < 1 \
             or args.games_per_connection < 1 or args.memory_games < 1 \
             or args.memory_played < 1:
@@ -1025,7 +1075,8 @@ def main(argv: list[str] | None = None) -> int:
                "wrk": wrk_version(wrk), "load": load_average()}
     persistences = ["always", "off"] if args.persistence == "both" else [args.persistence]
     phases = 2 if args.streams else 1
-    walk_moves = max(MEMORY_MOVES, int(MAX_MOVE_RATE * (args.duration + args.warmup) * phases
+    walk_moves = max(MEMORY_MOVES, int(MAX_MOVE_RATE
+                                       * (args.duration + args.warmup * args.rounds) * phases
                                        * 1.2 / (args.connections * args.games_per_connection)))
     count = max(args.connections * args.games_per_connection, args.memory_played * 3)
     print(f"HTTP benchmark: {machine['cpu']}, {machine['cores']} cores, load {machine['load']}; "
@@ -1036,14 +1087,21 @@ def main(argv: list[str] | None = None) -> int:
     profile = ""
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         machine["filesystem"] = filesystem_of(Path(tmp))
-        bench = Bench(wrk, args.threads, args.connections, args.duration, args.warmup,
-                      Path(tmp))
+        bench = Bench(wrk, args.threads, args.connections,
+                      max(1, round(args.duration / args.rounds)), args.warmup, Path(tmp),
+                      rounds=args.rounds)
         for i, persistence in enumerate(persistences):
-            with Service(Path(tmp), persistence) as service:
+            with contextlib.ExitStack() as services:
+                service = services.enter_context(Service(Path(tmp), persistence))
+                toy = None
+                if args.toy:  # served alongside, idle while the service is loaded
+                    toy = services.enter_context(Service(
+                        Path(tmp), persistence, app=TOY_APP, ready_path="/toy/json",
+                        name="toy"))
                 if i == 0:
                     print(f"gunicorn: {describe_workers(service.settings)}", flush=True)
                 outcome = measure(bench, service, walks, args, memory=i == 0,
-                                  streams=args.streams if i == 0 else 0)
+                                  streams=args.streams if i == 0 else 0, toy=toy)
                 outcomes.append(outcome)
                 if i == len(persistences) - 1 and args.profile_requests:
                     # Against the last Redis: with persistence off when both are measured,
@@ -1051,8 +1109,6 @@ def main(argv: list[str] | None = None) -> int:
                     print("  profiling the request path in-process ...", flush=True)
                     profile = run_profile(service.redis.url, args.profile_requests,
                                           PERSISTENCE[persistence])
-            if args.toy:
-                measure_toy(bench, Path(tmp), outcome)
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(text)

@@ -30,7 +30,8 @@ def test_the_http_benchmark_is_part_of_make_bench():
 def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, capsys):
     report = tmp_path / "RESULTS.md"
     assert bench_http.main([
-        "--duration", "1", "--warmup", "0", "--persistence", "always", "--connections", "4",
+        "--duration", "2", "--rounds", "2", "--warmup", "0", "--persistence", "always",
+        "--connections", "4",
         "--games-per-connection", "2", "--memory-games", "2", "--memory-played", "1",
         "--streams", "4", "--profile-requests", "40", "--output", str(report),
     ]) == 0
@@ -44,7 +45,7 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
         if line.startswith("| `") and len(cells) >= 6:
             rows.setdefault(cells[0], []).append(cells)
     for label in ("`GET /healthz` (floor)", "`GET /v1/games/<id>`", "`GET /v1/games/<id>/moves`",
-                  "`POST /v1/games/<id>/moves`", "`POST /v1/games`", "`GET /healthz` (again)",
+                  "`POST /v1/games/<id>/moves`", "`POST /v1/games`",
                   # the stack's floor: bench/toy.py under the same gunicorn config
                   "`GET /toy/json` (bare Flask JSON)",
                   "`GET /toy/read/<n>` (1 KiB value from Redis)",
@@ -60,5 +61,10 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
         assert re.search(rf"^\| {variant} \| 0 \|", text, re.M)
         assert re.search(rf"^\| {variant} \| 100 \|", text, re.M)
     assert "`POST .../moves` / `/toy/write`" in text
+    # Two rounds: each ratio is the median of two, with their range; the floor's is 1.
+    assert re.search(r"^\| `GET /healthz` \(floor\) \| [\d,]+ \| 1\.00 \(1\.00–1\.00\) \|",
+                     text, re.M)
+    assert re.search(r"^\| `POST /v1/games/<id>/moves` \| [\d,]+ \| \d\.\d\d "
+                     r"\(\d\.\d\d–\d\.\d\d\) \|", text, re.M)
     assert "POST /v1/games/<id>/moves: 40 requests" in text
     assert "wrote" in capsys.readouterr().out
