@@ -20,8 +20,9 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 # "Performance"): 4 workers answered 7-22 % more requests per second than 2 on 2 cores
 # (2 had the shorter p99: fewer processes queue for the cores), and 6 and 8 answered
 # fewer moves per second than 4 (913 and 683 against 1,077, one run each, fsync always)
-# with longer p99s.  Sync workers cannot hold an events stream and close every
-# connection; gevent cost more CPU per request here.
+# with longer p99s; later runs alternating 2, 3 and 4 found no count better than another
+# beyond the order they ran in (README "Performance").  Sync workers cannot hold an
+# events stream and close every connection; gevent cost more CPU per request here.
 # Redis is one core of its own: past ~8 cores per Redis, add Redis capacity, not workers.
 workers = _int("WEB_CONCURRENCY", 4)
 # gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
