@@ -431,8 +431,7 @@ class Bench:
     timeout: str = "5s"
 
     def run(self, service: Service, key: str, label: str, mode: str, data: Path,
-            expected: int, *, measure: bool = True, prepare=None,
-            seconds: int | None = None) -> Run:
+            expected: int, *, prepare=None, seconds: int | None = None) -> Run:
         """A warm-up run (discarded), then the measured one; ``prepare()`` writes the data
         file before each."""
         if self.warmup > 0:
@@ -477,6 +476,11 @@ class Bench:
                 return json.loads(line.split(" ", 1)[1])
         raise RuntimeError(f"wrk failed ({done.returncode}): {shlex.join(command)}\n"
                            f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+
+
+def round_seconds(args) -> int:
+    """Seconds of measurement per endpoint and round: ``--duration`` over the rounds."""
+    return max(1, round(args.duration / args.rounds))
 
 
 def combined(runs: list[Run]) -> Run:
@@ -653,19 +657,17 @@ class Outcome:
     streams: dict | None = None
     stream_runs: list[Run] = field(default_factory=list)
     memory: list[Memory] = field(default_factory=list)
-    toy_runs: list[Run] = field(default_factory=list)
-    toy_floor: float = 0.0
+    toy_runs: list[Run] = field(default_factory=list)  # the reference endpoints
     #: key -> its rate over its floor's (/healthz, or /toy/json for the reference
     #: endpoints) in each round
     ratios: dict[str, list[float]] = field(default_factory=dict)
-    rounds: int = 1
     redis_version: str = "?"
+    log_problems: str = ""
 
     def ratio(self, key: str) -> float:
         """The median over the rounds of the endpoint's rate over its floor's."""
         found = self.ratios.get(key)
         return statistics.median(found) if found else 0.0
-    log_problems: str = ""
 
 
 def _ms(value: float) -> str:
@@ -801,7 +803,7 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "5 s; `bench/http.lua` makes every request. "
         f"**{args.rounds} rounds**: each loads every endpoint in turn, {args.warmup} s of "
         "warm-up (discarded) then "
-        f"{max(1, round(args.duration / args.rounds))} s, so that a slower or faster spell "
+        f"{round_seconds(args)} s, so that a slower or faster spell "
         "of the machine falls on all of them. Requests/s and CPU are over all rounds; an "
         "endpoint's ratio is the median over the rounds of its rate over the floor's in "
         "the same round (the rounds' lowest and highest in brackets); p50 and p99 are the "
@@ -838,7 +840,7 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
                     "the performance issue (`bench/toy.py`: no request log, metrics, CORS, "
                     "validation or engine) served by the same gunicorn config against its "
                     "own Redis of the same persistence, in the same rounds:", "",
-                    runs_table(outcome.toy_runs, outcome.toy_floor,
+                    runs_table(outcome.toy_runs, outcome.toy_runs[0].rps,
                                floor_name="`/toy/json`", ratios=outcome.ratios), "",
                     toy_comparison(outcome), ""]
     for outcome in outcomes:
@@ -955,15 +957,12 @@ def measure(bench: Bench, service: Service, walks: list[Walk], args, *,
             run = bench.run(target, key, label, mode, data, expected, prepare=prepare)
             print(summary(run), flush=True)
             rounds.setdefault(key, []).append(run)
-    outcome.rounds = bench.rounds
     for key, runs in rounds.items():
         floor = rounds["toy_json" if key.startswith("toy_") else "healthz"]
         outcome.ratios[key] = [run.rps / base.rps if base.rps else 0.0
                                for run, base in zip(runs, floor, strict=True)]
         (outcome.toy_runs if key.startswith("toy_") else outcome.runs).append(combined(runs))
     outcome.floor = next(r.rps for r in outcome.runs if r.key == "healthz")
-    if outcome.toy_runs:
-        outcome.toy_floor = outcome.toy_runs[0].rps
 
     if streams:
         outcome.streams = {"count": streams, "available": has_events_feed(port, walked[0])}
@@ -1087,9 +1086,8 @@ def main(argv: list[str] | None = None) -> int:
     profile = ""
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         machine["filesystem"] = filesystem_of(Path(tmp))
-        bench = Bench(wrk, args.threads, args.connections,
-                      max(1, round(args.duration / args.rounds)), args.warmup, Path(tmp),
-                      rounds=args.rounds)
+        bench = Bench(wrk, args.threads, args.connections, round_seconds(args), args.warmup,
+                      Path(tmp), rounds=args.rounds)
         for i, persistence in enumerate(persistences):
             with contextlib.ExitStack() as services:
                 service = services.enter_context(Service(Path(tmp), persistence))

@@ -250,26 +250,6 @@ class Variant:
             piles[source] += (event.card,)
         return State(self, tuple(piles), PLAYING, step.turn)
 
-    def encode_step(self, step: Step) -> str:
-        """A compact text form of a step: ``move|turn|events``, each event a card code
-        and two two-digit pile indexes (``6C1200``)."""
-        index = self.index
-        events = "".join(f"{event.card}{index[event.source]:02d}{index[event.target]:02d}"
-                         for event in step.events)
-        return f"{step.move}|{step.turn}|{events}"
-
-    def decode_step(self, text: str) -> Step:
-        try:
-            move_text, turn, events = text.split("|")
-            ids = self.pile_ids
-            parsed = tuple(
-                Event(Card.parse(events[i:i + 2]), ids[int(events[i + 2:i + 4])],
-                      ids[int(events[i + 4:i + 6])])
-                for i in range(0, len(events), 6))
-            return Step(Move.parse(move_text), parsed, int(turn))
-        except (ValueError, IndexError):
-            raise InvalidMoveError("invalid_step", f"{text!r} is not a step") from None
-
     def describe(self) -> dict:
         """The variant as ``GET /v1/variants`` shows it."""
         return {"id": self.id, "name": self.name, "decks": self.decks, "summary": self.summary,

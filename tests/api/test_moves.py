@@ -61,7 +61,7 @@ def test_a_move_is_applied_stored_and_answered_with_its_events(client, redis_db)
     version, record = stored(redis_db, game["id"])
     assert (version, record["moves"]) == (1, 1)
     assert record["state"] == after.to_dict()
-    assert stored_history(redis_db, game["id"]) == [f"1|{after.variant.encode_step(step)}"]
+    assert stored_history(redis_db, game["id"]) == [(1, step)]
     assert client.get(f"/v1/games/{game['id']}").get_json() == new
 
 

@@ -238,7 +238,7 @@ class ApiMachine(RuleBasedStateMachine):
         elif not history:
             expected = "nothing_to_undo"
         else:
-            step = state.variant.decode_step(history[-1].partition("|")[2])
+            step = history[-1][1]
             expected = "undo_blocked" if game.undo == "safe" and step.reveals else None
         response = self.write(game, "POST", f"{game.url}/undo", None, if_match=if_match,
                               keyed=keyed)

@@ -295,12 +295,6 @@ def test_bad_snapshot(name):
     assert caught.value.code in {"invalid_snapshot", "unknown_variant", "invalid_card"}
 
 
-@pytest.mark.parametrize("text", ["", "deal|0", "deal|x|", "deal|0|ZZ0000",
-                                  "deal|0|AS9900", "deal|0|AS00", "jump|0|"])
-def test_bad_step_text(text):
-    assert_invalid("invalid_step", get_variant("clock").decode_step, text)
-
-
 def test_undo_of_a_step_that_does_not_fit():
     state = new_game("clock", 3)
     after, step = state.apply(Move("draw"))
