@@ -189,6 +189,15 @@ class Clock(Variant):
         piles = state.piles
         return all(piles[f][-1].rank == f + 1 for f in FOUNDATIONS)
 
+    def play_key(self, state: State) -> tuple:
+        """Once the stock is out, the packets play alike in any order (nothing refills
+        them, a marriage or a move home reads only the cards): they are sorted."""
+        piles = state.piles
+        if piles[STOCK_PILE]:
+            return piles, state.turn
+        return piles[FOUNDATIONS[0]:PACKETS[0]], tuple(sorted(piles[p] for p in PACKETS)), \
+            piles[TALON]
+
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Card X going home to foundation F is safe when
 

@@ -180,6 +180,14 @@ class FourCorners(Variant):
     def moves_reveal_stock(self, state: State) -> bool:
         return bool(state.piles[STOCK_PILE])
 
+    def play_key(self, state: State) -> tuple:
+        """Once the stock is out, the packets play alike in any order (any top may go to
+        any foundation that wants it or onto any packet): they are sorted."""
+        piles = state.piles
+        if piles[STOCK_PILE]:
+            return piles, state.turn
+        return tuple(sorted(piles[p] for p in PACKETS)), piles[ACES[0]:STOCK_PILE]
+
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Card X going home is safe when every card that could ever marry onto X can go
         home directly instead, and nothing is dealt in reply:

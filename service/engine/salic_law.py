@@ -129,6 +129,17 @@ class SalicLaw(Variant):
         table.move(STOCK_PILE, target)
         return 0
 
+    def play_key(self, state: State) -> tuple:
+        """Once the stock is dealt out, the king piles play alike whatever their king (a
+        king never moves and takes a card only when bare) and in any order, and so do
+        the foundations (any suit, all up to a jack): the key is the cards on the kings,
+        sorted, and the foundation heights, sorted."""
+        piles = state.piles
+        if piles[STOCK_PILE]:
+            return piles, state.turn
+        return (tuple(sorted(piles[k][1:] for k in KINGS)),
+                tuple(sorted(len(piles[f]) for f in FOUNDATIONS)))
+
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Every foundation move is safe: foundations ignore suit and all end at a jack,
         so two foundations with the same top are interchangeable, and a card on a king

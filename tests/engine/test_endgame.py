@@ -10,7 +10,7 @@ import pytest
 from service.engine import MOVE, WON, Move, State, new_game
 from service.engine.endgame import SOLVER_BUDGET, potential, solve
 from service.engine.four_corners import ACES, KINGS, PACKETS
-from service.engine.help import hint
+from service.engine.help import heuristic_hint as hint
 from tests.engine.positions import craft
 
 RANKS = "A23456789TJQK"
