@@ -8,6 +8,7 @@ import random
 import pytest
 
 from service.engine import Move, State, get_variant
+from service.engine.cards import split_codes
 from service.engine.help import autoplay as engine_autoplay
 from tests.api.support import (
     auth,
@@ -21,6 +22,7 @@ from tests.api.support import (
     stored_state,
 )
 from tests.contract import spec
+from tests.engine.positions import CLOCK_5_LOSING_STOCK, CLOCK_5_TO_A_GUESS
 
 #: Salic Law, deal 42: the moves after which seven cards can safely go home (the
 #: openapi.yaml example of autoplay).
@@ -107,6 +109,40 @@ def test_the_hint_is_the_same_whatever_the_hidden_stock_order(client, redis_db, 
         move = {k: v for k, v in hint["move"].items() if k != "card"}
         assert hint["move"] in legal(client, gid)
         assert play(client, gid, token, move).status_code == 200
+
+
+def _set_stock(redis_db, game_id: str, stock: str) -> None:
+    """Give a stored game another stock of the same cards (what the player cannot see)."""
+    key = f"game:{{{game_id}}}"
+    record = json.loads(redis_db.hget(key, "d"))
+    index = get_variant(record["state"]["variant"]).index["stock"]
+    assert sorted(split_codes(stock)) == sorted(split_codes(record["state"]["piles"][index]))
+    record["state"]["piles"][index] = stock
+    State.from_dict(record["state"])  # still a valid snapshot
+    redis_db.hset(key, "d", json.dumps(record))
+
+
+def test_two_games_alike_but_for_their_stock_get_the_same_hint(client, redis_db):
+    """Two games of the Clock's deal 5 played to the same position; the second one's
+    eight stock cards put in an order with which the position is lost (with the deal's
+    own order it wins).  A hint that read the stock could tell them apart; both players
+    see the same table and get the same hint."""
+    games = []
+    for _ in range(2):
+        game, token, _ = create(client, "clock", seed=5)
+        play_all(client, game["id"], token, CLOCK_5_TO_A_GUESS)
+        games.append(game["id"])
+    _set_stock(redis_db, games[1], CLOCK_5_LOSING_STOCK)
+    stocks = [json.loads(redis_db.hget(f"game:{{{gid}}}", "d"))["state"]["piles"][24]
+              for gid in games]
+    assert stocks[0] != stocks[1]
+    seen = [client.get(f"/v1/games/{gid}").get_json() for gid in games]
+    assert _visible(seen[0]) == _visible(seen[1])
+    hints = [client.get(f"/v1/games/{gid}/hint").get_json() for gid in games]
+    assert hints[0] == hints[1] == {
+        "move": {"type": "move", "from": "packet-10", "to": "foundation-7", "card": "2S"},
+        "reason": "2S goes home to foundation-7: wins in 7 of 8 sampled deals of the "
+                  "unseen cards"}
 
 
 def test_following_hints_through_the_api_wins_salic_law_9(client):

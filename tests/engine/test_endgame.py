@@ -1,5 +1,6 @@
-"""The Four Corners endgame solver (service/engine/endgame.py) and the hints it gives
-once the stock is out: wins found, traps avoided, budget kept, no position twice."""
+"""The Four Corners endgame solver (service/engine/endgame.py) and the heuristic hints
+it gives once the stock is out: wins found, traps avoided, budget kept, no position
+twice."""
 
 from __future__ import annotations
 
