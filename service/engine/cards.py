@@ -17,7 +17,6 @@ RANKS = "A23456789TJQK"
 SUITS = "SHDC"
 #: Suit order of the canonical pack used by the shuffle (API.md, "Deals").
 CANONICAL_SUITS = "CSHD"
-RED_SUITS = frozenset("HD")
 
 ACE, JACK, QUEEN, KING = 1, 11, 12, 13
 
@@ -33,10 +32,6 @@ class Card(NamedTuple):
 
     def __repr__(self) -> str:
         return f"Card.parse({_TEXT[self]!r})"
-
-    @property
-    def is_red(self) -> bool:
-        return self.suit in RED_SUITS
 
     @classmethod
     def parse(cls, text: str) -> Card:

@@ -135,11 +135,3 @@ class Replay:
         """Apply every token of ``text``, yielding each change."""
         for token in tokens(text):
             yield self.advance(token)
-
-    @classmethod
-    def of(cls, variant: Variant, seed: int, text: str) -> Replay:
-        """The replay of a whole journal."""
-        replay = cls(variant, seed)
-        for _change in replay.run(text):
-            pass
-        return replay

@@ -22,6 +22,7 @@ from service.engine import (
 )
 from service.engine.cards import cards_text, parse_cards
 from service.engine.playout import makes_progress
+from tests.notation import cards_on
 
 VARIANT_IDS = ("clock", "salic-law", "four-corners")
 
@@ -58,7 +59,7 @@ def leftover(texts) -> str:
 
 def text(state: State, pile_id: str) -> str:
     """The cards of one pile as text, bottom first."""
-    return cards_text(state.pile(pile_id))
+    return cards_text(cards_on(state, pile_id))
 
 
 def events_text(step) -> list[str]:
