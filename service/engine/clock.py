@@ -21,7 +21,8 @@ from .moves import DRAW, MOVE, REFILL
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
-#: The card each hour's foundation starts with (RULES.md: the "Big Ben" arrangement).
+#: The card each hour's foundation starts with (docs/rules.md, "The Clock": the "Big Ben"
+#: arrangement).
 BASES = {1: "6C", 2: "7H", 3: "8S", 4: "9D", 5: "TC", 6: "JH", 7: "QS", 8: "KD",
          9: "2C", 10: "3H", 11: "4S", 12: "5D"}
 PACKET_SIZE = 3

@@ -6,7 +6,7 @@ from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant,
 from .cards import ACE, KING, Card, shuffled_pack
 from .moves import DEAL, MOVE, Line
 
-#: Foundation rows 1..4 hold these suits (RULES.md decision).
+#: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
 #: The twelve packets, in the order of one round of the deal.
 PACKET_IDS = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
@@ -72,7 +72,8 @@ class FourCorners(Variant):
     @staticmethod
     def _deal_to(table, packet: int) -> None:
         """Deal stock cards to ``packet`` until one lands on it: an ace or king whose
-        foundation is still empty goes straight there instead (RULES.md)."""
+        foundation is still empty goes straight there instead (docs/rules.md, "Four
+        Corners")."""
         piles = table.piles
         while piles[STOCK_PILE]:
             card = piles[STOCK_PILE][-1]

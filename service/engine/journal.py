@@ -73,7 +73,7 @@ class Change:
     status: str  # the game's status right after the change
 
     def entry(self) -> dict:
-        """``{"version", "move", "events"}``, the feed entry of API.md (an undo's move is
+        """``{"version", "move", "events"}``, the feed entry of openapi.yaml (an undo's move is
         ``{"type": "undo"}``)."""
         return {"version": self.version,
                 "move": self.move.to_dict() if self.move is not None else {"type": UNDONE},

@@ -20,7 +20,7 @@ _MAX_PILE_ID = 32
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """One player action, as API.md "Moves" writes it.
+    """One player action (docs/rules.md, "Moves").
 
     ``Move("move", "packet-1", "foundation-3")`` takes the top card of ``source`` onto
     ``target``; ``Move("deal")``, ``Move("draw")``, ``Move("refill")``, ``Move("resign")``
@@ -54,7 +54,8 @@ class Move:
 
     @classmethod
     def from_dict(cls, data: dict) -> Move:
-        """The move of API.md's JSON shape; ``InvalidMoveError`` when malformed."""
+        """The move in its JSON shape (docs/rules.md, "Moves"); ``InvalidMoveError`` when
+        malformed."""
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             raise InvalidMoveError("invalid_move", "a move is an object with a 'type'")
         allowed = {"type", "from", "to"} if data["type"] == MOVE else {"type"}

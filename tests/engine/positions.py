@@ -122,7 +122,8 @@ def walk(variant_id: str, seed: int, walk_seed: int | None = None, max_idle: int
         state = after
 
 
-#: The Clock's foundation bases (RULES.md), written out again for crafted positions.
+#: The Clock's foundation bases (docs/rules.md, "The Clock"), written out again for
+#: crafted positions.
 CLOCK_BASES = {"foundation-1": "6C", "foundation-2": "7H", "foundation-3": "8S",
                "foundation-4": "9D", "foundation-5": "TC", "foundation-6": "JH",
                "foundation-7": "QS", "foundation-8": "KD", "foundation-9": "2C",

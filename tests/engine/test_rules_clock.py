@@ -1,4 +1,5 @@
-"""The Clock: RULES.md specifics pinned on crafted positions and real deals."""
+"""The Clock: the rules of docs/rules.md, "The Clock", pinned on crafted positions and
+real deals."""
 
 import pytest
 
@@ -135,7 +136,7 @@ def test_lost_when_no_move_is_left():
 
 def test_legal_moves_on_a_real_deal_are_exactly_what_the_rules_allow():
     """perft-like: for 30 deals and every position of a random game, the listed card moves
-    are exactly those a reference written from RULES.md allows."""
+    are exactly those a reference written from docs/rules.md allows."""
     ranks = "A23456789TJQK"
 
     def reference(state):

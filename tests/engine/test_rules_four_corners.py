@@ -1,4 +1,5 @@
-"""Four Corners: RULES.md specifics pinned on crafted positions and real deals."""
+"""Four Corners: the rules of docs/rules.md, "Four Corners", pinned on crafted positions
+and real deals."""
 
 import pytest
 
@@ -15,8 +16,9 @@ FOUNDATIONS = [f"{kind}-{row}" for kind in ("ace", "king") for row in "1234"]
 
 
 def reference_deal(pack: list[str], piles: dict[str, list[str]], packet: str) -> list[str]:
-    """RULES.md written out again: deal to ``packet``; an ace or king whose foundation is
-    empty goes there instead and the next card comes to the same packet."""
+    """docs/rules.md, "Four Corners", written out again: deal to ``packet``; an ace or
+    king whose foundation is empty goes there instead and the next card comes to the
+    same packet."""
     events = []
     while pack:
         card = pack.pop()

@@ -1,4 +1,5 @@
-"""Salic Law: RULES.md specifics pinned on crafted positions and real deals."""
+"""Salic Law: the rules of docs/rules.md, "Salic Law", pinned on crafted positions and
+real deals."""
 
 import pytest
 

@@ -1,4 +1,5 @@
-"""RULES.md "Worked checks": each one a named test, on crafted positions and real deals."""
+"""docs/rules.md, "Worked checks": each one a named test, on crafted positions and
+real deals."""
 
 import random
 
