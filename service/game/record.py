@@ -119,10 +119,7 @@ class GameRecord:
                 for spec, text in zip(variant.layout, texts, strict=True)
             ],
         }
-        next_deal_at = getattr(variant, "next_deal_at", None)
-        if next_deal_at is not None:
-            game["next_deal"] = next_deal_at(self.state["turn"],
-                                             len(texts[variant.stock]) // 2)
+        game.update(variant.public_fields(self.state["turn"], len(texts[variant.stock]) // 2))
         game["created_at"] = self.created
         game["updated_at"] = self.updated
         return game
