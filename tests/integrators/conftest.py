@@ -1,0 +1,26 @@
+"""Fixtures of the integrators' tests: the service as an integrator meets it, a real
+gunicorn (the command of `make run`) over a real Redis of its own, on free ports.
+
+Each test module gets its own Redis and gunicorn, so that what one module stores (the
+statistics, say) never shows in another's outputs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from service.redis_server import RedisServer
+from tests.e2e.support import Gunicorn
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory):
+    """``Gunicorn`` (``.base`` is its URL) over a Redis of its own, for one module."""
+    redis = RedisServer(tmp_path_factory.mktemp("integrators-redis"))
+    redis.start()
+    try:
+        log = tmp_path_factory.mktemp("integrators-gunicorn") / "gunicorn.log"
+        with Gunicorn(redis.url, log, WEB_CONCURRENCY="1") as server:
+            yield server
+    finally:
+        redis.stop()
