@@ -14,13 +14,15 @@ from tests.e2e.support import Gunicorn
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    """``Gunicorn`` (``.base`` is its URL) over a Redis of its own, for one module."""
+def api(request, tmp_path_factory):
+    """``Gunicorn`` (``.base`` is its URL) over a Redis of its own, for one module, with
+    the module's ``API_ENV`` (a dict) on top of the environment."""
     redis = RedisServer(tmp_path_factory.mktemp("integrators-redis"))
     redis.start()
     try:
         log = tmp_path_factory.mktemp("integrators-gunicorn") / "gunicorn.log"
-        with Gunicorn(redis.url, log, WEB_CONCURRENCY="1") as server:
+        env = {"WEB_CONCURRENCY": "1", **getattr(request.module, "API_ENV", {})}
+        with Gunicorn(redis.url, log, **env) as server:
             yield server
     finally:
         redis.stop()
