@@ -54,6 +54,7 @@ class SalicLaw(Variant):
         "first move of the shortest line of card moves (onto bare kings) that brings the "
         "most cards home (a bounded breadth-first search). When no card move helps: deal, "
         "else no move.")
+    order = 2
     actions = (DEAL,)
     layout = _layout()
     table = (9.5, 8.0)
@@ -138,13 +139,14 @@ class SalicLaw(Variant):
         table.move(STOCK_PILE, target)
         return 0
 
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
+
+    # --- help, search and presentation hooks ----------------------------------------
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Every foundation move is safe: foundations ignore suit and all end at a jack,
         so two foundations with the same top are interchangeable, and a card on a king
         pile is never a target for anything but a foundation (a bare king takes cards
         only from other piles, not onto them)."""
         return True
-
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
