@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
 from .cards import ACE, KING, Card, shuffled_pack
-from .moves import DEAL, MOVE, Move
+from .moves import DEAL, MOVE, Line, Move
 
-#: Foundation rows 1..4 hold these suits (RULES.md decision).
+#: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
 #: The twelve packets, in the order of one round of the deal.
 PACKET_IDS = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
@@ -55,6 +55,20 @@ class FourCorners(Variant):
     summary = ("Deal the pack round twelve packets in two columns; build an ace and a king "
                "foundation of each suit, up and down; marry up or down in suit once the "
                "stock is out.")
+    autoplay_rule = (
+        "Nothing while the stock lasts (a card sent home is replaced from the stock, "
+        "which changes where every later card falls). Once the stock is out, a card goes "
+        "to its ace foundation when the king foundation of its suit is down to its rank "
+        "or below, and to its king foundation when the ace foundation is up to its rank "
+        "or above: then every card that could marry onto it can go home directly instead.")
+    hint_rule = (
+        "More cards home. While the stock lasts, from the face-up cards only: a move "
+        "home, else a marriage after which a card that could not go home can. Once the "
+        "stock is out every card is face up, and the hint is a move that autoplay would "
+        "play, else the first move of a line that wins the game, else of the line that "
+        "brings the most cards home (a bounded search). When no card move helps: deal, "
+        "else no move.")
+    order = 3
     actions = (DEAL,)
     turns = len(PACKETS)
     layout = _layout()
@@ -71,7 +85,8 @@ class FourCorners(Variant):
     @staticmethod
     def _deal_to(table, packet: int) -> None:
         """Deal stock cards to ``packet`` until one lands on it: an ace or king whose
-        foundation is still empty goes straight there instead (RULES.md)."""
+        foundation is still empty goes straight there instead (docs/rules.md, "Four
+        Corners")."""
         piles = table.piles
         while piles[STOCK_PILE]:
             card = piles[STOCK_PILE][-1]
@@ -83,16 +98,6 @@ class FourCorners(Variant):
             else:
                 table.move(STOCK_PILE, packet)
                 return
-
-    def next_deal(self, state: State) -> str | None:
-        """The packet the next dealt card lands on; None once the stock is empty."""
-        return self.next_deal_at(state.turn, len(state.piles[STOCK_PILE]))
-
-    @staticmethod
-    def next_deal_at(turn: int, stock_count: int) -> str | None:
-        """:meth:`next_deal` of a snapshot: its ``turn`` and how many cards its stock
-        holds."""
-        return PACKET_IDS[turn] if stock_count else None
 
     def _needs(self, state: State) -> dict[Card, list[int]]:
         needs: dict[Card, list[int]] = {}
@@ -177,6 +182,20 @@ class FourCorners(Variant):
         self._deal_to(table, state.turn)
         return (state.turn + 1) % len(PACKETS)
 
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
+
+
+    # --- help, search and presentation hooks ----------------------------------------
+    def next_deal(self, state: State) -> str | None:
+        """The packet the next dealt card lands on; None once the stock is empty."""
+        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
+
+    def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
+        """``next_deal``: :meth:`next_deal` of the position."""
+        return {"next_deal": PACKET_IDS[turn] if stock_count else None}
+
     def moves_reveal_stock(self, state: State) -> bool:
         return bool(state.piles[STOCK_PILE])
 
@@ -203,9 +222,14 @@ class FourCorners(Variant):
         other = piles[ACES[row]]
         return bool(other) and other[-1].rank >= card.rank
 
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
+    def endgame_line(self, state: State) -> Line | None:
+        """Once the stock is out every card is face up: the solver's line
+        (:func:`.endgame.solve`)."""
+        if state.piles[STOCK_PILE]:
+            return None
+        from .endgame import solve  # it builds on this module's constants
+
+        return solve(state)
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_FourCornersSearch`): ``(result, moves)``."""
