@@ -8,6 +8,8 @@ autoplay plays first; a hint never calls a move safe that autoplay would leave; 
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from service.engine import get_variant, new_game
@@ -15,6 +17,9 @@ from service.engine.help import autoplay, hint, safe_moves
 from tests.engine.positions import VARIANT_IDS, walk
 
 SAFE_WORDS = "nothing else will ever need it"
+
+#: A hint of each position once (a Four Corners endgame hint runs a search).
+_hint = functools.lru_cache(maxsize=None)(hint)
 
 
 def _followed(variant_id: str, seed: int):
@@ -25,7 +30,7 @@ def _followed(variant_id: str, seed: int):
         if state.is_over:
             return
         yield state
-        suggestion = hint(state)
+        suggestion = _hint(state)
         actions = [m for m in state.legal_moves() if m.type != "move"]
         if suggestion is None and not actions:
             return
@@ -46,7 +51,7 @@ def _positions(variant_id: str):
 def test_a_hint_calls_safe_exactly_what_autoplay_plays_first(variant_id):
     seen_safe = 0
     for state in _positions(variant_id):
-        suggestion = hint(state)
+        suggestion = _hint(state)
         safe = safe_moves(state)
         if safe:
             # A safe move is always the hint, and it is autoplay's first move.

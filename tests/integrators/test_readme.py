@@ -200,3 +200,10 @@ def test_the_readme_test_reads_blocks_and_outputs_as_documented():
     assert _mask("2026-11-29T16:04:00.123Z") == "<time>"
     assert _prepare(["curl -sN --max-time 2 http://127.0.0.1:8000/x"], "http://h:1") == \
         "curl -sN --max-time 2 http://h:1/x || [ $? -eq 28 ]"
+
+
+def test_the_readme_speaks_of_the_api_not_of_python_names():
+    # Clients read GET /v1/variants (autoplay_rule, hint_rule), not the engine's code.
+    text = README.read_text()
+    for name in ("is_safe_home", "safe_moves", "endgame_line"):
+        assert name not in text, name
