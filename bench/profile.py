@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("clock", "salic-law", "four-corners")
 GAMES = 48
 
 
@@ -128,11 +127,14 @@ def main(argv: list[str] | None = None) -> int:
             url = server.url
         # As gunicorn.conf.py and the HTTP benchmark set them, before the app is imported.
         (tmp / "prometheus").mkdir()
+        from service.launch import new_secret_key
+
         os.environ.update(REDIS_URL=url, RATELIMIT_ENABLED="false",
-                          PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"))
+                          PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"),
+                          SECRET_KEY=os.environ.get("SECRET_KEY") or new_secret_key())
         from pyinstrument import Profiler
 
-        from bench.walks import long_walks
+        from bench.walks import VARIANT_IDS, long_walks
         from service.app import create_app
 
         # The JSON request log: written, as in production, and never read.
@@ -141,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
         app = create_app()
         per_game = -(-args.requests // GAMES)
         games = []
-        for walk in long_walks(list(VARIANTS), GAMES, per_game):
+        for walk in long_walks(list(VARIANT_IDS), GAMES, per_game):
             status, data = call(app, "POST", "/v1/games",
                                 body=json.dumps({"variant": walk.variant,
                                                  "seed": walk.seed}).encode())

@@ -11,6 +11,8 @@ import threading
 
 import pytest
 
+from service import keys
+from service.app import close_app
 from service.engine import Move, get_variant
 from service.events import SHUTDOWN
 from tests.api.support import (
@@ -24,6 +26,7 @@ from tests.api.support import (
     replay,
     stored_journal,
 )
+from tests.notation import cards_on
 from tests.sse import events_only, messages
 
 CLOCK_42_FIRST = {"type": "move", "from": "packet-4", "to": "foundation-1"}
@@ -35,7 +38,7 @@ def sse_app(clean_redis, redis_url):
     """An app whose streams beat every 0.1 s (tests wait on heartbeats, not 15 s)."""
     app = make_app(redis_url, SSE_HEARTBEAT_SECONDS=0.1)
     yield app
-    app.extensions["game_store"].close()
+    close_app(app)
     assert 500 not in app.statuses
 
 
@@ -173,7 +176,7 @@ def test_the_feed_names_no_card_before_it_is_dealt(client, redis_db):
         assert entry["events"] == [event.to_dict() for event in step.events]
         for event in entry["events"]:
             if event["from"] == "stock":
-                assert str(state.pile(event["to"])[-1]) == event["card"]
+                assert str(cards_on(state, event["to"])[-1]) == event["card"]
     assert public_piles(state) == {p["id"]: p["cards"] for p in feed["game"]["piles"]}
 
 
@@ -268,7 +271,7 @@ def test_an_expired_game_ends_its_streams(sse, redis_db):
     gid, _token = _clock_42(sse)
     response, stream = _open(sse, gid)
     assert next(stream).retry is not None
-    redis_db.delete(f"game:{{{gid}}}")  # what expiry does
+    redis_db.delete(keys.game(gid))  # what expiry does
     assert next(events_only(stream)).event == "deleted"
     assert next(stream, None) is None
     response.close()
@@ -330,7 +333,7 @@ def test_streams_per_process_are_bounded(redis_url, clean_redis):
         for opened in (second, third):
             opened[0].close()
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
 
 
 def test_a_stream_ends_after_its_maximum_life_and_on_shutdown(redis_url, clean_redis):
@@ -342,7 +345,7 @@ def test_a_stream_ends_after_its_maximum_life_and_on_shutdown(redis_url, clean_r
         assert all(m.comment == "heartbeat" for m in list(stream)[1:])
         response.close()
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
 
 
 def test_a_stopping_worker_ends_its_streams(sse):

@@ -147,6 +147,19 @@ def test_with_nothing_unseen_the_hint_follows_a_winning_line():
     assert final.status == "won"
 
 
+@pytest.mark.parametrize("variant_id", ["clock", "salic-law"])
+def test_a_safe_move_home_is_the_hint_as_the_quick_hint_says_it(variant_id):
+    """(Random walks of Four Corners rarely get its stock out, where its safe moves
+    are.)"""
+    seen = 0
+    for state, _step, _after in walk(variant_id, 3, max_idle=60):
+        if safe_moves(state):
+            assert hint(state, SMALL) == heuristic_hint(state)
+            assert hint(state, SMALL).move == safe_moves(state)[0]
+            seen += 1
+    assert seen >= 3
+
+
 def test_when_no_sample_is_won_the_quick_hint_answers():
     """At the opening of the Clock nothing is settled within the budget: the answer is
     the heuristic hint, word for word."""
