@@ -203,7 +203,7 @@ class HintBudget:
     so the hint of a position is the same on every call."""
 
     samples: int = 8
-    positions: int = 250
+    positions: int = 400
     seconds: float = 0.8
 
 
@@ -214,7 +214,6 @@ DEFAULT_BUDGET = HintBudget()
 def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
     """The move a strong player would make, from what the player can see.
 
-    * A safe move home (``Variant.is_safe_home``) first: it can never hurt.
     * With a single legal move, nothing is searched: the quick hint
       (:func:`heuristic_hint`) answers, or None (the only move is the deal, draw or
       refill).
@@ -223,9 +222,11 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
       solver searches each sample with the whole deal known.  Each sample the solver
       wins votes for the first move of its winning line; the move with the most votes
       is the hint ("wins in 7 of 8 sampled deals").  With nothing unseen there is one
-      world to search, with the budget of all the samples.
-    * When no sample is won within the budget, :func:`heuristic_hint` answers (its
-      reason says so when every sample was proved lost).
+      world to search, with the budget of all the samples.  A safe move home is
+      searched like any other move: which card goes home first, or whether to deal
+      first, can decide a game.
+    * When no sample is won within the budget, :func:`heuristic_hint` answers (a safe
+      move home first; its reason says so when every sample was proved lost).
 
     The answer may be an action move (deal, draw, refill) when the winning lines start
     with one; None means no card move helps and the player should deal, draw or refill.
@@ -234,12 +235,6 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
     """
     if state.status != PLAYING:
         return None
-    safe = safe_moves(state)
-    if safe:
-        move = safe[0]
-        card = state.card_of(move)
-        return Hint(move, str(card), f"{card} goes home to {move.target}; nothing else "
-                                     "will ever need it")
     moves = state.legal_moves()
     if len(moves) <= 1:
         return heuristic_hint(state)
