@@ -2,8 +2,9 @@
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
-Then it runs gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default 8000),
-forwards SIGINT / SIGTERM / SIGHUP to it, waits for it to exit and stops Redis last.
+Then it runs gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default 8000,
+started by :mod:`service.launch`), forwards SIGINT / SIGTERM / SIGHUP to it, waits for
+it to exit and stops Redis last.
 """
 
 from __future__ import annotations
@@ -15,11 +16,8 @@ import sys
 from pathlib import Path
 
 from service.config import env_int
-from service.redis_server import RedisServer, RedisServerError, die_with_parent
-
-# The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
-# (tests/test_compose.py checks it).
-GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
+from service.launch import Gunicorn
+from service.redis_server import RedisServer, RedisServerError
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -73,14 +71,8 @@ def main() -> int:
         if received:
             return 0
 
-        gunicorn = subprocess.Popen(
-            [sys.executable, "-m", *GUNICORN_COMMAND],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # signals reach it once, through us
-            preexec_fn=die_with_parent(),
-        )
+        # In a session of its own: signals reach it once, through us.
+        gunicorn = Gunicorn(env).start().process
         log(f"gunicorn pid {gunicorn.pid} serving http://{HOST}:{port}")
         if received:
             forward(received[-1], None)
