@@ -37,15 +37,19 @@ class Gunicorn:
     """A gunicorn process of ``app`` (the service by default) under ``env``.
 
     ``output`` is the file that receives gunicorn's stdout and stderr (None: this
-    process's own).  :meth:`start` starts it, :meth:`wait_ready` waits until it answers,
+    process's own).  :meth:`start` starts it, :meth:`wait_ready` waits until it answers
+    ``GET ready_path`` with 200 and (with ``workers``) runs that many workers,
     :meth:`stop` ends it; as a context manager it does all three.
     """
 
     def __init__(self, env: Mapping[str, str], *, app: str = GUNICORN_COMMAND[-1],
-                 output: Path | None = None):
+                 output: Path | None = None, ready_path: str = "/healthz",
+                 workers: int | None = None):
         self.env = dict(env)
         self.command = [sys.executable, "-m", *GUNICORN_COMMAND[:-1], app]
         self.output = output
+        self.ready_path = ready_path
+        self.expected_workers = workers
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -74,13 +78,12 @@ class Gunicorn:
         """The pids of the master's worker processes (Linux /proc)."""
         return children(self.pid)
 
-    def wait_ready(self, *, host: str = "127.0.0.1", port: int | None = None,
-                   path: str = "/healthz", workers: int | None = None,
-                   timeout: float = 30.0) -> None:
-        """Wait until ``GET path`` answers 200 on ``host:port`` (``$PORT`` of the
-        environment by default) and, with ``workers``, the master runs that many
-        workers; :class:`GunicornError` if gunicorn exits or ``timeout`` passes first."""
-        port = int(self.env["PORT"]) if port is None else port
+    def wait_ready(self, timeout: float = 30.0) -> None:
+        """Wait until ``GET ready_path`` answers 200 on ``$HOST:$PORT`` of the
+        environment and the master runs the expected workers; :class:`GunicornError`
+        if gunicorn exits or ``timeout`` passes first."""
+        host, port = self.env.get("HOST") or "127.0.0.1", int(self.env["PORT"])
+        path, workers = self.ready_path, self.expected_workers
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:

@@ -47,7 +47,6 @@ class Service:
     def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
                  ready_path: str = "/healthz", name: str = "service"):
         self.persistence = persistence
-        self.ready_path = ready_path
         self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
         always = persistence == "always"
@@ -60,14 +59,14 @@ class Service:
         self.env = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=self.redis.url,
                         RATELIMIT_ENABLED="false", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
         self.settings = gunicorn_settings(self.env)
-        self.gunicorn = Gunicorn(self.env, app=app, output=self.workdir / "gunicorn.log")
+        self.gunicorn = Gunicorn(self.env, app=app, output=self.workdir / "gunicorn.log",
+                                 ready_path=ready_path, workers=self.settings["workers"])
 
     def __enter__(self) -> Service:
         self.redis.start()
         try:
             self.gunicorn.start()
-            self.gunicorn.wait_ready(host=HOST, port=self.port, path=self.ready_path,
-                                     workers=self.settings["workers"])
+            self.gunicorn.wait_ready()
         except BaseException:
             self.__exit__()
             raise

@@ -32,16 +32,7 @@ class Gunicorn(launch.Gunicorn):
                        GUNICORN_THREADS="8", RATELIMIT_DEFAULT="100000 per minute")
         environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
         environ.update(env)
-        super().__init__(environ, output=log)
-
-    def __enter__(self) -> Gunicorn:
-        self.start()
-        try:
-            self.wait_ready(port=self.port, workers=int(self.env["WEB_CONCURRENCY"]))
-        except BaseException:
-            self.stop()
-            raise
-        return self
+        super().__init__(environ, output=log, workers=int(environ["WEB_CONCURRENCY"]))
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
