@@ -189,8 +189,8 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "precomputed sequence of legal moves (`bench/walks.py`) with `If-Match`; the reads "
         "go over every game.",
         "- The stack's floor (unless `--no-toy`): alongside the service, the same "
-        "gunicorn config serves `bench/toy.py`, the reference endpoints the performance "
-        "issue measured (a bare Flask JSON answer; a 1 KiB JSON value read from Redis; "
+        "gunicorn config serves `bench/toy.py`, the reference endpoints (a bare Flask "
+        "JSON answer; a 1 KiB JSON value read from Redis; "
         "read and written back with a Lua compare-and-set), over 1,024 keys, against its "
         "own Redis of the same persistence, loaded in the same rounds with the same wrk "
         "settings.",
@@ -209,8 +209,8 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         if outcome.log_problems:
             out += [f"**The gunicorn log shows problems:** {outcome.log_problems}", ""]
         if outcome.toy_runs:
-            out += [f"The stack's own floor, {outcome.persistence}: the reference endpoints of "
-                    "the performance issue (`bench/toy.py`: no request log, metrics, CORS, "
+            out += [f"The stack's own floor, {outcome.persistence}: the reference endpoints "
+                    "(`bench/toy.py`: no request log, metrics, CORS, "
                     "validation or engine) served by the same gunicorn config against its "
                     "own Redis of the same persistence, in the same rounds:", "",
                     runs_table(outcome.toy_runs, outcome.toy_runs[0].rps,

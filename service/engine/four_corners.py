@@ -168,12 +168,9 @@ class FourCorners(Variant):
 
 
     # --- help, search and presentation hooks ----------------------------------------
-    def next_deal(self, state: State) -> str | None:
-        """The packet the next dealt card lands on; None once the stock is empty."""
-        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
-
     def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
-        """``next_deal``: :meth:`next_deal` of the position."""
+        """``next_deal``: the packet the next dealt card lands on; None once the stock is
+        empty."""
         return {"next_deal": PACKET_IDS[turn] if stock_count else None}
 
     def moves_reveal_stock(self, state: State) -> bool:
