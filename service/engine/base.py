@@ -169,6 +169,10 @@ class Variant:
     id: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
+    #: What autoplay plays (the variant's safe moves home, ``is_safe_home``), for people.
+    autoplay_rule: ClassVar[str]
+    #: What a hint looks for in this variant, for people.
+    hint_rule: ClassVar[str]
     decks: ClassVar[int] = 2
     #: Where the variant comes in the list of variants (:func:`variants`).
     order: ClassVar[int] = 100
@@ -256,6 +260,7 @@ class Variant:
     def describe(self) -> dict:
         """The variant as ``GET /v1/variants`` shows it."""
         return {"id": self.id, "name": self.name, "decks": self.decks, "summary": self.summary,
+                "autoplay_rule": self.autoplay_rule, "hint_rule": self.hint_rule,
                 "moves": sorted(self.move_types),
                 "table": {"width": self.table[0], "height": self.table[1]},
                 "piles": [spec.to_dict() for spec in self.layout]}

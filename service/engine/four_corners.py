@@ -55,6 +55,19 @@ class FourCorners(Variant):
     summary = ("Deal the pack round twelve packets in two columns; build an ace and a king "
                "foundation of each suit, up and down; marry up or down in suit once the "
                "stock is out.")
+    autoplay_rule = (
+        "Nothing while the stock lasts (a card sent home is replaced from the stock, "
+        "which changes where every later card falls). Once the stock is out, a card goes "
+        "to its ace foundation when the king foundation of its suit is down to its rank "
+        "or below, and to its king foundation when the ace foundation is up to its rank "
+        "or above: then every card that could marry onto it can go home directly instead.")
+    hint_rule = (
+        "More cards home. While the stock lasts, from the face-up cards only: a move "
+        "home, else a marriage after which a card that could not go home can. Once the "
+        "stock is out every card is face up, and the hint is a move that autoplay would "
+        "play, else the first move of a line that wins the game, else of the line that "
+        "brings the most cards home (a bounded search). When no card move helps: deal, "
+        "else no move.")
     order = 3
     actions = (DEAL,)
     turns = len(PACKETS)

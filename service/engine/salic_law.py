@@ -45,6 +45,15 @@ class SalicLaw(Variant):
     summary = ("Deal the pack onto a growing row of eight kings; build eight aces up to "
                "jacks regardless of suit from the tops of the king piles; queens are set "
                "aside.")
+    autoplay_rule = (
+        "Every card that a foundation takes goes home: foundations ignore suit and all "
+        "end at the jack, so any two with the same top are alike, and no card on the "
+        "table is ever needed as a target (cards move only onto a bare king).")
+    hint_rule = (
+        "More cards home, judged from the face-up cards only. In order: a move home; the "
+        "first move of the shortest line of card moves (onto bare kings) that brings the "
+        "most cards home (a bounded breadth-first search). When no card move helps: deal, "
+        "else no move.")
     order = 2
     actions = (DEAL,)
     layout = _layout()
