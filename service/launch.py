@@ -1,18 +1,14 @@
-"""The one way a gunicorn of the service is started: ``make run`` (service/devserver.py),
-the end-to-end tests and the HTTP benchmark all go through :class:`Gunicorn`.
-
-It runs ``python -m gunicorn -c gunicorn.conf.py 'service.app:create_app()'`` (the
-command of the Dockerfile and docker-compose.yml, :data:`GUNICORN_COMMAND`) from the
-repository root, with the environment it is given (gunicorn.conf.py reads every setting
-from there), in a session of its own (signals reach it only through its owner), and dies
-with the process that started it.
-"""
+"""The one way this project starts gunicorn: ``make run`` (:mod:`service.devserver`) calls
+:func:`start_gunicorn`; the end-to-end tests and the benchmark use :class:`Gunicorn`,
+which starts it the same way and waits until it answers.  The Dockerfile and
+docker-compose.yml run the same command line (tests/test_compose.py checks it)."""
 
 from __future__ import annotations
 
 import contextlib
 import http.client
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -22,11 +18,41 @@ from pathlib import Path
 
 from service.redis_server import die_with_parent
 
-#: The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
-#: (tests/test_compose.py checks it).
 GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
-
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def new_secret_key() -> str:
+    """A random ``SECRET_KEY`` (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
+                   output=None) -> subprocess.Popen:
+    """``python -m gunicorn -c gunicorn.conf.py <app>`` in the repository with ``env`` as
+    its whole environment (a fresh ``SECRET_KEY`` if it has none), its output to
+    ``output`` (a file; None: this process's), in a session of its own (signals reach it
+    only through the caller) that dies with the caller's thread."""
+    env = dict(env)
+    if not env.get("SECRET_KEY"):
+        env["SECRET_KEY"] = new_secret_key()
+    return subprocess.Popen(
+        [sys.executable, "-m", *GUNICORN_COMMAND[:-1], app], cwd=ROOT, env=env,
+        stdin=subprocess.DEVNULL, stdout=output,
+        stderr=subprocess.STDOUT if output is not None else None,
+        start_new_session=True, preexec_fn=die_with_parent())
+
+
+def stop_gunicorn(process: subprocess.Popen, timeout: float = 30.0) -> int:
+    """SIGTERM (a graceful stop), SIGKILL after ``timeout``; the exit status."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
 
 
 class GunicornError(RuntimeError):
@@ -34,19 +60,19 @@ class GunicornError(RuntimeError):
 
 
 class Gunicorn:
-    """A gunicorn process of ``app`` (the service by default) under ``env``.
+    """A gunicorn of ``app`` (the service by default) under ``env``, started by
+    :func:`start_gunicorn`, its output in the file ``output`` (None: this process's).
 
-    ``output`` is the file that receives gunicorn's stdout and stderr (None: this
-    process's own).  :meth:`start` starts it, :meth:`wait_ready` waits until it answers
-    ``GET ready_path`` with 200 and (with ``workers``) runs that many workers,
-    :meth:`stop` ends it; as a context manager it does all three.
+    :meth:`start` starts it; :meth:`wait_ready` waits until ``GET ready_path`` on
+    ``$HOST:$PORT`` of ``env`` answers 200 and (with ``workers``) the master runs that
+    many workers; :meth:`stop` ends it.  As a context manager it does all three.
     """
 
     def __init__(self, env: Mapping[str, str], *, app: str = GUNICORN_COMMAND[-1],
                  output: Path | None = None, ready_path: str = "/healthz",
                  workers: int | None = None):
         self.env = dict(env)
-        self.command = [sys.executable, "-m", *GUNICORN_COMMAND[:-1], app]
+        self.app = app
         self.output = output
         self.ready_path = ready_path
         self.expected_workers = workers
@@ -57,15 +83,11 @@ class Gunicorn:
         return self.process.pid
 
     def start(self) -> Gunicorn:
-        sink = open(self.output, "wb") if self.output is not None else None  # noqa: SIM115
-        try:
-            self.process = subprocess.Popen(
-                self.command, cwd=ROOT, env=self.env, stdin=subprocess.DEVNULL,
-                stdout=sink, stderr=subprocess.STDOUT if sink is not None else None,
-                start_new_session=True, preexec_fn=die_with_parent())
-        finally:
-            if sink is not None:
-                sink.close()  # the child holds its own copy
+        if self.output is None:
+            self.process = start_gunicorn(self.env, app=self.app)
+        else:
+            with open(self.output, "wb") as sink:  # the child keeps its own copy
+                self.process = start_gunicorn(self.env, app=self.app, output=sink)
         return self
 
     def log(self) -> str:
@@ -79,38 +101,25 @@ class Gunicorn:
         return children(self.pid)
 
     def wait_ready(self, timeout: float = 30.0) -> None:
-        """Wait until ``GET ready_path`` answers 200 on ``$HOST:$PORT`` of the
-        environment and the master runs the expected workers; :class:`GunicornError`
-        if gunicorn exits or ``timeout`` passes first."""
+        """Wait until gunicorn answers and runs its workers (see the class);
+        :class:`GunicornError` if it exits or ``timeout`` passes first."""
         host, port = self.env.get("HOST") or "127.0.0.1", int(self.env["PORT"])
-        path, workers = self.ready_path, self.expected_workers
         deadline = time.monotonic() + timeout
         while True:
             if self.process.poll() is not None:
                 raise GunicornError(f"gunicorn exited with status {self.process.returncode}:"
                                     f"\n{self.log()[-3000:]}")
-            if (workers is None or len(self.workers()) == workers) \
-                    and _answers(host, port, path):
+            if (self.expected_workers is None or len(self.workers()) == self.expected_workers) \
+                    and _answers(host, port, self.ready_path):
                 return
             if time.monotonic() > deadline:
-                raise GunicornError(f"gunicorn did not answer GET {path} within "
+                raise GunicornError(f"gunicorn did not answer GET {self.ready_path} within "
                                     f"{timeout:g} s:\n{self.log()[-3000:]}")
             time.sleep(0.1)
 
     def stop(self, timeout: float = 30.0) -> int | None:
-        """SIGTERM (gunicorn's graceful stop), then SIGKILL after ``timeout`` seconds;
-        the exit status (None if it was never started)."""
-        process = self.process
-        if process is None:
-            return None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        return process.returncode
+        """:func:`stop_gunicorn`; the exit status (None if it was never started)."""
+        return None if self.process is None else stop_gunicorn(self.process, timeout)
 
     def __enter__(self) -> Gunicorn:
         self.start()

@@ -17,6 +17,7 @@ import redis
 from bench.http.constants import HOST
 from bench.http.service import Service
 from bench.walks import Walk
+from service import keys
 
 
 class Client:
@@ -106,7 +107,7 @@ def moves_file_writer(service: Service, games: list[Game], lanes: int, path: Pat
     def read_versions(client: redis.Redis) -> list[int]:
         pipe = client.pipeline(transaction=False)
         for game in games:
-            pipe.hget(f"game:{{{game.id}}}", "v")
+            pipe.hget(keys.game(game.id), keys.VERSION)
         return [int(v) for v in pipe.execute()]
 
     def prepare() -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import redis
 
 from bench.http.client import Game
+from service.keys import GAME_KEYS
 
 
 @dataclass
@@ -25,7 +26,7 @@ def memory_of(client: redis.Redis, games: list[Game], moves: int) -> Memory:
     """Every key of each game (found by its hash tag) and its ``MEMORY USAGE``."""
     wanted = {game.id for game in games}
     keys: dict[str, list[bytes]] = {game_id: [] for game_id in wanted}
-    for key in client.scan_iter(match="game:{*", count=1000):
+    for key in client.scan_iter(match=GAME_KEYS, count=1000):
         game_id = key.decode().partition("{")[2].partition("}")[0]
         if game_id in wanted:
             keys[game_id].append(key)

@@ -329,6 +329,13 @@ class Variant:
         building a :class:`State`).  No field by default."""
         return {}
 
+    def solver_search(self, state: State, budget) -> tuple[str, list[Move] | None]:
+        """The solver's search from ``state`` (see :mod:`.solver`): its result and, when
+        won, the winning moves.  By default the plain exhaustive search; a variant
+        replaces it with a faster one that prunes what it proves it may."""
+        from .solver import exhaustive_search  # the solver builds on this module
+        return exhaustive_search(state, budget)
+
     def _has_move(self, state: State) -> bool:
         if self._actions(state):
             return True
