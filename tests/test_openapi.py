@@ -21,7 +21,7 @@ from flask import Flask, Response
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from service.api.errors import TITLES
-from service.app import create_app
+from service.app import close_app, create_app
 from service.engine import RULE_CODES, IllegalMoveError, Move, get_variant, variants
 from tests.contract import (
     SPEC_PATH,
@@ -44,7 +44,7 @@ def app(redis_url):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "RATELIMIT_ENABLED": False})
     app.test_client_class = ValidatingClient
     yield app
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 @pytest.fixture

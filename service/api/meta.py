@@ -4,7 +4,7 @@ from flask import Blueprint, Response, current_app, request
 
 from service import metrics
 from service.api.http import json_response
-from service.games import GameError
+from service.game.errors import GameError
 
 bp = Blueprint("meta", __name__)
 
