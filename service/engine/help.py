@@ -203,7 +203,7 @@ class HintBudget:
     so the hint of a position is the same on every call."""
 
     samples: int = 8
-    positions: int = 400
+    positions: int = 250
     seconds: float = 0.8
 
 
@@ -261,13 +261,12 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
     positions = budget.positions if view.unseen else budget.positions * budget.samples
     votes: dict[Move, int] = {}
     lost = searched = 0
-    for i in range(samples):
+    for _sample in range(samples):
         left = deadline - time.perf_counter()
         if left <= 0:
             break
         world = view.sample(rng)
-        found = solve_state(world, max_positions=positions,
-                            max_seconds=left / (samples - i))
+        found = solve_state(world, max_positions=positions, max_seconds=left)
         searched += 1
         if found.result == WON and found.line:
             first = _shortcut(world, found.line)

@@ -44,7 +44,7 @@ MARKER = "__readme_segment_done__"
 SEGMENT_TIMEOUT = 60
 #: A stream the README cuts with --max-time 2 is noticed gone at the next heartbeat,
 #: which comes before the server stops (and after the README's shortest --max-time).
-API_ENV = {"SSE_HEARTBEAT_SECONDS": "3"}
+API_ENV = {"SSE_HEARTBEAT_SECONDS": "3", "HINT_SECONDS": "60"}  # hints: no clock
 
 _URLSAFE = "A-Za-z0-9_-"
 MASKS = [
