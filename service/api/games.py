@@ -9,14 +9,14 @@ from service.api.http import (
     send,
     write_request,
 )
-from service.api.schemas import create_game_schema, move_schema, undo_schema
+from service.api.schemas import create_game_schema, load_move, undo_schema
 
 bp = Blueprint("games", __name__, url_prefix="/v1/games")
 
 
 @bp.post("")
 def create_game():
-    write, new = write_request("create", create_game_schema, token=False)
+    write, new = write_request("create", create_game_schema.load, token=False)
     return send(games().create(write, new["variant"], new["seed"], new["undo"]))
 
 
@@ -34,13 +34,13 @@ def legal_moves(game_id):
 
 @bp.post("/<game_id>/moves")
 def play(game_id):
-    write, move = write_request("move", move_schema)
-    return send(games().move(checked_id(game_id), write, move))
+    write, (move, card) = write_request("move", load_move)
+    return send(games().move(checked_id(game_id), write, move, card=card))
 
 
 @bp.post("/<game_id>/undo")
 def undo(game_id):
-    write, _ = write_request("undo", undo_schema, optional=True)
+    write, _ = write_request("undo", undo_schema.load, optional=True)
     return send(games().undo(checked_id(game_id), write))
 
 

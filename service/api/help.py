@@ -18,7 +18,7 @@ def hint(game_id):
 @bp.post("/v1/games/<game_id>/autoplay")
 def autoplay(game_id):
     # The body is empty or {}, like undo's.
-    write, _ = write_request("autoplay", undo_schema, optional=True)
+    write, _ = write_request("autoplay", undo_schema.load, optional=True)
     return send(games().autoplay(checked_id(game_id), write))
 
 
