@@ -2,13 +2,7 @@
 
 from flask import Blueprint
 
-from service.api.http import (
-    checked_id,
-    games,
-    json_response,
-    send,
-    write_request,
-)
+from service.api.http import checked_id, games, read_game, send, write_request
 from service.api.schemas import create_game_schema, load_move, undo_schema
 
 bp = Blueprint("games", __name__, url_prefix="/v1/games")
@@ -22,14 +16,12 @@ def create_game():
 
 @bp.get("/<game_id>")
 def get_game(game_id):
-    version, game = games().get(checked_id(game_id))
-    return json_response(game, version=version)
+    return read_game(games().get, game_id)
 
 
 @bp.get("/<game_id>/moves")
 def legal_moves(game_id):
-    version, moves = games().legal_moves(checked_id(game_id))
-    return json_response(moves, version=version)
+    return read_game(games().legal_moves, game_id)
 
 
 @bp.post("/<game_id>/moves")
@@ -46,8 +38,7 @@ def undo(game_id):
 
 @bp.get("/<game_id>/history")
 def history(game_id):
-    version, moves = games().history(checked_id(game_id))
-    return json_response(moves, version=version)
+    return read_game(games().history, game_id)
 
 
 @bp.delete("/<game_id>")

@@ -141,6 +141,13 @@ def json_response(payload, status: int = 200, *, version: int | None = None) -> 
     return response
 
 
+def read_game(read: Callable[[str], tuple[int, dict]], game_id: str) -> Response:
+    """The answer to a read of one game (``read`` is a method of :class:`Games`): its
+    body, with the game's version as the ETag."""
+    version, body = read(checked_id(game_id))
+    return json_response(body, version=version)
+
+
 def send(reply: Reply) -> Response:
     """A write's :class:`Reply` (the stored bytes, for an idempotent retry)."""
     response = Response(reply.body, reply.status, mimetype=JSON)
