@@ -85,13 +85,6 @@ class SalicLaw(Variant):
                 for b in bare:
                     yield k, b
 
-    def _actions(self, state: State) -> tuple[str, ...]:
-        return (DEAL,) if state.piles[STOCK_PILE] else ()
-
-    def _check_action(self, state: State, action: str) -> None:
-        if not state.piles[STOCK_PILE]:
-            fail("stock_empty", "deal: the stock is empty")
-
     def _check_pile_move(self, state: State, source: int, target: int) -> None:
         ids, piles = self.pile_ids, state.piles
         if source not in KINGS:
