@@ -3,7 +3,7 @@
 import pytest
 
 from service import keys
-from service.engine import Move, get_variant
+from service.engine import Move
 from tests.api.support import (
     as_move,
     auth,
@@ -17,6 +17,7 @@ from tests.api.support import (
     stored_history,
     stored_state,
 )
+from tests.notation import next_deal
 
 
 def test_moves_lists_every_legal_move_with_its_card(client, redis_db):
@@ -302,8 +303,7 @@ def test_resign_ends_the_game_and_reveals_seed_and_salt(client, redis_db):
     over = body["game"]
     assert over["status"] == "resigned"
     assert (over["seed"], over["salt"]) == (record["seed"], record["salt"])
-    assert over["next_deal"] == get_variant("four-corners").next_deal(
-        stored_state(redis_db, game["id"]))
+    assert over["next_deal"] == next_deal(stored_state(redis_db, game["id"]))
     assert legal(client, game["id"]) == []
     refused = play(client, game["id"], token, {"type": "resign"})
     assert refused.status_code == 422
