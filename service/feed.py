@@ -9,7 +9,7 @@ import contextlib
 import redis
 
 from service import keys
-from service.store import GameStore, _storage_errors
+from service.store import GameStore, storage_errors
 
 EXTENSION = "live_feed"
 
@@ -25,7 +25,7 @@ class Subscription:
     def __init__(self, pubsub):
         self._pubsub = pubsub
 
-    @_storage_errors
+    @storage_errors
     def wait(self, seconds: float) -> list:
         """What the game's channel carried, waiting up to ``seconds`` for the first
         message (an empty list if none came)."""
@@ -74,7 +74,7 @@ class LiveFeed:
             self.stream_client.close()
             self.stream_client.connection_pool.disconnect()
 
-    @_storage_errors
+    @storage_errors
     def subscribe(self, game_id: str) -> Subscription:
         """A subscription to the game's channel, on a connection of the streams' pool:
         subscribe first, then read the game, and no change can slip between the two."""

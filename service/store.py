@@ -93,7 +93,7 @@ class StorageUnavailable(Exception):
     """Redis could not be reached, timed out, is loading or refused the command."""
 
 
-def _storage_errors(method):
+def storage_errors(method):
     """Turn every Redis failure of ``method`` into :class:`StorageUnavailable`."""
 
     @functools.wraps(method)
@@ -243,17 +243,17 @@ class GameStore:
             self._fast.close()
 
     # --- reads ----------------------------------------------------------------------
-    @_storage_errors
+    @storage_errors
     def ping(self) -> None:
         self.client.ping()
 
-    @_storage_errors
+    @storage_errors
     def load(self, game_id: str) -> StoredGame | None:
         version, record = self._fast.execute("HMGET", keys.game(game_id), keys.VERSION,
                                              keys.RECORD)
         return _stored(version, record)
 
-    @_storage_errors
+    @storage_errors
     def load_with_journal(self, game_id: str) -> tuple[StoredGame, str] | None:
         """The game and its journal, in one round trip (None if there is no game)."""
         version, record, journal = self._fast.execute(
@@ -261,7 +261,7 @@ class GameStore:
         game = _stored(version, record)
         return None if game is None else (game, (journal or b"").decode())
 
-    @_storage_errors
+    @storage_errors
     def load_for_write(self, game_id: str, idempotency_key: str | None, *,
                        journal: bool = False) -> WriteView:
         """The game, its journal (only with ``journal``: an undo needs it) and the
@@ -280,18 +280,18 @@ class GameStore:
         text = (values[2] or b"").decode() if journal else ""
         return WriteView(_stored(values[0], values[1]), text, first)
 
-    @_storage_errors
+    @storage_errors
     def exists(self, game_id: str) -> bool:
         return bool(self.client.exists(keys.game(game_id)))
 
-    @_storage_errors
+    @storage_errors
     def stats(self) -> dict[str, int]:
         """The statistics counters (:func:`service.keys.stat`), missing ones absent."""
         return {field.decode(): int(value)
                 for field, value in self.client.hgetall(keys.STATS).items()}
 
     # --- writes ---------------------------------------------------------------------
-    @_storage_errors
+    @storage_errors
     def commit(
         self,
         game_id: str,
@@ -338,6 +338,6 @@ class GameStore:
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
     # --- idempotency of POST /v1/games ----------------------------------------------
-    @_storage_errors
+    @storage_errors
     def created_response(self, idempotency_key: str) -> bytes | None:
         return self._fast.execute("GET", keys.create_idempotency(idempotency_key))
