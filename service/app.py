@@ -44,7 +44,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"])
     app.extensions["feed"] = Feed(
         store, heartbeat=app.config["SSE_HEARTBEAT_SECONDS"], retry_ms=app.config["SSE_RETRY_MS"],
-        max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"])
+        max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"],
+        redis_url=app.config["REDIS_URL"], redis_options=GameStore.client_options(app.config),
+        backlog=app.config["SSE_BACKLOG"])
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)

@@ -72,6 +72,9 @@ class Config:
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
     SSE_MAX_SECONDS = _env_float("SSE_MAX_SECONDS", 3600.0)
+    #: Frames a stream may have waiting to be sent; past it the stream drops them and
+    #: catches up from the game's journal once its client reads again.
+    SSE_BACKLOG = env_int("SSE_BACKLOG", 256)
 
     # --- HTTP ---------------------------------------------------------------------------
     #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).

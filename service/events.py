@@ -15,18 +15,21 @@ change, in order, exactly once, however far back it starts.  Each entry is
 Events only name cards that moved, and a card that leaves the stock is face up from then
 on: nothing in the feed tells an undealt card.
 
-A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) subscribes to the game's pub/sub
-channel, reads the game and its journal, sends the entries after the client's version,
-then waits on the channel (never on process memory) for up to ``SSE_HEARTBEAT_SECONDS``.
-Every change publishes the game's new version there; the stream then reads the journal
-again and replays only the tokens it has not seen.  An idle wait ends with a heartbeat
-comment, which also tells a server whose client left (the write fails and the WSGI
-server closes the stream).  The stream ends with an ``end`` event when the game ends,
-with a ``deleted`` event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, and
-when the worker shuts down (:func:`stop_streams`, called by gunicorn.conf.py on
-SIGTERM); a client resumes with ``Last-Event-ID``.  Each open stream takes one thread of
-a gthread worker: a process holds at most ``SSE_MAX_STREAMS`` (then 503
-``too_many_streams``), so threads are always left to answer moves.
+A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) joins its game's channel on the
+process's :class:`~service.fanout.Hub` (one Redis subscription for every stream of the
+process), reads the game and its journal, sends the entries after the client's version,
+then sends what the hub hands it: each new entry's frame, built once for all the
+followers of the game.  A follower that misses a version (it fell behind, or the hub
+started its channel later) reads the journal and replays what it has not sent.  A wait
+of ``SSE_HEARTBEAT_SECONDS`` without anything to send ends with a heartbeat comment,
+which also tells a server whose client left (the write fails and the server closes the
+stream).  The stream ends with an ``end`` event when the game ends, with a ``deleted``
+event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, when the hub loses its
+Redis connection, and when the worker shuts down (:func:`stop_streams`, called by the
+gunicorn configurations on SIGTERM); a client resumes with ``Last-Event-ID``.  A process
+holds at most ``SSE_MAX_STREAMS`` streams (then 503 ``too_many_streams``): under gthread
+each open stream takes a thread, so the cap leaves threads to answer moves; the events
+worker group (gevent, gunicorn.events.conf.py) holds a stream for a few kilobytes.
 """
 
 from __future__ import annotations
@@ -38,11 +41,24 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import orjson
+import redis
 
 from service import metrics
-from service.engine.journal import Change, Replay
+from service.fanout import (
+    DELETED_GAME,
+    END,
+    FRAME,
+    SYNC,
+    Follower,
+    Hub,
+    close_all_followers,
+    deleted_frame,
+    end_frame,
+    entry_frame,
+    frame,
+)
 from service.games import GameError, public_game, replay
-from service.store import DELETED, GameStore, StorageUnavailable, Stored, Subscription
+from service.store import GameStore, StorageUnavailable, Stored
 
 log = logging.getLogger("patience.events")
 
@@ -54,10 +70,14 @@ PLAYING = "playing"
 #: elsewhere with Last-Event-ID) instead of holding the graceful shutdown up.
 SHUTDOWN = threading.Event()
 
+__all__ = ["HEARTBEAT", "MAX_VERSION", "SHUTDOWN", "Feed", "Stream", "TooManyStreams", "frame",
+           "stop_streams"]
+
 
 def stop_streams() -> None:
-    """End every open stream of this process at its next wake-up (at most a heartbeat)."""
+    """End every open stream of this process now."""
     SHUTDOWN.set()
+    close_all_followers()
 
 
 class NothingToStream(Exception):
@@ -66,12 +86,6 @@ class NothingToStream(Exception):
 
 class TooManyStreams(Exception):
     """This process holds ``SSE_MAX_STREAMS`` streams already."""
-
-
-def frame(event: str, data: bytes, event_id: int | None = None) -> bytes:
-    """One Server-Sent Event (``data`` is one line of JSON)."""
-    head = f"id: {event_id}\n" if event_id is not None else ""
-    return f"{head}event: {event}\n".encode() + b"data: " + data + b"\n\n"
 
 
 HEARTBEAT = b": heartbeat\n\n"
@@ -83,13 +97,14 @@ def _not_found(game_id: str) -> GameError:
 
 @dataclass(slots=True)
 class Stream:
-    """An admitted stream: what was read when it opened, and what to give back."""
+    """An admitted stream: what was read when it opened (dropped once sent), and what to
+    give back."""
 
     game_id: str
     after: int
-    game: Stored
-    journal: str
-    subscription: Subscription
+    game: Stored | None
+    journal: str | None
+    follower: Follower
     release: Callable[[], None]
 
 
@@ -97,13 +112,24 @@ class Feed:
     """The events feed of the games in a :class:`GameStore`."""
 
     def __init__(self, store: GameStore, *, heartbeat: float, retry_ms: int,
-                 max_streams: int, max_seconds: float):
+                 max_streams: int, max_seconds: float, redis_url: str = "",
+                 redis_options: dict | None = None, backlog: int = 256):
         self.store = store
         self.heartbeat = max(0.05, float(heartbeat))
         self.retry_ms = max(0, int(retry_ms))
         self.max_streams = max(1, int(max_streams))
         self.max_seconds = max(0.1, float(max_seconds))
         self._slots = threading.BoundedSemaphore(self.max_streams)
+        options = dict(redis_options or {})
+        # The subscription waits on its socket between messages: no read timeout.
+        options["socket_timeout"] = None
+        options.pop("retry", None)
+        confirm = float(options.get("socket_connect_timeout") or 1.0)
+        self.hub = Hub(store, lambda: redis.Redis.from_url(redis_url, **options),
+                       backlog=backlog, check_every=self.heartbeat, confirm_timeout=confirm)
+
+    def close(self) -> None:
+        self.hub.stop()
 
     # --- JSON ---------------------------------------------------------------------------
     def read(self, game_id: str, after: int) -> tuple[int, dict]:
@@ -132,16 +158,16 @@ class Feed:
         self._check_open(game_id, self.store.load(game_id), after)
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
-        subscription = None
+        follower = None
         try:
-            # Subscribe, then read again: no change can slip between the read and the
+            # Follow, then read again: no change can slip between the read and the
             # wait.
-            subscription = self.store.subscribe(game_id)
+            follower = self.hub.follow(game_id)
             found = self.store.load_with_journal(game_id)
             self._check_open(game_id, found and found[0], after)
         except BaseException:
-            if subscription is not None:
-                subscription.close()
+            if follower is not None:
+                follower.leave()
             self._slots.release()
             raise
         stored, journal = found
@@ -150,11 +176,11 @@ class Feed:
 
         def release():
             if released.acquire(blocking=False):  # once, however often it is called
-                subscription.close()
+                follower.leave()
                 metrics.EVENT_STREAMS.dec()
                 self._slots.release()
 
-        return Stream(game_id, after, stored, journal, subscription, release)
+        return Stream(game_id, after, stored, journal, follower, release)
 
     @staticmethod
     def _check_open(game_id: str, stored: Stored | None, after: int) -> None:
@@ -173,65 +199,89 @@ class Feed:
         game_id = stream.game_id
         try:
             yield f"retry: {self.retry_ms}\n\n".encode()
-            stored = stream.game
-            replayed, changes = replay(game_id, stored, stream.journal, after=stream.after)
-            if stream.after > stored.version:
-                # The client is ahead of the game (another game's version, or a game
-                # deleted and created again): the whole game, to start from.
-                yield frame("game", orjson.dumps({"version": stored.version,
-                                                  "game": public_game(game_id, stored)}),
-                            stored.version)
-            for change in changes:
-                yield _entry_frame(change)
-            if stored.record["state"]["status"] != PLAYING:
-                yield self._end(game_id, stored)
+            stored, journal = stream.game, stream.journal
+            stream.game = stream.journal = None  # an idle stream keeps no copy of the game
+            chunk, sent, over = _catch_up(game_id, stored, journal, stream.after)
+            del stored, journal
+            if chunk:
+                yield chunk
+            if over:
                 return
-            yield from self._follow(stream, replayed, len(stream.journal))
+            yield from self._follow(stream, sent)
         except StorageUnavailable as error:
             log.warning("events stream of game %s ended: storage unavailable: %s",
                         game_id, error)
 
-    def _follow(self, stream: Stream, replayed: Replay, seen: int) -> Iterator[bytes]:
-        """Wait for changes; replay the journal past its first ``seen`` characters."""
+    def _follow(self, stream: Stream, sent: int) -> Iterator[bytes]:
+        """Send what the hub hands the follower, from version ``sent`` on; catch up from
+        the journal when a version is missing."""
         game_id = stream.game_id
+        follower = stream.follower
         deadline = time.monotonic() + self.max_seconds
         while not SHUTDOWN.is_set():
             left = deadline - time.monotonic()
             if left <= 0:
                 return
-            published = stream.subscription.wait(min(self.heartbeat, left))
-            if DELETED in published:
-                yield self._deleted(game_id)
-                return
-            if not published:
-                if not self.store.exists(game_id):  # expired
-                    yield self._deleted(game_id)
-                    return
+            taken = follower.take(min(self.heartbeat, left))
+            if taken is None or SHUTDOWN.is_set():
+                return  # the hub lost Redis, or the worker stops: the client resumes
+            items, lagging = taken
+            if not items and not lagging:
                 yield HEARTBEAT
                 continue
-            if max(published) <= replayed.version:
-                continue  # already sent
-            found = self.store.load_with_journal(game_id)
-            if found is None:
-                yield self._deleted(game_id)
-                return
-            stored, journal = found
-            for change in replayed.run(journal[seen:]):
-                yield _entry_frame(change)
-            seen = len(journal)
-            if stored.record["state"]["status"] != PLAYING:
-                yield self._end(game_id, stored)
-                return
+            behind = lagging
+            out = []
+            for kind, version, data in items:
+                if behind:
+                    break
+                if kind is FRAME:
+                    if version == sent + 1:
+                        out.append(data)
+                        sent = version
+                    elif version > sent:
+                        behind = True
+                elif kind is SYNC:
+                    behind = version != sent
+                elif kind is END:
+                    if version == sent:
+                        out.append(data)
+                        yield b"".join(out)
+                        return
+                    behind = True
+                elif kind is DELETED_GAME:
+                    out.append(data)
+                    yield b"".join(out)
+                    return
+            if out:
+                yield b"".join(out)
+            if behind:
+                found = self.store.load_with_journal(game_id)
+                if found is None:
+                    yield deleted_frame(game_id)
+                    return
+                chunk, sent, over = _catch_up(game_id, found[0], found[1], sent)
+                del found
+                if chunk:
+                    yield chunk
+                if over:
+                    return
 
-    @staticmethod
-    def _end(game_id: str, stored: Stored) -> bytes:
-        return frame("end", orjson.dumps({"version": stored.version,
-                                          "game": public_game(game_id, stored)}))
 
-    @staticmethod
-    def _deleted(game_id: str) -> bytes:
-        return frame("deleted", orjson.dumps({"id": game_id}))
-
-
-def _entry_frame(change: Change) -> bytes:
-    return frame(change.kind, orjson.dumps(change.entry()), change.version)
+def _catch_up(game_id: str, stored: Stored, journal: str, after: int
+              ) -> tuple[bytes, int, bool]:
+    """The frames of every entry after version ``after`` (the whole game first if the
+    client is ahead of it), the version they reach, and whether the game is over (its
+    ``end`` event is then the last frame)."""
+    _replayed, changes = replay(game_id, stored, journal, after=after)
+    parts = []
+    if after > stored.version:
+        # The client is ahead of the game (another game's version, or a game deleted
+        # and created again): the whole game, to start from.
+        parts.append(frame("game", orjson.dumps({"version": stored.version,
+                                                 "game": public_game(game_id, stored)}),
+                           stored.version))
+    parts.extend(entry_frame(change) for change in changes)
+    over = stored.record["state"]["status"] != PLAYING
+    if over:
+        parts.append(end_frame(game_id, stored))
+    return b"".join(parts), stored.version, over

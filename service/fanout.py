@@ -1,0 +1,337 @@
+"""One pub/sub subscription per process, fanned out in memory to the followers of each game.
+
+Every change of a game publishes its new version on the game's channel
+``game:{<id>}:feed`` (a delete publishes ``deleted``; see :mod:`service.store`).  A
+:class:`Hub` holds a single Redis connection subscribed to the pattern of all those
+channels, whatever the number of followers, and one :class:`_Channel` per game that has
+followers in this process.  When a game's channel carries something, the hub reads the
+game and its journal once, replays the new tokens once on the channel's own replay of the
+game, and hands the resulting Server-Sent Event frames (the same bytes for every follower)
+to each :class:`Follower` of the game: a bounded list and an event to wake it.  The
+followers write the frames to their clients; the hub never waits on a client.
+
+Items given to a follower are ``(kind, version, frame)``:
+
+- ``FRAME``: the entry of one version, in version order;
+- ``END``: the game is over at ``version`` (``frame`` is the ``end`` event);
+- ``SYNC``: the channel (re)started from the stored game at ``version``, without frames
+  for what came before: a follower at another version catches up from the journal;
+- ``DELETED``: the game was deleted or expired.
+
+A follower that does not take its items (a slow client) holds at most ``backlog`` of them:
+past that its list is dropped and it is marked as lagging, and it catches up from the
+journal the next time it runs.  Its memory is bounded whatever it does.  The followers
+of a process are closed (``take`` answers None) when the hub loses its connection: a
+change published meanwhile would be missed, so their clients resume with
+``Last-Event-ID`` once Redis answers again.
+
+The subscription is a plain ``PSUBSCRIBE`` on one connection: with Redis Cluster,
+``PUBLISH`` reaches every node, so a connection to any node of the cluster receives every
+game's messages.  The hub's thread starts with the first follower and stops a while after
+the last one left.  Under gevent (the events worker group, see gunicorn.events.conf.py)
+the thread, the locks and the events are greenlets and gevent's own, through its
+monkey-patching.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable
+
+import orjson
+import redis
+
+from service.engine.journal import Change
+from service.games import public_game, replay
+from service.store import DELETED, GameStore, StorageUnavailable, Stored
+
+log = logging.getLogger("patience.fanout")
+
+PATTERN = "game:{*}:feed"
+_PREFIX, _SUFFIX = b"game:{", b"}:feed"
+PLAYING = "playing"
+
+FRAME, END, SYNC, DELETED_GAME = "frame", "end", "sync", "deleted"
+
+#: Every hub of this process, for :func:`close_all_followers` (a process has one per app).
+_HUBS: weakref.WeakSet = weakref.WeakSet()
+
+
+def frame(event: str, data: bytes, event_id: int | None = None) -> bytes:
+    """One Server-Sent Event (``data`` is one line of JSON)."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\n".encode() + b"data: " + data + b"\n\n"
+
+
+def entry_frame(change: Change) -> bytes:
+    return frame(change.kind, orjson.dumps(change.entry()), change.version)
+
+
+def end_frame(game_id: str, stored: Stored) -> bytes:
+    return frame("end", orjson.dumps({"version": stored.version,
+                                      "game": public_game(game_id, stored)}))
+
+
+def deleted_frame(game_id: str) -> bytes:
+    return frame("deleted", orjson.dumps({"id": game_id}))
+
+
+def close_all_followers() -> None:
+    """Wake every follower of this process with the end of its stream (a stopping
+    worker)."""
+    for hub in list(_HUBS):
+        hub.close_followers()
+
+
+class Follower:
+    """One stream's place on its game's channel."""
+
+    __slots__ = ("__weakref__", "_hub", "_items", "_wake", "closed", "game_id", "lagging")
+
+    def __init__(self, hub: Hub, game_id: str):
+        self._hub = hub
+        self.game_id = game_id
+        self._items: list = []
+        self._wake = threading.Event()
+        self.lagging = False
+        self.closed = False
+
+    def _push(self, item: tuple, backlog: int) -> None:
+        """Under the hub's lock."""
+        if self.lagging or self.closed:
+            return
+        if len(self._items) >= backlog:
+            self._items = []
+            self.lagging = True
+        else:
+            self._items.append(item)
+        self._wake.set()
+
+    def _close(self) -> None:
+        """Under the hub's lock."""
+        self.closed = True
+        self._items = []
+        self._wake.set()
+
+    def take(self, seconds: float) -> tuple[list, bool] | None:
+        """Wait up to ``seconds`` for items: ``(items, lagging)``; None once closed
+        (the hub lost its connection, or the process stops)."""
+        self._wake.wait(seconds)
+        with self._hub.lock:
+            if self.closed:
+                return None
+            items, self._items = self._items, []
+            lagging, self.lagging = self.lagging, False
+            self._wake.clear()
+        return items, lagging
+
+    def leave(self) -> None:
+        self._hub.leave(self)
+
+
+class _Channel:
+    """The followers of one game in this process, and the game replayed as far as they
+    were sent."""
+
+    __slots__ = ("followers", "replayed", "seen", "version")
+
+    def __init__(self):
+        self.followers: set[Follower] = set()
+        self.replayed = None  # the Replay at `version`; None until the hub read the game
+        self.seen = 0  # characters of the journal replayed
+        self.version = -1
+
+
+class Hub:
+    """The process's subscription and its channels (one per app, so per worker)."""
+
+    def __init__(self, store: GameStore, connect: Callable[[], redis.Redis], *,
+                 backlog: int = 256, check_every: float = 15.0, confirm_timeout: float = 1.0,
+                 linger: float = 30.0, tick: float = 0.05):
+        self.store = store
+        self._connect = connect
+        self.backlog = max(1, int(backlog))
+        self.check_every = max(0.05, float(check_every))
+        self.confirm_timeout = max(0.05, float(confirm_timeout))
+        self.linger = max(0.0, float(linger))
+        self.tick = tick
+        self.lock = threading.Lock()
+        self._channels: dict[str, _Channel] = {}
+        self._fresh: set[str] = set()  # channels the hub has not read yet
+        self._connected = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        _HUBS.add(self)
+
+    # --- followers --------------------------------------------------------------------
+    def follow(self, game_id: str) -> Follower:
+        """A follower of ``game_id``, once the subscription is in force: whatever the
+        caller reads of the game from now on, every later change reaches the follower."""
+        follower = Follower(self, game_id)
+        with self.lock:
+            channel = self._channels.get(game_id)
+            if channel is None:
+                channel = self._channels[game_id] = _Channel()
+                self._fresh.add(game_id)
+            channel.followers.add(follower)
+            if self._thread is None:
+                self._stopping = False
+                self._thread = threading.Thread(target=self._run, name="events-hub",
+                                                daemon=True)
+                self._thread.start()
+        if not self._connected.wait(self.confirm_timeout) or follower.closed:
+            self.leave(follower)
+            raise StorageUnavailable("the events subscription is not in force")
+        return follower
+
+    def leave(self, follower: Follower) -> None:
+        with self.lock:
+            follower.closed = True
+            channel = self._channels.get(follower.game_id)
+            if channel is not None:
+                channel.followers.discard(follower)
+                if not channel.followers:
+                    del self._channels[follower.game_id]
+                    self._fresh.discard(follower.game_id)
+
+    def close_followers(self) -> None:
+        """Close every follower (they end their streams) and forget the channels."""
+        with self.lock:
+            for channel in self._channels.values():
+                for follower in channel.followers:
+                    follower._close()
+            self._channels.clear()
+            self._fresh.clear()
+
+    def stop(self) -> None:
+        """Close the followers and end the thread (at its next tick)."""
+        with self.lock:
+            self._stopping = True
+        self.close_followers()
+
+    @property
+    def followers(self) -> int:
+        with self.lock:
+            return sum(len(channel.followers) for channel in self._channels.values())
+
+    # --- the subscription's thread ----------------------------------------------------
+    def _run(self) -> None:
+        backoff = 0.05
+        while True:
+            pubsub = None
+            try:
+                client = self._connect()
+                pubsub = client.pubsub()
+                pubsub.psubscribe(PATTERN)
+                confirmed = pubsub.get_message(timeout=self.confirm_timeout)
+                if confirmed is None or confirmed.get("type") != "psubscribe":
+                    raise redis.TimeoutError(f"no confirmation of the subscription: "
+                                             f"{confirmed}")
+                self._connected.set()
+                backoff = 0.05
+                if self._serve(pubsub):
+                    return
+            except (redis.RedisError, OSError, StorageUnavailable) as error:
+                log.warning("events subscription lost: %s: %s", type(error).__name__, error)
+            except Exception:
+                log.exception("events subscription failed")
+            finally:
+                self._connected.clear()
+                if pubsub is not None:
+                    with contextlib.suppress(redis.RedisError, OSError):
+                        pubsub.close()
+            # Changes may have been published while the connection was down: every
+            # stream of this process ends, and its client resumes from its last id.
+            self.close_followers()
+            with self.lock:
+                if self._stopping or not self._channels:
+                    self._thread = None
+                    return
+            time.sleep(backoff)
+            backoff = min(2.0, backoff * 2)
+
+    def _serve(self, pubsub) -> bool:
+        """Read the channel until the hub has had no follower for ``linger`` seconds
+        (True) or the connection fails (an exception)."""
+        next_check = time.monotonic() + self.check_every
+        idle_since = None
+        while True:
+            changed: set[str] = set()
+            deleted: set[str] = set()
+            message = pubsub.get_message(timeout=self.tick)
+            while message is not None:
+                if message.get("type") == "pmessage":
+                    name = message["channel"]
+                    if name.startswith(_PREFIX) and name.endswith(_SUFFIX):
+                        game_id = name[len(_PREFIX):-len(_SUFFIX)].decode()
+                        (deleted if message["data"] == DELETED else changed).add(game_id)
+                message = pubsub.get_message(timeout=0)
+            now = time.monotonic()
+            with self.lock:
+                if self._stopping:
+                    return True
+                changed = {game_id for game_id in changed if game_id in self._channels}
+                changed |= self._fresh
+                self._fresh = set()
+                if self._channels:
+                    idle_since = None
+                elif idle_since is None:
+                    idle_since = now
+                elif now - idle_since >= self.linger:
+                    self._thread = None
+                    return True
+                check = list(self._channels) if now >= next_check else ()
+            for game_id in deleted:
+                self._deleted(game_id)
+            for game_id in changed - deleted:
+                self._changed(game_id)
+            if check:
+                next_check = now + self.check_every
+                for game_id in check:  # an expired game publishes nothing
+                    if not self.store.exists(game_id):
+                        self._deleted(game_id)
+
+    def _deleted(self, game_id: str) -> None:
+        item = (DELETED_GAME, 0, deleted_frame(game_id))
+        with self.lock:
+            channel = self._channels.pop(game_id, None)
+            self._fresh.discard(game_id)
+            if channel is not None:
+                for follower in channel.followers:
+                    follower._push(item, self.backlog)
+
+    def _changed(self, game_id: str) -> None:
+        found = self.store.load_with_journal(game_id)
+        if found is None:
+            self._deleted(game_id)
+            return
+        stored, journal = found
+        with self.lock:
+            channel = self._channels.get(game_id)
+            if channel is None or stored.version <= channel.version:
+                return  # no follower left, or nothing new
+            items = []
+            try:
+                if channel.replayed is None or len(journal) < channel.seen:
+                    channel.replayed, _changes = replay(game_id, stored, journal)
+                    items.append((SYNC, stored.version, b""))
+                else:
+                    items.extend((FRAME, change.version, entry_frame(change))
+                                 for change in channel.replayed.run(journal[channel.seen:]))
+            except Exception:
+                log.exception("the journal of game %s could not be replayed", game_id)
+                for follower in channel.followers:
+                    follower._close()
+                del self._channels[game_id]
+                return
+            channel.seen = len(journal)
+            channel.version = stored.version
+            if stored.record["state"]["status"] != PLAYING:
+                items.append((END, stored.version, end_frame(game_id, stored)))
+            for follower in channel.followers:
+                for item in items:
+                    follower._push(item, self.backlog)
