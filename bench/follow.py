@@ -311,6 +311,9 @@ async def _follow(port: int, game_id: str, tally: Tally, opened: asyncio.Event,
         opened.set()
     if not head.startswith(b"HTTP/1.1 200"):
         tally.refused += 1
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, asyncio.TimeoutError):
+            body = await asyncio.wait_for(reader.read(300), 2)
+            tally.errors.append(f"refused: {head[:12]!r} {body[:200]!r}")
         writer.close()
         return
     tally.followers += 1
@@ -410,6 +413,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--connections", type=int, default=16,
                         help="connections of the closed-loop player")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the instance's directory (its log) and say where")
     args = parser.parse_args(argv)
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -419,7 +424,10 @@ def main(argv: list[str]) -> int:
     try:
         return _run(args, workdir, command.strip())
     finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+        if args.keep:
+            print(f"kept {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _run(args, workdir: Path, command: str) -> int:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -45,9 +44,11 @@ import redis
 
 from service import metrics
 from service.fanout import (
+    BEAT,
     DELETED_GAME,
     END,
     FRAME,
+    HEARTBEAT,
     SYNC,
     Follower,
     Hub,
@@ -88,9 +89,6 @@ class TooManyStreams(Exception):
     """This process holds ``SSE_MAX_STREAMS`` streams already."""
 
 
-HEARTBEAT = b": heartbeat\n\n"
-
-
 def _not_found(game_id: str) -> GameError:
     return GameError(404, "game_not_found", f"there is no game {game_id!r}")
 
@@ -126,7 +124,7 @@ class Feed:
         options.pop("retry", None)
         confirm = float(options.get("socket_connect_timeout") or 1.0)
         self.hub = Hub(store, lambda: redis.Redis.from_url(redis_url, **options),
-                       backlog=backlog, check_every=self.heartbeat, confirm_timeout=confirm)
+                       backlog=backlog, heartbeat=self.heartbeat, confirm_timeout=confirm)
 
     def close(self) -> None:
         self.hub.stop()
@@ -162,7 +160,7 @@ class Feed:
         try:
             # Follow, then read again: no change can slip between the read and the
             # wait.
-            follower = self.hub.follow(game_id)
+            follower = self.hub.follow(game_id, self.max_seconds)
             found = self.store.load_with_journal(game_id)
             self._check_open(game_id, found and found[0], after)
         except BaseException:
@@ -172,10 +170,11 @@ class Feed:
             raise
         stored, journal = found
         metrics.EVENT_STREAMS.inc()
-        released = threading.Lock()
+        released = []
 
         def release():
-            if released.acquire(blocking=False):  # once, however often it is called
+            if not released:  # once, however often it is called
+                released.append(True)
                 follower.leave()
                 metrics.EVENT_STREAMS.dec()
                 self._slots.release()
@@ -217,16 +216,14 @@ class Feed:
         the journal when a version is missing."""
         game_id = stream.game_id
         follower = stream.follower
-        deadline = time.monotonic() + self.max_seconds
         while not SHUTDOWN.is_set():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return
-            taken = follower.take(min(self.heartbeat, left))
+            taken = follower.take()
             if taken is None or SHUTDOWN.is_set():
-                return  # the hub lost Redis, or the worker stops: the client resumes
+                # Past SSE_MAX_SECONDS, the hub lost Redis, or the worker stops: the
+                # client resumes with Last-Event-ID.
+                return
             items, lagging = taken
-            if not items and not lagging:
+            if not lagging and all(kind is BEAT for kind, _version, _data in items):
                 yield HEARTBEAT
                 continue
             behind = lagging
@@ -234,6 +231,8 @@ class Feed:
             for kind, version, data in items:
                 if behind:
                     break
+                if kind is BEAT:
+                    continue
                 if kind is FRAME:
                     if version == sent + 1:
                         out.append(data)

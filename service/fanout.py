@@ -16,7 +16,14 @@ Items given to a follower are ``(kind, version, frame)``:
 - ``END``: the game is over at ``version`` (``frame`` is the ``end`` event);
 - ``SYNC``: the channel (re)started from the stored game at ``version``, without frames
   for what came before: a follower at another version catches up from the journal;
-- ``DELETED``: the game was deleted or expired.
+- ``DELETED``: the game was deleted or expired;
+- ``BEAT``: nothing was handed to the follower for a heartbeat period (``frame`` is the
+  heartbeat comment).
+
+The hub also times the followers: every ``heartbeat`` seconds it gives a ``BEAT`` to each
+follower that got nothing since the last round, and closes those older than their
+deadline (``SSE_MAX_SECONDS``).  A follower waits on its event alone, with no timer of
+its own.
 
 A follower that does not take its items (a slow client) holds at most ``backlog`` of them:
 past that its list is dropped and it is marked as lagging, and it catches up from the
@@ -55,7 +62,9 @@ PATTERN = "game:{*}:feed"
 _PREFIX, _SUFFIX = b"game:{", b"}:feed"
 PLAYING = "playing"
 
-FRAME, END, SYNC, DELETED_GAME = "frame", "end", "sync", "deleted"
+FRAME, END, SYNC, DELETED_GAME, BEAT = "frame", "end", "sync", "deleted", "beat"
+HEARTBEAT = b": heartbeat\n\n"
+_BEAT = (BEAT, 0, HEARTBEAT)
 
 #: Every hub of this process, for :func:`close_all_followers` (a process has one per app).
 _HUBS: weakref.WeakSet = weakref.WeakSet()
@@ -90,18 +99,23 @@ def close_all_followers() -> None:
 class Follower:
     """One stream's place on its game's channel."""
 
-    __slots__ = ("__weakref__", "_hub", "_items", "_wake", "closed", "game_id", "lagging")
+    __slots__ = ("__weakref__", "_hub", "_items", "_wake", "closed", "deadline", "game_id",
+                 "lagging", "quiet")
 
-    def __init__(self, hub: Hub, game_id: str):
+    def __init__(self, hub: Hub, game_id: str, deadline: float):
         self._hub = hub
         self.game_id = game_id
+        self.deadline = deadline
         self._items: list = []
         self._wake = threading.Event()
         self.lagging = False
         self.closed = False
+        self.quiet = False
 
     def _push(self, item: tuple, backlog: int) -> None:
         """Under the hub's lock."""
+        if item is not _BEAT:
+            self.quiet = False
         if self.lagging or self.closed:
             return
         if len(self._items) >= backlog:
@@ -117,10 +131,10 @@ class Follower:
         self._items = []
         self._wake.set()
 
-    def take(self, seconds: float) -> tuple[list, bool] | None:
-        """Wait up to ``seconds`` for items: ``(items, lagging)``; None once closed
-        (the hub lost its connection, or the process stops)."""
-        self._wake.wait(seconds)
+    def take(self) -> tuple[list, bool] | None:
+        """Wait for items: ``(items, lagging)``; None once closed (past its deadline, the
+        hub lost its connection, or the process stops)."""
+        self._wake.wait()
         with self._hub.lock:
             if self.closed:
                 return None
@@ -150,12 +164,12 @@ class Hub:
     """The process's subscription and its channels (one per app, so per worker)."""
 
     def __init__(self, store: GameStore, connect: Callable[[], redis.Redis], *,
-                 backlog: int = 256, check_every: float = 15.0, confirm_timeout: float = 1.0,
+                 backlog: int = 256, heartbeat: float = 15.0, confirm_timeout: float = 1.0,
                  linger: float = 30.0, tick: float = 0.05):
         self.store = store
         self._connect = connect
         self.backlog = max(1, int(backlog))
-        self.check_every = max(0.05, float(check_every))
+        self.heartbeat = max(0.05, float(heartbeat))
         self.confirm_timeout = max(0.05, float(confirm_timeout))
         self.linger = max(0.0, float(linger))
         self.tick = tick
@@ -168,10 +182,11 @@ class Hub:
         _HUBS.add(self)
 
     # --- followers --------------------------------------------------------------------
-    def follow(self, game_id: str) -> Follower:
-        """A follower of ``game_id``, once the subscription is in force: whatever the
-        caller reads of the game from now on, every later change reaches the follower."""
-        follower = Follower(self, game_id)
+    def follow(self, game_id: str, seconds: float) -> Follower:
+        """A follower of ``game_id`` for ``seconds`` at most, once the subscription is in
+        force: whatever the caller reads of the game from now on, every later change
+        reaches the follower."""
+        follower = Follower(self, game_id, time.monotonic() + seconds)
         with self.lock:
             channel = self._channels.get(game_id)
             if channel is None:
@@ -257,7 +272,7 @@ class Hub:
     def _serve(self, pubsub) -> bool:
         """Read the channel until the hub has had no follower for ``linger`` seconds
         (True) or the connection fails (an exception)."""
-        next_check = time.monotonic() + self.check_every
+        next_round = time.monotonic() + self.heartbeat
         idle_since = None
         while True:
             changed: set[str] = set()
@@ -284,16 +299,33 @@ class Hub:
                 elif now - idle_since >= self.linger:
                     self._thread = None
                     return True
-                check = list(self._channels) if now >= next_check else ()
+                check = list(self._channels) if now >= next_round else ()
             for game_id in deleted:
                 self._deleted(game_id)
             for game_id in changed - deleted:
                 self._changed(game_id)
             if check:
-                next_check = now + self.check_every
+                next_round = now + self.heartbeat
                 for game_id in check:  # an expired game publishes nothing
                     if not self.store.exists(game_id):
                         self._deleted(game_id)
+                self._beat(now)
+
+    def _beat(self, now: float) -> None:
+        """A heartbeat to each follower that got nothing since the last round; the end
+        of those past their deadline."""
+        with self.lock:
+            for game_id, channel in list(self._channels.items()):
+                for follower in list(channel.followers):
+                    if now >= follower.deadline:
+                        follower._close()
+                        channel.followers.discard(follower)
+                        continue
+                    if follower.quiet:
+                        follower._push(_BEAT, self.backlog)
+                    follower.quiet = True
+                if not channel.followers:
+                    del self._channels[game_id]
 
     def _deleted(self, game_id: str) -> None:
         item = (DELETED_GAME, 0, deleted_frame(game_id))

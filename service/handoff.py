@@ -26,6 +26,7 @@ import os
 import re
 import socket
 import struct
+import time
 
 from gunicorn.workers.gthread import ThreadWorker
 from werkzeug.datastructures import MIMEAccept
@@ -67,12 +68,21 @@ def request_head(method: str, uri: str, version: tuple[int, int],
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def send(path: str, connection: socket.socket, data: bytes) -> None:
-    """Give ``connection`` and the bytes already read from it to the events group.
-    Raises OSError when nothing takes it (the connection is then still the caller's)."""
+def send(path: str, connection: socket.socket, data: bytes, *, wait: float = 5.0) -> None:
+    """Give ``connection`` and the bytes already read from it to the events group,
+    waiting up to ``wait`` seconds while its queue of hand-offs is full.  Raises OSError
+    when nothing takes it (the connection is then still the caller's)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as channel:
         channel.settimeout(2.0)
-        channel.connect(path)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                channel.connect(path)
+                break
+            except BlockingIOError:  # the events workers' accept queue is full: wait
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
         message = _LENGTH.pack(len(data)) + data
         sent = socket.send_fds(channel, [message], [connection.fileno()])
         if sent < len(message):
@@ -180,7 +190,7 @@ def handoff_server(listener, application, pool_size: int):
             except OSError:
                 connection.close()
                 return
-            rfile = io.BufferedReader(_Prefixed(head, connection), 2048)
+            rfile = io.BufferedReader(_Prefixed(head, connection), 1024)
             try:
                 WSGIHandler(connection, peer, self, rfile).handle()
             finally:
