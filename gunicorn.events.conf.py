@@ -25,7 +25,7 @@ bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # and every process holds one Redis subscription.  More workers spread the frames'
 # writing over more cores.
 workers = _int("EVENTS_WORKERS", 1)
-worker_class = "gevent"
+worker_class = "service.events_worker.EventsWorker"
 # Streams each events worker holds at most (then 503 too_many_streams).  Each takes a
 # file descriptor: `make run` raises the open-file limit (service/devserver.py).
 max_streams = _int("EVENTS_MAX_STREAMS", 16384)
@@ -90,7 +90,7 @@ def post_worker_init(worker):
     if listener is not None:
         import socket  # gevent's, once the worker has patched it
 
-        from service.handoff import handoff_server
+        from service.events_worker import handoff_server
 
         patched = socket.socket(listener.family, listener.type, fileno=listener.detach())
         _handoff["server"] = handoff_server(patched, worker.wsgi, worker_connections)

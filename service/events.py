@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
@@ -71,8 +71,12 @@ PLAYING = "playing"
 #: elsewhere with Last-Event-ID) instead of holding the graceful shutdown up.
 SHUTDOWN = threading.Event()
 
-__all__ = ["HEARTBEAT", "MAX_VERSION", "SHUTDOWN", "Feed", "Stream", "TooManyStreams", "frame",
-           "stop_streams"]
+__all__ = ["ATTACH_ENVIRON", "HEARTBEAT", "MAX_VERSION", "SHUTDOWN", "Attach", "Feed", "Stream",
+           "TooManyStreams", "frame", "stop_streams"]
+
+#: Set in the WSGI environment by a server that can attach a stream's connection to the
+#: hub (service/events_worker.py, which spells it out too).
+ATTACH_ENVIRON = "patience.attach"
 
 
 def stop_streams() -> None:
@@ -96,14 +100,55 @@ def _not_found(game_id: str) -> GameError:
 @dataclass(slots=True)
 class Stream:
     """An admitted stream: what was read when it opened (dropped once sent), and what to
-    give back."""
+    give back: ``release()`` when the server closes the response, which does nothing
+    once the stream is attached (the hub calls ``release(final=True)`` when it ends)."""
 
     game_id: str
     after: int
     game: Stored | None
     journal: str | None
     follower: Follower
-    release: Callable[[], None]
+    release: _Release
+    attachable: bool = False
+
+
+class _Release:
+    """Gives a stream's place back, once: to its game's channel, the gauge and the
+    process's cap.  Called with no argument when the server closes the response, which
+    does nothing once the stream is attached; the hub then calls it with ``final``."""
+
+    __slots__ = ("attached", "follower", "released", "slots")
+
+    def __init__(self, follower: Follower, slots: threading.BoundedSemaphore):
+        self.follower = follower
+        self.slots = slots
+        self.attached = False
+        self.released = False
+
+    def __call__(self, final: bool = False) -> None:
+        if (self.attached and not final) or self.released:
+            return
+        self.released = True
+        self.follower.leave()
+        metrics.EVENT_STREAMS.dec()
+        self.slots.release()
+
+
+@dataclass(slots=True)
+class Attach:
+    """What :meth:`Feed.frames` yields, in place of waiting, to a server that can attach
+    the stream (``ATTACH_ENVIRON``): the server calls :meth:`attach` with the client's
+    connection once everything before it is sent, and lets go of the response."""
+
+    hub: Hub
+    stream: Stream
+    sent: int
+
+    def attach(self, conn, *, chunked: bool) -> None:
+        release = self.stream.release
+        release.attached = True  # from now on only the hub releases it
+        self.hub.attach(self.stream.follower, conn, chunked=chunked, sent=self.sent,
+                        on_end=lambda: release(final=True))
 
 
 class Feed:
@@ -170,16 +215,8 @@ class Feed:
             raise
         stored, journal = found
         metrics.EVENT_STREAMS.inc()
-        released = []
-
-        def release():
-            if not released:  # once, however often it is called
-                released.append(True)
-                follower.leave()
-                metrics.EVENT_STREAMS.dec()
-                self._slots.release()
-
-        return Stream(game_id, after, stored, journal, follower, release)
+        return Stream(game_id, after, stored, journal, follower,
+                      _Release(follower, self._slots))
 
     @staticmethod
     def _check_open(game_id: str, stored: Stored | None, after: int) -> None:
@@ -205,6 +242,9 @@ class Feed:
             if chunk:
                 yield chunk
             if over:
+                return
+            if stream.attachable:
+                yield Attach(self.hub, stream, sent)
                 return
             yield from self._follow(stream, sent)
         except StorageUnavailable as error:

@@ -97,26 +97,45 @@ def close_all_followers() -> None:
 
 
 class Follower:
-    """One stream's place on its game's channel."""
+    """One stream's place on its game's channel.
 
-    __slots__ = ("__weakref__", "_hub", "_items", "_wake", "closed", "deadline", "game_id",
-                 "lagging", "quiet")
+    A follower is taken from (:meth:`take`) by the stream's own thread or greenlet, which
+    writes the frames.  Or it is *attached* to the client's connection
+    (:meth:`Hub.attach`, the events worker group): the hub then writes each frame to the
+    socket itself, without blocking, and the stream needs no greenlet at all.  An
+    attached follower whose client does not read keeps at most ``backlog`` frames' worth
+    of bytes waiting (and for a heartbeat period at most), then its connection is closed
+    (its client resumes with ``Last-Event-ID``); a version it would miss closes it the
+    same way."""
+
+    __slots__ = ("__weakref__", "_hub", "_items", "_wake", "chunked", "closed", "conn",
+                 "deadline", "game_id", "lagging", "on_end", "pending", "quiet", "sent")
 
     def __init__(self, hub: Hub, game_id: str, deadline: float):
         self._hub = hub
         self.game_id = game_id
         self.deadline = deadline
-        self._items: list = []
-        self._wake = threading.Event()
+        self._items: list | None = []
+        self._wake: threading.Event | None = threading.Event()
         self.lagging = False
         self.closed = False
         self.quiet = False
+        self.conn = None  # an attached follower's socket (non-blocking)
+        self.chunked = False
+        self.pending = b""
+        self.sent = -1
+        self.on_end: Callable[[], None] | None = None
 
     def _push(self, item: tuple, backlog: int) -> None:
         """Under the hub's lock."""
         if item is not _BEAT:
             self.quiet = False
-        if self.lagging or self.closed:
+        if self.closed:
+            return
+        if self.conn is not None:
+            self._deliver(item)
+            return
+        if self.lagging:
             return
         if len(self._items) >= backlog:
             self._items = []
@@ -127,6 +146,9 @@ class Follower:
 
     def _close(self) -> None:
         """Under the hub's lock."""
+        if self.conn is not None:
+            self._end(finish=True)
+            return
         self.closed = True
         self._items = []
         self._wake.set()
@@ -145,6 +167,84 @@ class Follower:
 
     def leave(self) -> None:
         self._hub.leave(self)
+
+    # --- attached -----------------------------------------------------------------------
+    def _deliver(self, item: tuple) -> None:
+        """Write an item to the attached connection (under the hub's lock)."""
+        kind, version, data = item
+        if kind is BEAT:
+            self._write(data)
+        elif kind is FRAME:
+            if version == self.sent + 1:
+                self._write(data)
+                self.sent = version
+            elif version > self.sent:
+                self._end(finish=False)  # a version would be missing: the client resumes
+        elif kind is SYNC:
+            if version != self.sent:
+                self._end(finish=False)
+        elif kind is END:
+            if version == self.sent:
+                self._write(data)
+                self._end(finish=True)
+            else:
+                self._end(finish=False)
+        elif kind is DELETED_GAME:
+            self._write(data)
+            self._end(finish=True)
+
+    def _write(self, data: bytes) -> None:
+        if self.conn is None:
+            return
+        if self.chunked:
+            data = b"%x\r\n%s\r\n" % (len(data), data)
+        if self.pending:
+            if len(self.pending) + len(data) > self._hub.backlog_bytes:
+                self._end(finish=False)  # its client does not read: drop it
+            else:
+                self.pending += data
+            return
+        try:
+            written = self.conn.send(data)
+        except BlockingIOError:
+            written = 0
+        except OSError:
+            self._end(finish=False)  # the client left
+            return
+        if written < len(data):
+            self.pending = data[written:]
+            self._hub._flush_later(self)
+
+    def _flush(self) -> bool:
+        """Send what is pending (under the hub's lock): whether all of it went."""
+        if self.conn is None:
+            return True
+        try:
+            written = self.conn.send(self.pending)
+        except BlockingIOError:
+            return False
+        except OSError:
+            self._end(finish=False)
+            return True
+        self.pending = self.pending[written:]
+        return not self.pending
+
+    def _end(self, *, finish: bool) -> None:
+        """Close the attached connection, after the end of the response if ``finish``
+        (else the response is cut short, and the client resumes)."""
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        self.closed = True
+        if finish and self.chunked and not self.pending:
+            with contextlib.suppress(OSError):
+                conn.send(b"0\r\n\r\n")
+        with contextlib.suppress(OSError):
+            conn.close()
+        self.pending = b""
+        on_end, self.on_end = self.on_end, None
+        if on_end is not None:
+            on_end()
 
 
 class _Channel:
@@ -173,7 +273,9 @@ class Hub:
         self.confirm_timeout = max(0.05, float(confirm_timeout))
         self.linger = max(0.0, float(linger))
         self.tick = tick
-        self.lock = threading.Lock()
+        # Reentrant: ending an attached follower, under the lock, makes it leave.
+        self.lock = threading.RLock()
+        self.backlog_bytes = 64 * 1024
         self._channels: dict[str, _Channel] = {}
         self._fresh: set[str] = set()  # channels the hub has not read yet
         self._connected = threading.Event()
@@ -213,11 +315,55 @@ class Hub:
                     del self._channels[follower.game_id]
                     self._fresh.discard(follower.game_id)
 
+    def attach(self, follower: Follower, conn, *, chunked: bool, sent: int,
+               on_end: Callable[[], None]) -> None:
+        """Let the hub write the follower's frames to ``conn`` (a non-blocking socket
+        whose response has sent everything up to version ``sent``); ``on_end`` runs once
+        the hub has closed it."""
+        with self.lock:
+            follower.chunked = chunked
+            follower.sent = sent
+            follower.on_end = on_end
+            follower.conn = conn
+            items, follower._items, follower._wake = follower._items, None, None
+            if follower.closed:  # closed before it was attached
+                follower.closed = False
+                follower._end(finish=True)
+                return
+            if follower.lagging:
+                follower._end(finish=False)
+                return
+            for item in items:
+                follower._deliver(item)
+
+    def _flush_later(self, follower: Follower) -> None:
+        """Send an attached follower's pending bytes once its socket can take them (under
+        gevent, the only place followers are attached)."""
+        from gevent import spawn
+        from gevent.socket import wait_write
+
+        def flush():
+            while True:
+                conn = follower.conn
+                if conn is None:
+                    return
+                try:
+                    wait_write(conn.fileno(), timeout=self.heartbeat)
+                except Exception:  # timed out: its client does not read
+                    with self.lock:
+                        follower._end(finish=False)
+                    return
+                with self.lock:
+                    if follower._flush():
+                        return
+
+        spawn(flush)
+
     def close_followers(self) -> None:
         """Close every follower (they end their streams) and forget the channels."""
         with self.lock:
-            for channel in self._channels.values():
-                for follower in channel.followers:
+            for channel in list(self._channels.values()):
+                for follower in list(channel.followers):
                     follower._close()
             self._channels.clear()
             self._fresh.clear()
@@ -325,7 +471,7 @@ class Hub:
                         follower._push(_BEAT, self.backlog)
                     follower.quiet = True
                 if not channel.followers:
-                    del self._channels[game_id]
+                    self._channels.pop(game_id, None)
 
     def _deleted(self, game_id: str) -> None:
         item = (DELETED_GAME, 0, deleted_frame(game_id))
@@ -333,7 +479,7 @@ class Hub:
             channel = self._channels.pop(game_id, None)
             self._fresh.discard(game_id)
             if channel is not None:
-                for follower in channel.followers:
+                for follower in list(channel.followers):
                     follower._push(item, self.backlog)
 
     def _changed(self, game_id: str) -> None:
@@ -356,14 +502,14 @@ class Hub:
                                  for change in channel.replayed.run(journal[channel.seen:]))
             except Exception:
                 log.exception("the journal of game %s could not be replayed", game_id)
-                for follower in channel.followers:
+                for follower in list(channel.followers):
                     follower._close()
-                del self._channels[game_id]
+                self._channels.pop(game_id, None)
                 return
             channel.seen = len(journal)
             channel.version = stored.version
             if stored.record["state"]["status"] != PLAYING:
                 items.append((END, stored.version, end_frame(game_id, stored)))
-            for follower in channel.followers:
+            for follower in list(channel.followers):
                 for item in items:
                     follower._push(item, self.backlog)

@@ -20,7 +20,6 @@ the events group's own address (docker-compose.yml), no hand-off happens at all.
 from __future__ import annotations
 
 import contextlib
-import io
 import logging
 import os
 import re
@@ -148,56 +147,3 @@ class HandoffWorker(ThreadWorker):
                 conn.sock.close()  # the events worker holds the connection now
                 return False
         return super().handle_request(req, conn)
-
-
-# --- the gevent side ---------------------------------------------------------------------
-class _Prefixed(io.RawIOBase):
-    """A connection's bytes: those read before the hand-off, then the socket's."""
-
-    def __init__(self, prefix: bytes, sock):
-        self._prefix = prefix
-        self._sock = sock
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        if self._prefix:
-            count = min(len(buffer), len(self._prefix))
-            buffer[:count] = self._prefix[:count]
-            self._prefix = self._prefix[count:]
-            return count
-        return self._sock.recv_into(buffer)
-
-
-def handoff_server(listener, application, pool_size: int):
-    """A gevent WSGI server of ``application`` over the connections handed to
-    ``listener``.  Import only in a gevent-patched process."""
-    from gevent.pool import Pool
-    from gevent.pywsgi import WSGIHandler, WSGIServer
-
-    class Server(WSGIServer):
-        def handle(self, channel, _address):
-            try:
-                connection, head = receive(channel)
-            except OSError as error:
-                log.warning("a hand-off failed: %s", error)
-                return
-            finally:
-                channel.close()
-            try:
-                peer = connection.getpeername()
-            except OSError:
-                connection.close()
-                return
-            rfile = io.BufferedReader(_Prefixed(head, connection), 1024)
-            try:
-                WSGIHandler(connection, peer, self, rfile).handle()
-            finally:
-                connection.close()
-
-    server = Server(listener, application, spawn=Pool(pool_size), log=None,
-                    environ={"SERVER_NAME": "localhost", "SERVER_PORT": "0",
-                             "wsgi.multithread": True, "wsgi.multiprocess": True})
-    server.max_accept = 16
-    return server

@@ -243,7 +243,7 @@ class _PooledConnections:
     gevent (the events worker group): there a "thread" is a greenlet, one per request
     and per open stream, and a connection each would mean one per stream."""
 
-    def __init__(self, url: str, options: dict, size: int = 64):
+    def __init__(self, url: str, options: dict, size: int = 512):
         self._pool = redis.BlockingConnectionPool.from_url(
             url, max_connections=size, timeout=options.get("socket_timeout"), **options)
 
