@@ -46,7 +46,7 @@ def create_app(test_config: dict | None = None) -> Flask:
         store, heartbeat=app.config["SSE_HEARTBEAT_SECONDS"], retry_ms=app.config["SSE_RETRY_MS"],
         max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"],
         redis_url=app.config["REDIS_URL"], redis_options=GameStore.client_options(app.config),
-        backlog=app.config["SSE_BACKLOG"])
+        backlog=app.config["SSE_BACKLOG"], backlog_bytes=app.config["SSE_BACKLOG_BYTES"])
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)

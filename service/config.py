@@ -75,6 +75,10 @@ class Config:
     #: Frames a stream may have waiting to be sent; past it the stream drops them and
     #: catches up from the game's journal once its client reads again.
     SSE_BACKLOG = env_int("SSE_BACKLOG", 256)
+    #: Bytes an events worker keeps for a stream whose client does not read (what its
+    #: socket does not take); past it, or after a heartbeat period, the connection is
+    #: closed and the client resumes with Last-Event-ID.
+    SSE_BACKLOG_BYTES = env_int("SSE_BACKLOG_BYTES", 64 * 1024)
 
     # --- HTTP ---------------------------------------------------------------------------
     #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).

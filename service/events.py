@@ -156,7 +156,8 @@ class Feed:
 
     def __init__(self, store: GameStore, *, heartbeat: float, retry_ms: int,
                  max_streams: int, max_seconds: float, redis_url: str = "",
-                 redis_options: dict | None = None, backlog: int = 256):
+                 redis_options: dict | None = None, backlog: int = 256,
+                 backlog_bytes: int = 64 * 1024):
         self.store = store
         self.heartbeat = max(0.05, float(heartbeat))
         self.retry_ms = max(0, int(retry_ms))
@@ -169,7 +170,8 @@ class Feed:
         options.pop("retry", None)
         confirm = float(options.get("socket_connect_timeout") or 1.0)
         self.hub = Hub(store, lambda: redis.Redis.from_url(redis_url, **options),
-                       backlog=backlog, heartbeat=self.heartbeat, confirm_timeout=confirm)
+                       backlog=backlog, backlog_bytes=backlog_bytes, heartbeat=self.heartbeat,
+                       confirm_timeout=confirm)
 
     def close(self) -> None:
         self.hub.stop()

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import threading
 import time
 import weakref
@@ -61,6 +62,8 @@ log = logging.getLogger("patience.fanout")
 PATTERN = "game:{*}:feed"
 _PREFIX, _SUFFIX = b"game:{", b"}:feed"
 PLAYING = "playing"
+#: Entries a starting channel hands out before its SYNC.
+RECENT = 32
 
 FRAME, END, SYNC, DELETED_GAME, BEAT = "frame", "end", "sync", "deleted", "beat"
 HEARTBEAT = b": heartbeat\n\n"
@@ -264,7 +267,8 @@ class Hub:
     """The process's subscription and its channels (one per app, so per worker)."""
 
     def __init__(self, store: GameStore, connect: Callable[[], redis.Redis], *,
-                 backlog: int = 256, heartbeat: float = 15.0, confirm_timeout: float = 1.0,
+                 backlog: int = 256, backlog_bytes: int = 64 * 1024,
+                 heartbeat: float = 15.0, confirm_timeout: float = 1.0,
                  linger: float = 30.0, tick: float = 0.05):
         self.store = store
         self._connect = connect
@@ -275,7 +279,7 @@ class Hub:
         self.tick = tick
         # Reentrant: ending an attached follower, under the lock, makes it leave.
         self.lock = threading.RLock()
-        self.backlog_bytes = 64 * 1024
+        self.backlog_bytes = max(0, int(backlog_bytes))
         self._channels: dict[str, _Channel] = {}
         self._fresh: set[str] = set()  # channels the hub has not read yet
         self._connected = threading.Event()
@@ -337,27 +341,29 @@ class Hub:
                 follower._deliver(item)
 
     def _flush_later(self, follower: Follower) -> None:
-        """Send an attached follower's pending bytes once its socket can take them (under
-        gevent, the only place followers are attached)."""
-        from gevent import spawn
-        from gevent.socket import wait_write
+        """Send an attached follower's pending bytes once its socket can take them, in a
+        thread of its own (a greenlet under gevent, whose ``select.poll`` it patches);
+        after a heartbeat period without room, its client is taken for gone."""
 
         def flush():
             while True:
                 conn = follower.conn
                 if conn is None:
                     return
+                poller = select.poll()
                 try:
-                    wait_write(conn.fileno(), timeout=self.heartbeat)
-                except Exception:  # timed out: its client does not read
-                    with self.lock:
-                        follower._end(finish=False)
-                    return
+                    poller.register(conn.fileno(), select.POLLOUT)
+                    ready = poller.poll(self.heartbeat * 1000)
+                except (OSError, ValueError):
+                    ready = []
                 with self.lock:
+                    if not ready:
+                        follower._end(finish=False)
+                        return
                     if follower._flush():
                         return
 
-        spawn(flush)
+        threading.Thread(target=flush, name="events-flush", daemon=True).start()
 
     def close_followers(self) -> None:
         """Close every follower (they end their streams) and forget the channels."""
@@ -495,7 +501,12 @@ class Hub:
             items = []
             try:
                 if channel.replayed is None or len(journal) < channel.seen:
-                    channel.replayed, _changes = replay(game_id, stored, journal)
+                    # The channel starts: the last few entries too, for the followers
+                    # that read the game a little earlier than the hub did.
+                    channel.replayed, changes = replay(
+                        game_id, stored, journal, after=max(0, stored.version - RECENT))
+                    items.extend((FRAME, change.version, entry_frame(change))
+                                 for change in changes)
                     items.append((SYNC, stored.version, b""))
                 else:
                     items.extend((FRAME, change.version, entry_frame(change))
