@@ -101,10 +101,15 @@ class Instance:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
+    def redis_pids(self) -> list[int]:
+        return [pid for pid in _children(self.process.pid) if "redis-server" in _cmdline(pid)]
+
     def groups(self) -> dict[str, list[int]]:
         """The pids of each gunicorn group (master first, then its workers)."""
         found: dict[str, list[int]] = {}
         for master in _children(self.process.pid):
+            if "gunicorn" not in _cmdline(master):
+                continue
             name = "events" if "gunicorn.events.conf.py" in _cmdline(master) else "requests"
             found[name] = [master, *_children(master)]
         return found
@@ -435,29 +440,74 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]
+    return (sum(fields[:8]) - idle) / tick, sum(fields[:8]) / tick
+
+
+@dataclass
+class Phase:
+    """One closed-loop run of moves and the CPU each part of the machine used meanwhile."""
+
+    name: str
+    moves: int = 0
+    seconds: float = 0.0
+    p99_ms: float = 0.0
+    cpu: dict = field(default_factory=dict)  # part -> cores kept busy
+
+    @property
+    def rate(self) -> float:
+        return self.moves / self.seconds if self.seconds else 0.0
+
+
+def _measured(name: str, parts: dict[str, list[int]], run) -> Phase:
+    """Run ``run()`` (a coroutine function answering closed_loop's tuple) and account
+    for the CPU of ``parts`` (name -> pids), this process (the players) and the rest."""
+    before = {part: cpu_seconds(pids) for part, pids in parts.items()}
+    mine = time.process_time()
+    busy, _total = machine_busy()
+    started = time.monotonic()
+    moves, seconds, latencies = asyncio.run(run())
+    wall = time.monotonic() - started
+    phase = Phase(name, moves, seconds, percentile(latencies, 0.99))
+    for part, pids in parts.items():
+        phase.cpu[part] = (cpu_seconds(pids) - before[part]) / wall
+    phase.cpu["players"] = (time.process_time() - mine) / wall
+    phase.cpu["other processes"] = max(
+        0.0, (machine_busy()[0] - busy) / wall - sum(phase.cpu.values()))
+    print(f"{name}: {phase.rate:,.0f} moves/s (p99 {phase.p99_ms:.1f} ms); cores: "
+          + ", ".join(f"{part} {value:.2f}" for part, value in phase.cpu.items()),
+          flush=True)
+    return phase
+
+
 def _run(args, workdir: Path, command: str) -> int:
-    paced_moves = int(args.rate * args.seconds * 2) // args.games + 8
+    paced_moves = int(args.rate * args.seconds * 3) // args.games + 8
     followed_walks = long_walks(VARIANTS, args.games, paced_moves)
-    # three sets of unfollowed games, one per closed-loop phase, long enough for it
-    busy_walks = long_walks(VARIANTS, 6 * args.connections, 800, first_seed=10_000)
+    # four sets of unfollowed games, one per closed-loop phase, long enough for it
+    busy_walks = long_walks(VARIANTS, 8 * args.connections, 800, first_seed=10_000)
     load_before = os.getloadavg()
     with Instance(workdir) as instance:
         port = instance.port
         groups = instance.groups()
         followed = asyncio.run(create_games(port, followed_walks))
         busy = asyncio.run(create_games(port, busy_walks))
-        third = len(busy) // 3
-        sets = [busy[:third], busy[third:2 * third], busy[2 * third:]]
+        quarter = len(busy) // 4
+        sets = [busy[index * quarter:(index + 1) * quarter] for index in range(4)]
         idle_rss = memory_kib(groups["events"])
         print(f"instance up on port {port}: events group {groups['events']}, "
               f"request group {groups['requests']}", flush=True)
+        parts = {"request group": groups["requests"], "events group": groups["events"],
+                 "redis": instance.redis_pids()}
+
+        def loop(games):
+            return lambda: closed_loop(port, games, args.connections, args.throughput_seconds)
 
         # 1. moves alone
-        moves, seconds, latencies = asyncio.run(
-            closed_loop(port, sets[0], args.connections, args.throughput_seconds))
-        alone = moves / seconds
-        print(f"moves alone: {alone:,.0f}/s (p99 {percentile(latencies, 0.99):.1f} ms)",
-              flush=True)
+        phases = [_measured("moves alone, before", parts, loop(sets[0]))]
 
         # 2. followers
         ids = [followed[number % len(followed)].id for number in range(args.followers)]
@@ -477,6 +527,7 @@ def _run(args, workdir: Path, command: str) -> int:
         open_seconds = time.monotonic() - opened_at
         holding = sum(entry[1] for entry in opened)
         refused = sum(entry[2] for entry in opened)
+        parts["followers (load generator)"] = [process.pid for process in processes]
         time.sleep(2)  # idle
         rss, pss = memory_kib(groups["events"])
         all_rss, _all_pss = memory_kib(groups["events"] + groups["requests"])
@@ -484,7 +535,10 @@ def _run(args, workdir: Path, command: str) -> int:
               f"events group RSS {rss / 1024:,.1f} MiB (was {idle_rss[0] / 1024:,.1f}), "
               f"PSS {pss / 1024:,.1f} MiB", flush=True)
 
-        # 3. live
+        # 3. moves with idle followers (heartbeats only)
+        phases.append(_measured("moves with idle followers", parts, loop(sets[1])))
+
+        # 4. live: the paced player alone on the followed games
         done: dict[tuple[str, int], float] = {}
         events_cpu = cpu_seconds(groups["events"])
         started = time.monotonic()
@@ -493,34 +547,29 @@ def _run(args, workdir: Path, command: str) -> int:
         events_cpu = cpu_seconds(groups["events"]) - events_cpu
         time.sleep(1.5)  # the last events reach their followers
 
-        # 4. moves with followers (the paced player keeps playing)
+        # 5. moves while the paced player keeps playing the followed games
         async def both():
             pacing = asyncio.ensure_future(
                 paced(port, followed, args.rate, args.throughput_seconds, {}))
-            result = await closed_loop(port, sets[1], args.connections,
+            result = await closed_loop(port, sets[2], args.connections,
                                        args.throughput_seconds)
             await pacing
             return result
 
-        moves, seconds, latencies_with = asyncio.run(both())
-        with_followers = moves / seconds
-        print(f"moves with followers: {with_followers:,.0f}/s "
-              f"(p99 {percentile(latencies_with, 0.99):.1f} ms)", flush=True)
+        phases.append(_measured("moves with followers following 50 moves/s", parts, both))
         time.sleep(1.5)
         for pipe in pipes:
             pipe.send("stop")
         tallies = [pipe.recv()[1] for pipe in pipes]
         for process in processes:
             process.join(30)
+        del parts["followers (load generator)"]
         final_rss = memory_kib(groups["events"])[0]
 
-        # 5. moves alone again (the machine's other work changes as the run goes on: the
-        # baseline is the mean of before and after)
+        # 6. moves alone again: the machine's other work changes as the run goes on, so
+        # the rate without followers is the mean of before and after
         time.sleep(1)
-        moves, seconds, _latencies = asyncio.run(
-            closed_loop(port, sets[2], args.connections, args.throughput_seconds))
-        alone_after = moves / seconds
-        print(f"moves alone, after: {alone_after:,.0f}/s", flush=True)
+        phases.append(_measured("moves alone, after", parts, loop(sets[3])))
 
     per_game: dict[str, int] = {}
     for tally in tallies:
@@ -541,18 +590,17 @@ def _run(args, workdir: Path, command: str) -> int:
         delays.append((seen[1] - answered) * 1000)
     missing_total = sum(max(0, per_game.get(key.split(":")[0], 0) - value[0])
                         for key, value in received.items())
-    out_of_order = sum(t["out_of_order"] for t in tallies)
-    errors = sum(t["error_count"] for t in tallies)
     figures = {
         "followers": holding, "refused": refused, "open_seconds": open_seconds,
         "moves_live": len(done), "live_seconds": live_seconds, "late": late,
-        "incomplete": incomplete, "missing": missing_total, "out_of_order": out_of_order,
-        "errors": errors, "p50": percentile(delays, 0.5), "p99": percentile(delays, 0.99),
+        "incomplete": incomplete, "missing": missing_total,
+        "out_of_order": sum(t["out_of_order"] for t in tallies),
+        "errors": sum(t["error_count"] for t in tallies),
+        "p50": percentile(delays, 0.5), "p99": percentile(delays, 0.99),
         "max": max(delays) if delays else float("nan"),
         "rss": rss, "pss": pss, "idle_rss": idle_rss[0], "all_rss": all_rss,
-        "final_rss": final_rss, "alone": (alone + alone_after) / 2, "alone_before": alone,
-        "alone_after": alone_after, "with": with_followers,
-        "events_cpu": events_cpu, "load_before": load_before, "load_after": os.getloadavg(),
+        "final_rss": final_rss, "phases": phases, "events_cpu": events_cpu,
+        "load_before": load_before, "load_after": os.getloadavg(),
         "sample_errors": sum((t["errors"] for t in tallies), [])[:5],
     }
     text = report(args, figures, command)
@@ -565,7 +613,10 @@ def report(args, f: dict, command: str) -> str:
     followers = max(1, f["followers"])
     per_follower = f["rss"] / followers
     marginal = (f["rss"] - f["idle_rss"]) / followers
-    ratio = f["with"] / f["alone"] if f["alone"] else float("nan")
+    before, idle, live, after = f["phases"]
+    alone = (before.rate + after.rate) / 2
+    ratio_idle = idle.rate / alone if alone else float("nan")
+    ratio_live = live.rate / alone if alone else float("nan")
 
     def mark(ok: bool) -> str:
         return "met" if ok else "**not met**"
@@ -598,9 +649,12 @@ def report(args, f: dict, command: str) -> str:
         f"{per_follower:.1f} KiB ({f['rss'] / 1024:,.0f} MiB; PSS "
         f"{f['pss'] / followers:.1f} KiB; added by the followers {marginal:.1f} KiB) | "
         f"≤ {TARGET_KIB:.0f} KiB | {mark(per_follower <= TARGET_KIB)} |",
-        f"| moves per second with followers / without | {f['with']:,.0f} / {f['alone']:,.0f}"
-        f" = {ratio:.2f} (without: {f['alone_before']:,.0f} before, {f['alone_after']:,.0f} "
-        f"after) | ≥ {TARGET_RATIO} | {mark(ratio >= TARGET_RATIO)} |",
+        f"| moves per second with the followers connected / without | {idle.rate:,.0f} / "
+        f"{alone:,.0f} = {ratio_idle:.2f} | ≥ {TARGET_RATIO} | "
+        f"{mark(ratio_idle >= TARGET_RATIO)} |",
+        f"| the same while they follow {args.rate:g} moves/s | {live.rate:,.0f} / "
+        f"{alone:,.0f} = {ratio_live:.2f} | ≥ {TARGET_RATIO} | "
+        f"{mark(ratio_live >= TARGET_RATIO)} |",
         "",
         f"- Followers opened at {args.open_rate:g}/s in all: {f['open_seconds']:.1f} s for "
         f"all of them.  Paced player: {args.rate:g} moves/s round robin over the followed "
@@ -608,10 +662,25 @@ def report(args, f: dict, command: str) -> str:
         f"group used {f['events_cpu']:.1f} s of CPU during the {f['live_seconds']:.0f} s "
         "live phase.",
         f"- Moves' throughput: a closed-loop player on {args.connections} connections over "
-        f"games nobody follows, {args.throughput_seconds:g} s without followers, then "
-        f"{args.throughput_seconds:g} s"
-        " with every follower connected while the paced player keeps playing the followed "
-        "games.",
+        f"games nobody follows, {args.throughput_seconds:g} s per phase: without followers "
+        "(before they open, and again after they closed: the rate without is the mean of "
+        "the two), with the followers connected and idle (heartbeats only), and with them "
+        f"following the paced player's {args.rate:g} moves/s.  The cores each part kept "
+        "busy meanwhile (from /proc; *players* is this benchmark's own process, *other "
+        "processes* the rest of the machine):",
+        "",
+        "| phase | moves/s | p99 ms | " + " | ".join(before.cpu) + " |",
+        "|---|---:|---:|" + "---:|" * len(before.cpu),
+    ]
+    for phase in f["phases"]:
+        cells = [f"{phase.cpu[part]:.2f}" if part in phase.cpu else "–" for part in before.cpu]
+        lines.append(f"| {phase.name} | {phase.rate:,.0f} | {phase.p99_ms:.1f} | "
+                     + " | ".join(cells) + " |")
+    followers_cpu = [p.cpu.get("followers (load generator)") for p in (idle, live)]
+    lines += [
+        "",
+        f"  The follower processes (the load generator) kept {followers_cpu[0]:.2f} and "
+        f"{followers_cpu[1]:.2f} cores busy in the two phases with followers.",
         f"- Both groups together: {f['all_rss'] / 1024:,.0f} MiB RSS with the followers "
         f"open; the events group held {f['final_rss'] / 1024:,.0f} MiB at the end.",
     ]
