@@ -462,6 +462,13 @@ class Phase:
     def rate(self) -> float:
         return self.moves / self.seconds if self.seconds else 0.0
 
+    @property
+    def cpu_per_move_us(self) -> float:
+        """CPU of the request group and Redis per move answered (µs): what a move costs
+        the server, whatever else the machine does meanwhile."""
+        cores = self.cpu.get("request group", 0.0) + self.cpu.get("redis", 0.0)
+        return cores * 1e6 / self.rate if self.rate else float("nan")
+
 
 def _measured(name: str, parts: dict[str, list[int]], run) -> Phase:
     """Run ``run()`` (a coroutine function answering closed_loop's tuple) and account
@@ -621,6 +628,12 @@ def report(args, f: dict, command: str) -> str:
     def mark(ok: bool) -> str:
         return "met" if ok else "**not met**"
 
+    def cpu_ratio(phase: Phase) -> float:
+        """Without followers over with: the CPU per move, as a throughput ratio that the
+        machine's other work does not move."""
+        without = (before.cpu_per_move_us + after.cpu_per_move_us) / 2
+        return without / phase.cpu_per_move_us
+
     every = f["incomplete"] == 0 and f["missing"] == 0 and f["out_of_order"] == 0 \
         and f["errors"] == 0
     lines = [
@@ -650,11 +663,11 @@ def report(args, f: dict, command: str) -> str:
         f"{f['pss'] / followers:.1f} KiB; added by the followers {marginal:.1f} KiB) | "
         f"≤ {TARGET_KIB:.0f} KiB | {mark(per_follower <= TARGET_KIB)} |",
         f"| moves per second with the followers connected / without | {idle.rate:,.0f} / "
-        f"{alone:,.0f} = {ratio_idle:.2f} | ≥ {TARGET_RATIO} | "
-        f"{mark(ratio_idle >= TARGET_RATIO)} |",
+        f"{alone:,.0f} = {ratio_idle:.2f} (CPU per move: {cpu_ratio(idle):.2f}) | "
+        f"≥ {TARGET_RATIO} | {mark(ratio_idle >= TARGET_RATIO)} |",
         f"| the same while they follow {args.rate:g} moves/s | {live.rate:,.0f} / "
-        f"{alone:,.0f} = {ratio_live:.2f} | ≥ {TARGET_RATIO} | "
-        f"{mark(ratio_live >= TARGET_RATIO)} |",
+        f"{alone:,.0f} = {ratio_live:.2f} (CPU per move: {cpu_ratio(live):.2f}) | "
+        f"≥ {TARGET_RATIO} | {mark(ratio_live >= TARGET_RATIO)} |",
         "",
         f"- Followers opened at {args.open_rate:g}/s in all: {f['open_seconds']:.1f} s for "
         f"all of them.  Paced player: {args.rate:g} moves/s round robin over the followed "
@@ -667,15 +680,18 @@ def report(args, f: dict, command: str) -> str:
         "the two), with the followers connected and idle (heartbeats only), and with them "
         f"following the paced player's {args.rate:g} moves/s.  The cores each part kept "
         "busy meanwhile (from /proc; *players* is this benchmark's own process, *other "
-        "processes* the rest of the machine):",
+        "processes* the rest of the machine).  On a shared machine the rates follow the "
+        "other processes; the CPU per move does not, and its ratio (in brackets above) "
+        "says what the followers cost each move:",
         "",
-        "| phase | moves/s | p99 ms | " + " | ".join(before.cpu) + " |",
-        "|---|---:|---:|" + "---:|" * len(before.cpu),
+        "| phase | moves/s | p99 ms | CPU µs per move (request group + Redis) | "
+        + " | ".join(before.cpu) + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(before.cpu),
     ]
     for phase in f["phases"]:
         cells = [f"{phase.cpu[part]:.2f}" if part in phase.cpu else "–" for part in before.cpu]
         lines.append(f"| {phase.name} | {phase.rate:,.0f} | {phase.p99_ms:.1f} | "
-                     + " | ".join(cells) + " |")
+                     f"{phase.cpu_per_move_us:,.0f} | " + " | ".join(cells) + " |")
     followers_cpu = [p.cpu.get("followers (load generator)") for p in (idle, live)]
     lines += [
         "",

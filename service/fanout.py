@@ -389,7 +389,8 @@ class Hub:
     def _run(self) -> None:
         backoff = 0.05
         while True:
-            pubsub = None
+            client = pubsub = None
+            done = False
             try:
                 client = self._connect()
                 pubsub = client.pubsub()
@@ -400,17 +401,20 @@ class Hub:
                                              f"{confirmed}")
                 self._connected.set()
                 backoff = 0.05
-                if self._serve(pubsub):
-                    return
+                done = self._serve(pubsub)  # it cleared _connected itself
             except (redis.RedisError, OSError, StorageUnavailable) as error:
                 log.warning("events subscription lost: %s: %s", type(error).__name__, error)
             except Exception:
                 log.exception("events subscription failed")
             finally:
-                self._connected.clear()
-                if pubsub is not None:
-                    with contextlib.suppress(redis.RedisError, OSError):
-                        pubsub.close()
+                if not done:
+                    self._connected.clear()
+                for closing in (pubsub, client):
+                    if closing is not None:
+                        with contextlib.suppress(redis.RedisError, OSError):
+                            closing.close()
+            if done:
+                return
             # Changes may have been published while the connection was down: every
             # stream of this process ends, and its client resumes from its last id.
             self.close_followers()
@@ -440,6 +444,8 @@ class Hub:
             now = time.monotonic()
             with self.lock:
                 if self._stopping:
+                    self._connected.clear()
+                    self._thread = None
                     return True
                 changed = {game_id for game_id in changed if game_id in self._channels}
                 changed |= self._fresh
@@ -449,6 +455,9 @@ class Hub:
                 elif idle_since is None:
                     idle_since = now
                 elif now - idle_since >= self.linger:
+                    # A follower arriving from now on waits for the next thread's
+                    # subscription, not this one's.
+                    self._connected.clear()
                     self._thread = None
                     return True
                 check = list(self._channels) if now >= next_round else ()
