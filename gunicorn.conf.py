@@ -6,13 +6,9 @@ Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml
 
 import os
 
+from service.env import env_int
 
-def _int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else default
-
-
-bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
+bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # Workers: two per core (4 on the 2-core machines this is sized for; scale it with the
 # cores: WEB_CONCURRENCY=2*cores).  A worker runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
@@ -20,7 +16,7 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 # "Performance".  Sync workers cannot hold an events stream and close every connection;
 # gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
 # per Redis, add Redis capacity, not workers.
-workers = _int("WEB_CONCURRENCY", 4)
+workers = env_int("WEB_CONCURRENCY", 4)
 # gthread (service.handoff.HandoffWorker): every request runs on one of the worker's
 # threads.  With EVENTS_HANDOFF_SOCKET set (`make run`), an events stream is handed to the
 # events worker group (gunicorn.events.conf.py: gevent, the same app), where it costs a
@@ -32,11 +28,11 @@ workers = _int("WEB_CONCURRENCY", 4)
 # main loop, not the request threads, tells the arbiter it is alive: `timeout` never
 # kills a long-lived stream.
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.handoff.HandoffWorker"
-threads = _int("GUNICORN_THREADS", 64)
+threads = env_int("GUNICORN_THREADS", 64)
 os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
-timeout = _int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = _int("GUNICORN_KEEPALIVE", 5)
+timeout = env_int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
 
 # The app writes its own JSON request log; gunicorn only reports on itself, to stderr.
 accesslog = None

@@ -2,7 +2,7 @@
 
 The events feed's Server-Sent Events streams (``GET /v1/games/<id>/events``) are served
 by gevent workers of the same app, where an idle stream costs a greenlet and a few
-kilobytes instead of a thread (service/handoff.py, service/fanout.py):
+kilobytes instead of a thread (service/handoff.py, service/feed.py):
     gunicorn -c gunicorn.events.conf.py 'service.app:create_app()'
 
 It receives streams two ways: handed over by the gthread workers of gunicorn.conf.py
@@ -14,26 +14,22 @@ other route too (it is the whole app), so a misrouted request still gets its ans
 
 import os
 
-
-def _int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else default
-
+from service.env import env_int
 
 bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # One worker by default: a single process holds ten thousand idle streams on one core,
 # and every process holds one Redis subscription.  More workers spread the frames'
 # writing over more cores.
-workers = _int("EVENTS_WORKERS", 1)
+workers = env_int("EVENTS_WORKERS", 1)
 worker_class = "service.events_worker.EventsWorker"
 # Streams each events worker holds at most (then 503 too_many_streams).  Each takes a
 # file descriptor: `make run` raises the open-file limit (service/devserver.py).
-max_streams = _int("EVENTS_MAX_STREAMS", 16384)
+max_streams = env_int("EVENTS_MAX_STREAMS", 16384)
 os.environ["SSE_MAX_STREAMS"] = str(max_streams)
 worker_connections = max_streams + 256
-timeout = _int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = _int("GUNICORN_KEEPALIVE", 5)
+timeout = env_int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
 
 accesslog = None
 errorlog = "-"

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.walks import Walk, long_walks
+from service.launch import new_secret_key
 from service.redis_server import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,7 @@ class Instance:
         self.port = free_port(HOST)
         self.log_path = workdir / "devserver.log"
         self.env = dict(os.environ, PORT=str(self.port), REDIS_DATA_DIR=str(workdir / "redis"),
-                        RATELIMIT_ENABLED="false")
+                        RATELIMIT_ENABLED="false", SECRET_KEY=new_secret_key())
         for name in ("REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "EVENTS_BIND",
                      "EVENTS_HANDOFF_SOCKET"):
             self.env.pop(name, None)

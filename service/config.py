@@ -7,36 +7,7 @@ any of them for tests.  The README's configuration table lists the environment v
 import os
 from pathlib import Path
 
-
-def env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
-
-
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {value!r}") from None
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, not {value!r}")
+from service.env import env_bool, env_float, env_int
 
 
 class Config:
@@ -44,36 +15,40 @@ class Config:
     REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     #: Seconds a Redis command (connect, or read/write) may take before the request
     #: answers 503: a dead or hung Redis never holds a worker longer than this.
-    REDIS_SOCKET_TIMEOUT = _env_float("REDIS_SOCKET_TIMEOUT", 1.0)
-    REDIS_CONNECT_TIMEOUT = _env_float("REDIS_CONNECT_TIMEOUT", 1.0)
+    REDIS_SOCKET_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0)
+    REDIS_CONNECT_TIMEOUT = env_float("REDIS_CONNECT_TIMEOUT", 1.0)
     #: Seconds a request body may take to arrive, under gunicorn: past it the request
     #: answers 408 and the connection closes, so a client that sends less than its
     #: Content-Length holds a gunicorn thread this long at most (0: no limit).
-    BODY_TIMEOUT_SECONDS = _env_float("BODY_TIMEOUT_SECONDS", 10.0)
+    BODY_TIMEOUT_SECONDS = env_float("BODY_TIMEOUT_SECONDS", 10.0)
     #: A pooled connection idle for longer than this is PINGed before use.
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.
     GAME_TTL_SECONDS = env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
     #: How long an Idempotency-Key is remembered (API.md: 24 hours).
     IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
+    #: The server key that seals the stored first answers of idempotent writes (at least 32
+    #: characters, the same for every worker and replica); required outside tests.
+    SECRET_KEY = os.environ.get("SECRET_KEY") or None
     #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
     WRITE_RETRIES = env_int("WRITE_RETRIES", 16)
 
     # --- the events feed as Server-Sent Events ---------------------------------------------
     #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and
     #: the server notices a client that left).
-    SSE_HEARTBEAT_SECONDS = _env_float("SSE_HEARTBEAT_SECONDS", 15.0)
+    SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0)
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
     SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
-    #: ``too_many_streams``.  Each open stream takes one thread of a gthread worker, so
-    #: gunicorn.conf.py sets it below the worker's thread count (GUNICORN_THREADS).
+    #: ``too_many_streams``.  A gthread worker that serves streams itself gives each one
+    #: a thread, so gunicorn.conf.py sets it below the worker's thread count
+    #: (GUNICORN_THREADS); gunicorn.events.conf.py sets it from EVENTS_MAX_STREAMS.
     SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
-    SSE_MAX_SECONDS = _env_float("SSE_MAX_SECONDS", 3600.0)
-    #: Frames a stream may have waiting to be sent; past it the stream drops them and
-    #: catches up from the game's journal once its client reads again.
+    SSE_MAX_SECONDS = env_float("SSE_MAX_SECONDS", 3600.0)
+    #: Frames a stream served by a thread may have waiting to be sent; past it the stream
+    #: drops them and catches up from the game's journal once its client reads again.
     SSE_BACKLOG = env_int("SSE_BACKLOG", 256)
     #: Bytes an events worker keeps for a stream whose client does not read (what its
     #: socket does not take); past it, or after a heartbeat period, the connection is
@@ -85,7 +60,7 @@ class Config:
     MAX_CONTENT_LENGTH = 16 * 1024
     #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
     #: Off by default, so a client cannot choose its own rate-limit key.
-    TRUST_PROXY = _env_bool("TRUST_PROXY", False)
+    TRUST_PROXY = env_bool("TRUST_PROXY", False)
     #: The OpenAPI document served at /v1/openapi.yaml (read once, at app creation).
     OPENAPI_PATH = os.environ.get("OPENAPI_PATH") or str(
         Path(__file__).resolve().parent.parent / "openapi.yaml"
@@ -95,7 +70,7 @@ class Config:
     PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
     # --- Flask-Limiter settings (per client address) -----------------------------------
-    RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
+    RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
     #: One budget per client address for all routes together (flask-limiter's
     #: "application" limit; its per-route RATELIMIT_DEFAULT is left unset on purpose).
     #: Environment variable: RATELIMIT_DEFAULT.

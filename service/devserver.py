@@ -2,14 +2,17 @@
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
-Then it runs the two gunicorn groups of the same app: the events group
-(``gunicorn.events.conf.py``, gevent workers holding the Server-Sent Events streams) and
-the request group (``gunicorn.conf.py``, gthread workers) on ``127.0.0.1:$PORT`` (default
-8000), which hands every events stream to the events group over a Unix socket
-(:mod:`service.handoff`): one address for clients.  It raises its open-file limit to the
-hard limit first (each stream holds a connection), forwards SIGINT / SIGTERM / SIGHUP to
-both groups, waits for them to exit (if one exits, it stops the other) and stops Redis
-last.
+Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
+``var/secret-key``; generated on the first run, readable by its owner only), so
+idempotent retries survive a restart.  Then
+it runs the two gunicorn groups of the same app (:func:`service.launch.start_gunicorn`):
+the events group (``gunicorn.events.conf.py``, gevent workers holding the Server-Sent
+Events streams) and the request group (``gunicorn.conf.py``, gthread workers) on
+``127.0.0.1:$PORT`` (default 8000), which hands every events stream to the events group
+over a Unix socket (:mod:`service.handoff`): one address for clients.  It raises its
+open-file limit to the hard limit first (each stream holds a connection), forwards
+SIGINT / SIGTERM / SIGHUP to both groups, waits for them to exit (if one exits, it stops
+the other) and stops Redis last.
 """
 
 from __future__ import annotations
@@ -24,16 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from service.config import env_int
-from service.redis_server import RedisServer, RedisServerError, die_with_parent
+from service.env import env_int
+from service.launch import ROOT, new_secret_key, start_gunicorn
+from service.redis_server import RedisServer, RedisServerError
 
-# The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
-# (tests/test_compose.py checks it).
-GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
-#: The events worker group's command line (the same app).
-EVENTS_COMMAND = ("gunicorn", "-c", "gunicorn.events.conf.py", "service.app:create_app()")
-
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -47,6 +44,20 @@ def _int_env(name: str, default: int | None) -> int | None:
         return env_int(name, default)
     except ValueError as error:
         raise SystemExit(f"devserver: {error}") from None
+
+
+def secret_key(path: Path) -> str:
+    """The development server's ``SECRET_KEY``: the one in ``path``, made on first use."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = new_secret_key()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key
 
 
 def raise_open_files() -> int:
@@ -66,6 +77,10 @@ def raise_open_files() -> int:
 def main() -> int:
     port = _int_env("PORT", 8000)
     env = dict(os.environ, HOST=HOST, PORT=str(port))
+    if not env.get("SECRET_KEY"):
+        key_file = Path(os.environ.get("SECRET_KEY_FILE") or ROOT / "var" / "secret-key")
+        env["SECRET_KEY"] = secret_key(key_file)
+        log(f"SECRET_KEY from {key_file}")
     received: list[int] = []
     groups: list[subprocess.Popen[bytes]] = []
     redis_server: RedisServer | None = None
@@ -108,25 +123,17 @@ def main() -> int:
         # Both groups add their metrics up in one place.
         env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(run_dir / "metrics"))
         os.makedirs(env["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
-        for command, what in ((EVENTS_COMMAND, "events group"), (GUNICORN_COMMAND, None)):
-            group = subprocess.Popen(
-                [sys.executable, "-m", *command],
-                cwd=ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,  # signals reach it once, through us
-                preexec_fn=die_with_parent(),
-            )
-            groups.append(group)
-            if what:
-                log(f"gunicorn {what} pid {group.pid} ({env['EVENTS_BIND']}, streams handed "
-                    f"over at {handoff})")
-                _wait_for_path(handoff, group)
-            else:
-                log(f"gunicorn pid {group.pid} serving http://{HOST}:{port}")
-            if received:
-                forward(received[-1], None)
-                break
+        events = start_gunicorn(env, events=True)
+        groups.append(events)
+        log(f"gunicorn events group pid {events.pid} ({env['EVENTS_BIND']}, streams handed "
+            f"over at {handoff})")
+        _wait_for_path(handoff, events)
+        if not received:
+            requests = start_gunicorn(env)
+            groups.append(requests)
+            log(f"gunicorn pid {requests.pid} serving http://{HOST}:{port}")
+        if received:
+            forward(received[-1], None)
         return _wait(groups, redis_server, received)
     finally:
         for group in groups:

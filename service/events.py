@@ -16,7 +16,7 @@ Events only name cards that moved, and a card that leaves the stock is face up f
 on: nothing in the feed tells an undealt card.
 
 A stream (:meth:`Feed.open`, then :meth:`Feed.frames`) joins its game's channel on the
-process's :class:`~service.fanout.Hub` (one Redis subscription for every stream of the
+process's :class:`~service.feed.Hub` (one Redis subscription for every stream of the
 process), reads the game and its journal, sends the entries after the client's version,
 then sends what the hub hands it: each new entry's frame, built once for all the
 followers of the game.  A follower that misses a version (it fell behind, or the hub
@@ -40,10 +40,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import orjson
-import redis
 
 from service import metrics
-from service.fanout import (
+from service.feed import (
     BEAT,
     DELETED_GAME,
     END,
@@ -52,20 +51,22 @@ from service.fanout import (
     SYNC,
     Follower,
     Hub,
+    LiveFeed,
     close_all_followers,
     deleted_frame,
     end_frame,
     entry_frame,
     frame,
 )
-from service.games import GameError, public_game, replay
-from service.store import GameStore, StorageUnavailable, Stored
+from service.game.errors import game_not_found
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
 
 #: The largest version a client may name (``after``, ``Last-Event-ID``).
 MAX_VERSION = 2**63 - 1
-PLAYING = "playing"
 
 #: Set when the worker process is stopping: open streams end (their clients resume
 #: elsewhere with Last-Event-ID) instead of holding the graceful shutdown up.
@@ -93,10 +94,6 @@ class TooManyStreams(Exception):
     """This process holds ``SSE_MAX_STREAMS`` streams already."""
 
 
-def _not_found(game_id: str) -> GameError:
-    return GameError(404, "game_not_found", f"there is no game {game_id!r}")
-
-
 @dataclass(slots=True)
 class Stream:
     """An admitted stream: what was read when it opened (dropped once sent), and what to
@@ -105,7 +102,7 @@ class Stream:
 
     game_id: str
     after: int
-    game: Stored | None
+    game: StoredGame | None
     journal: str | None
     follower: Follower
     release: _Release
@@ -154,40 +151,29 @@ class Attach:
 class Feed:
     """The events feed of the games in a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, *, heartbeat: float, retry_ms: int,
-                 max_streams: int, max_seconds: float, redis_url: str = "",
-                 redis_options: dict | None = None, backlog: int = 256,
-                 backlog_bytes: int = 64 * 1024):
+    def __init__(self, store: GameStore, live: LiveFeed, *, heartbeat: float, retry_ms: int,
+                 max_streams: int, max_seconds: float):
         self.store = store
+        self.hub = live.hub
         self.heartbeat = max(0.05, float(heartbeat))
         self.retry_ms = max(0, int(retry_ms))
         self.max_streams = max(1, int(max_streams))
         self.max_seconds = max(0.1, float(max_seconds))
         self._slots = threading.BoundedSemaphore(self.max_streams)
-        options = dict(redis_options or {})
-        # The subscription waits on its socket between messages: no read timeout.
-        options["socket_timeout"] = None
-        options.pop("retry", None)
-        confirm = float(options.get("socket_connect_timeout") or 1.0)
-        self.hub = Hub(store, lambda: redis.Redis.from_url(redis_url, **options),
-                       backlog=backlog, backlog_bytes=backlog_bytes, heartbeat=self.heartbeat,
-                       confirm_timeout=confirm)
 
-    def close(self) -> None:
-        self.hub.stop()
 
     # --- JSON ---------------------------------------------------------------------------
     def read(self, game_id: str, after: int) -> tuple[int, dict]:
         """``{"events": [every entry after version after], "game": Game}``."""
         found = self.store.load_with_journal(game_id)
         if found is None:
-            raise _not_found(game_id)
+            raise game_not_found(game_id)
         stored, journal = found
         changes = []
         if after < stored.version:  # a poll that is up to date replays nothing
-            _replayed, changes = replay(game_id, stored, journal, after=after)
+            _replayed, changes = replay(stored, journal, after=after)
         return stored.version, {"events": [change.entry() for change in changes],
-                                "game": public_game(game_id, stored)}
+                                "game": stored.public(game_id)}
 
     # --- Server-Sent Events ---------------------------------------------------------
     def open(self, game_id: str, after: int) -> Stream | None:
@@ -221,12 +207,12 @@ class Feed:
                       _Release(follower, self._slots))
 
     @staticmethod
-    def _check_open(game_id: str, stored: Stored | None, after: int) -> None:
+    def _check_open(game_id: str, stored: StoredGame | None, after: int) -> None:
         """404 for an unknown game; :class:`NothingToStream` for a finished game whose
         end the client has seen."""
         if stored is None:
-            raise _not_found(game_id)
-        if stored.record["state"]["status"] != PLAYING and after >= stored.version:
+            raise game_not_found(game_id)
+        if stored.record.is_over and after >= stored.version:
             raise NothingToStream(game_id)
 
     def frames(self, stream: Stream) -> Iterator[bytes]:
@@ -308,21 +294,21 @@ class Feed:
                     return
 
 
-def _catch_up(game_id: str, stored: Stored, journal: str, after: int
+def _catch_up(game_id: str, stored: StoredGame, journal: str, after: int
               ) -> tuple[bytes, int, bool]:
     """The frames of every entry after version ``after`` (the whole game first if the
     client is ahead of it), the version they reach, and whether the game is over (its
     ``end`` event is then the last frame)."""
-    _replayed, changes = replay(game_id, stored, journal, after=after)
+    _replayed, changes = replay(stored, journal, after=after)
     parts = []
     if after > stored.version:
         # The client is ahead of the game (another game's version, or a game deleted
         # and created again): the whole game, to start from.
         parts.append(frame("game", orjson.dumps({"version": stored.version,
-                                                 "game": public_game(game_id, stored)}),
+                                                 "game": stored.public(game_id)}),
                            stored.version))
     parts.extend(entry_frame(change) for change in changes)
-    over = stored.record["state"]["status"] != PLAYING
+    over = stored.record.is_over
     if over:
         parts.append(end_frame(game_id, stored))
     return b"".join(parts), stored.version, over

@@ -5,7 +5,7 @@ streams that need no greenlet once they follow.
 stream be *attached*: once a stream has sent what the client had not seen, the feed
 (:meth:`service.events.Feed.frames`) yields an :class:`~service.events.Attach` instead of
 waiting, and the handler gives the connection to the process's hub
-(:mod:`service.fanout`), which writes every later frame to the socket itself.  The
+(:mod:`service.feed`), which writes every later frame to the socket itself.  The
 request's greenlet, its WSGI environment and its Flask objects are then gone: a
 following client costs its socket and a small record.  The same handler serves the
 connections handed over by the gthread workers (:func:`handoff_server`,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.devserver import EVENTS_COMMAND, GUNICORN_COMMAND
+from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -74,7 +74,8 @@ def test_events_runs_the_devserver_events_command_and_shares_the_handoff_socket(
     directory = socket_path.rsplit("/", 1)[0]
     mounts = {volume.split(":")[0] for volume in api["volumes"]
               if volume.split(":")[1] == directory}
-    assert mounts and mounts == {volume.split(":")[0] for volume in events["volumes"]
+    assert mounts
+    assert mounts == {volume.split(":")[0] for volume in events["volumes"]
                                  if volume.split(":")[1] == directory}
     assert "/healthz" in " ".join(_words(events["healthcheck"]["test"]))
 

@@ -26,6 +26,7 @@ import pytest
 import requests
 
 from bench.walks import long_walks
+from service.launch import new_secret_key
 from service.redis_server import free_port
 from tests.sse import parse_block
 
@@ -44,7 +45,8 @@ class Instance:
         self.env = dict(os.environ, PORT=str(self.port), REDIS_URL=redis_url,
                         LOG_LEVEL="WARNING", WEB_CONCURRENCY="2", GUNICORN_THREADS="16",
                         RATELIMIT_DEFAULT="100000 per minute", EVENTS_MAX_STREAMS=str(CAP),
-                        SSE_HEARTBEAT_SECONDS=str(HEARTBEAT), SSE_BACKLOG_BYTES="4096")
+                        SSE_HEARTBEAT_SECONDS=str(HEARTBEAT), SSE_BACKLOG_BYTES="4096",
+                        SECRET_KEY=new_secret_key())
         for name in ("PROMETHEUS_MULTIPROC_DIR", "EVENTS_BIND", "EVENTS_HANDOFF_SOCKET"):
             self.env.pop(name, None)
         self.process: subprocess.Popen | None = None
@@ -202,6 +204,13 @@ class Stream:
             self.writer.close()
 
 
+async def _closed(*streams: Stream) -> None:
+    """Close the streams and let the event loop release their sockets."""
+    for stream in streams:
+        stream.close()
+    await asyncio.sleep(0.05)
+
+
 def _json_feed(base: str, game_id: str) -> list:
     entries = requests.get(f"{base}/v1/games/{game_id}/events", timeout=10).json()["events"]
     return [(str(entry["version"]), "move", json.dumps(entry, separators=(",", ":")))
@@ -226,8 +235,7 @@ def test_five_hundred_streams_on_one_game_all_get_every_event_in_order(instance,
                    for s in streams]
         await asyncio.to_thread(_play, instance.base, game_id, token, moves, 0)
         await asyncio.wait_for(asyncio.gather(*readers), 30)
-        for stream in streams:
-            stream.close()
+        await _closed(*streams)
         return streams
 
     streams = asyncio.run(scenario())
@@ -245,9 +253,7 @@ def test_past_the_cap_a_stream_answers_503(instance, walks, no_streams):
                                          for _ in range(CAP)))
         assert [s.status for s in streams] == [200] * CAP
         refused = await Stream(instance.port, game_id).open()
-        for stream in streams:
-            stream.close()
-        await asyncio.sleep(0.5)  # the worker notices they left at its next heartbeat
+        await _closed(*streams, refused)
         return refused
 
     refused = asyncio.run(scenario())
@@ -294,10 +300,7 @@ def test_a_follower_that_reads_nothing_does_not_hold_up_the_others(instance, wal
             resumed = await Stream(instance.port, game_id, last_event_id=last).open()
             await asyncio.wait_for(resumed.read(
                 lambda s: last + len(s.events) >= len(moves)), 20)
-            resumed.close()
-        stuck.close()
-        for stream in others:
-            stream.close()
+        await _closed(stuck, *others, *([resumed] if resumed is not None else []))
         return stuck, resumed, others, elapsed
 
     stuck, resumed, others, elapsed = asyncio.run(scenario())
@@ -338,8 +341,7 @@ def test_sigterm_ends_streams_cleanly_and_clients_resume_without_a_gap(instance,
             for r, s in zip(resumed, streams, strict=True)]
         await asyncio.to_thread(_play, instance.base, game_id, token, moves[20:], 20)
         await asyncio.wait_for(asyncio.gather(*readers), 20)
-        for stream in (*streams, *resumed):
-            stream.close()
+        await _closed(*streams, *resumed)
         return streams, resumed
 
     streams, resumed = asyncio.run(scenario())

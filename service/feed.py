@@ -1,7 +1,9 @@
-"""One pub/sub subscription per process, fanned out in memory to the followers of each game.
+"""The live feed: one pub/sub subscription per process, fanned out in memory to the
+followers of each game.
 
 Every change of a game publishes its new version on the game's channel
-``game:{<id>}:feed`` (a delete publishes ``deleted``; see :mod:`service.store`).  A
+(:func:`service.keys.channel`; the write script of :mod:`service.store` does it, a delete
+publishes ``deleted``).  A
 :class:`Hub` holds a single Redis connection subscribed to the pattern of all those
 channels, whatever the number of followers, and one :class:`_Channel` per game that has
 followers in this process.  When a game's channel carries something, the hub reads the
@@ -53,15 +55,21 @@ from collections.abc import Callable
 import orjson
 import redis
 
+from service import keys
 from service.engine.journal import Change
-from service.games import public_game, replay
-from service.store import DELETED, GameStore, StorageUnavailable, Stored
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.store import GameStore, StorageUnavailable
 
-log = logging.getLogger("patience.fanout")
+log = logging.getLogger("patience.feed")
 
-PATTERN = "game:{*}:feed"
-_PREFIX, _SUFFIX = b"game:{", b"}:feed"
-PLAYING = "playing"
+EXTENSION = "live_feed"
+
+#: What a delete publishes on the game's channel (a change publishes its version).
+DELETED = b"deleted"
+#: Every game's channel: :func:`service.keys.channel` with ``*`` for the id.
+PATTERN = keys.channel("*")
+_PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
 #: Entries a starting channel hands out before its SYNC.
 RECENT = 32
 
@@ -83,9 +91,9 @@ def entry_frame(change: Change) -> bytes:
     return frame(change.kind, orjson.dumps(change.entry()), change.version)
 
 
-def end_frame(game_id: str, stored: Stored) -> bytes:
+def end_frame(game_id: str, stored: StoredGame) -> bytes:
     return frame("end", orjson.dumps({"version": stored.version,
-                                      "game": public_game(game_id, stored)}))
+                                      "game": stored.public(game_id)}))
 
 
 def deleted_frame(game_id: str) -> bytes:
@@ -513,7 +521,7 @@ class Hub:
                     # The channel starts: the last few entries too, for the followers
                     # that read the game a little earlier than the hub did.
                     channel.replayed, changes = replay(
-                        game_id, stored, journal, after=max(0, stored.version - RECENT))
+                        stored, journal, after=max(0, stored.version - RECENT))
                     items.extend((FRAME, change.version, entry_frame(change))
                                  for change in changes)
                     items.append((SYNC, stored.version, b""))
@@ -528,8 +536,36 @@ class Hub:
                 return
             channel.seen = len(journal)
             channel.version = stored.version
-            if stored.record["state"]["status"] != PLAYING:
+            if stored.record.is_over:
                 items.append((END, stored.version, end_frame(game_id, stored)))
             for follower in list(channel.followers):
                 for item in items:
                     follower._push(item, self.backlog)
+
+
+class LiveFeed:
+    """The app's :class:`Hub`: ``init_app(app)`` builds it over the app's game store and
+    registers the feed as ``app.extensions["live_feed"]``."""
+
+    def __init__(self, app=None):
+        self.hub: Hub | None = None
+        if app is not None:
+            self.init_app(app)
+
+    def init_app(self, app) -> None:
+        config = app.config
+        options = GameStore.client_options(config)
+        # The subscription waits on its socket between messages: no read timeout.
+        options["socket_timeout"] = None
+        options.pop("retry", None)
+        url = config["REDIS_URL"]
+        self.hub = Hub(app.extensions["game_store"],
+                       lambda: redis.Redis.from_url(url, **options),
+                       backlog=config["SSE_BACKLOG"], backlog_bytes=config["SSE_BACKLOG_BYTES"],
+                       heartbeat=config["SSE_HEARTBEAT_SECONDS"],
+                       confirm_timeout=config["REDIS_CONNECT_TIMEOUT"])
+        app.extensions[EXTENSION] = self
+
+    def close(self) -> None:
+        if self.hub is not None:
+            self.hub.stop()

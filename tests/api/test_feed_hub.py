@@ -1,4 +1,4 @@
-"""The process's events hub (service/fanout.py) with attached followers, in-process on the
+"""The process's events hub (service/feed.py) with attached followers, in-process on the
 harness's Redis: the hub writes to the followers' sockets itself, never waits on one, and
 cuts off a follower whose client does not read once SSE_BACKLOG_BYTES are waiting."""
 
