@@ -72,6 +72,8 @@ PATTERN = keys.channel("*")
 _PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
 #: Entries a starting channel hands out before its SYNC.
 RECENT = 32
+#: Seconds a stream waits for its process's subscription beyond the confirmation time.
+SUBSCRIBE_GRACE = 4.0
 
 FRAME, END, SYNC, DELETED_GAME, BEAT = "frame", "end", "sync", "deleted", "beat"
 HEARTBEAT = b": heartbeat\n\n"
@@ -312,7 +314,10 @@ class Hub:
                 self._thread = threading.Thread(target=self._run, name="events-hub",
                                                 daemon=True)
                 self._thread.start()
-        if not self._connected.wait(self.confirm_timeout) or follower.closed:
+        # The first follower of a process may wait for the subscription to be made (a
+        # connection and its confirmation, on a worker that may be busy opening others).
+        if not self._connected.wait(self.confirm_timeout + SUBSCRIBE_GRACE) \
+                or follower.closed:
             self.leave(follower)
             raise StorageUnavailable("the events subscription is not in force")
         return follower

@@ -230,7 +230,8 @@ def test_five_hundred_streams_on_one_game_all_get_every_event_in_order(instance,
     async def scenario():
         streams = await asyncio.gather(*(Stream(instance.port, game_id).open()
                                          for _ in range(CAP)))
-        assert [s.status for s in streams] == [200] * CAP
+        assert [s.status for s in streams] == [200] * CAP, \
+            {s.body for s in streams if s.status != 200}
         readers = [asyncio.ensure_future(s.read(lambda s: len(s.events) >= len(moves)))
                    for s in streams]
         await asyncio.to_thread(_play, instance.base, game_id, token, moves, 0)
