@@ -122,5 +122,5 @@ def handoff_server(listener, application, pool_size: int) -> WSGIServer:
     server = _HandoffServer(listener, application, spawn=Pool(pool_size), log=None,
                             environ={"SERVER_NAME": "localhost", "SERVER_PORT": "0",
                                      "wsgi.multithread": True, "wsgi.multiprocess": True})
-    server.max_accept = 16
+    server.max_accept = 64
     return server

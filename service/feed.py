@@ -51,6 +51,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from urllib.parse import unquote, urlsplit
 
 import orjson
 import redis
@@ -548,6 +549,38 @@ class Hub:
                     follower._push(item, self.backlog)
 
 
+class _Subscriber:
+    """The Redis the hub subscribes on: ``REDIS_URL``'s; on a Redis Cluster
+    (``redis+cluster://[user:password@]host:port[,host:port...]``) any of its nodes, since
+    a ``PUBLISH`` reaches every node: the listed nodes in turn, the next one after each
+    failure, so a node that is down only moves the subscription."""
+
+    def __init__(self, url: str, options: dict):
+        self.url, self.options = url, options
+        self.nodes: list[tuple[str, int]] = []
+        self.turn = 0
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "redis+cluster":
+            netloc = parts.netloc
+            if "@" in netloc:
+                userinfo, netloc = netloc.rsplit("@", 1)
+                user, _, password = userinfo.partition(":")
+                if user:
+                    self.options = dict(self.options, username=unquote(user))
+                if password:
+                    self.options = dict(self.options, password=unquote(password))
+            for location in netloc.split(","):
+                host, _, port = location.strip().rpartition(":")
+                self.nodes.append((host.strip("[]"), int(port)))
+
+    def connect(self) -> redis.Redis:
+        if not self.nodes:
+            return redis.Redis.from_url(self.url, **self.options)
+        host, port = self.nodes[self.turn % len(self.nodes)]
+        self.turn += 1
+        return redis.Redis(host=host, port=port, **self.options)
+
+
 class LiveFeed:
     """The app's :class:`Hub`: ``init_app(app)`` builds it over the app's game store and
     registers the feed as ``app.extensions["live_feed"]``."""
@@ -563,9 +596,8 @@ class LiveFeed:
         # The subscription waits on its socket between messages: no read timeout.
         options["socket_timeout"] = None
         options.pop("retry", None)
-        url = config["REDIS_URL"]
-        self.hub = Hub(app.extensions["game_store"],
-                       lambda: redis.Redis.from_url(url, **options),
+        nodes = _Subscriber(config["REDIS_URL"], options)
+        self.hub = Hub(app.extensions["game_store"], nodes.connect,
                        backlog=config["SSE_BACKLOG"], backlog_bytes=config["SSE_BACKLOG_BYTES"],
                        heartbeat=config["SSE_HEARTBEAT_SECONDS"],
                        confirm_timeout=config["REDIS_CONNECT_TIMEOUT"])

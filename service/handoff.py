@@ -67,7 +67,7 @@ def request_head(method: str, uri: str, version: tuple[int, int],
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
 
-def send(path: str, connection: socket.socket, data: bytes, *, wait: float = 5.0) -> None:
+def send(path: str, connection: socket.socket, data: bytes, *, wait: float = 10.0) -> None:
     """Give ``connection`` and the bytes already read from it to the events group,
     waiting up to ``wait`` seconds while its queue of hand-offs is full.  Raises OSError
     when nothing takes it (the connection is then still the caller's)."""
@@ -123,7 +123,7 @@ def listen(path: str) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
     os.chmod(path, 0o600)
-    listener.listen(1024)
+    listener.listen(4096)  # a burst of streams waits here (the kernel may cap it lower)
     return listener
 
 
