@@ -19,6 +19,8 @@ from service.api.web import bp as web_bp
 from service.config import Config
 from service.events import Feed
 from service.games import Games
+from service.solver_store import SolverStore
+from service.solving import Analyses, SolverSettings, Winnable
 from service.store import GameStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
@@ -41,7 +43,11 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
-    app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"])
+    solver_store = SolverStore(store.client)
+    solver_settings = SolverSettings.from_config(app.config)
+    app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"],
+                                    winnable=Winnable(solver_store, solver_settings))
+    app.extensions["analyses"] = Analyses(solver_store, solver_settings, None)
     app.extensions["feed"] = Feed(
         store, heartbeat=app.config["SSE_HEARTBEAT_SECONDS"], retry_ms=app.config["SSE_RETRY_MS"],
         max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"])

@@ -2,8 +2,10 @@
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
-Then it runs gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default 8000),
-forwards SIGINT / SIGTERM / SIGHUP to it, waits for it to exit and stops Redis last.
+Then it starts the solver's worker (:mod:`service.worker`: the pools of winnable deals,
+the analyses) and gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default
+8000), forwards SIGINT / SIGTERM / SIGHUP to gunicorn, waits for it to exit, then stops
+the worker, and Redis last.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from service.redis_server import RedisServer, RedisServerError, die_with_parent
 # The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
 # (tests/test_compose.py checks it).
 GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
+# The solver's worker; docker-compose.yml's worker service runs the same command.
+WORKER_COMMAND = ("python", "-m", "service.worker")
 
 ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
@@ -42,6 +46,7 @@ def main() -> int:
     env = dict(os.environ, HOST=HOST, PORT=str(port))
     received: list[int] = []
     gunicorn: subprocess.Popen[bytes] | None = None
+    worker: subprocess.Popen[bytes] | None = None
     redis_server: RedisServer | None = None
 
     def forward(signum: int, _frame: object) -> None:
@@ -73,6 +78,15 @@ def main() -> int:
         if received:
             return 0
 
+        worker = subprocess.Popen(
+            [sys.executable, *WORKER_COMMAND[1:]],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
+        )
+        log(f"worker pid {worker.pid} (winnable deals, analyses)")
         gunicorn = subprocess.Popen(
             [sys.executable, "-m", *GUNICORN_COMMAND],
             cwd=ROOT,
@@ -93,6 +107,13 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 gunicorn.kill()
                 gunicorn.wait()
+        if worker is not None and worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(10)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
         if redis_server is not None:
             redis_server.stop()
             log("redis-server stopped")

@@ -160,6 +160,7 @@ def game_json(game_id: str, version: int, record: dict) -> dict:
         "seed": record["seed"] if record["chosen"] or over else None,
         "salt": record["salt"] if over else None,
         "deal_commitment": record["commitment"],
+        "winnable": True if record.get("winnable") else None,
         "undo": record["undo"],
         "undos": record["undos"],
         "moves_made": record["moves"],
@@ -232,20 +233,25 @@ class Write:
 class Games:
     """Create, read and change games stored in a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, *, retries: int = 16):
+    def __init__(self, store: GameStore, *, retries: int = 16, winnable=None):
         self.store = store
         self.retries = max(1, retries)
+        #: Where winnable seeds come from (``service.solving.Winnable``).
+        self.winnable = winnable
 
     # --- create ---------------------------------------------------------------------
     def create(self, variant_id: str, seed: int | None, undo: str,
-               idempotency_key: str | None, body_hash: str) -> Reply:
+               idempotency_key: str | None, body_hash: str, *,
+               winnable: bool = False) -> Reply:
         if idempotency_key is not None:
             first = self.store.created_response(idempotency_key)
             if first is not None:
                 return self._created_again(first, idempotency_key, body_hash)
         variant = get_variant(variant_id)
         chosen = seed is not None
-        if seed is None:
+        if winnable:
+            seed = self.winnable.seed(variant)
+        elif seed is None:
             seed = secrets.randbits(64)
         salt = secrets.token_hex(16)
         state = variant.deal(seed)
@@ -257,6 +263,8 @@ class Games:
             "undo": undo, "undos": 0, "moves": 0, "created": stamp, "updated": stamp,
             "state": state.to_dict(),
         }
+        if winnable:
+            record["winnable"] = True
         for _attempt in range(3):  # a second id is needed only if 128 random bits collide
             game_id = secrets.token_urlsafe(16)
             body = {"game": game_json(game_id, 0, record), "player_token": token}

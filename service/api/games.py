@@ -23,7 +23,7 @@ def create_game():
     body = read_json()
     new = create_game_schema.load(body)
     return send(games().create(new["variant"], new["seed"], new["undo"], key,
-                               request_hash("create", body)))
+                               request_hash("create", body), winnable=new["winnable"]))
 
 
 @bp.get("/<game_id>")
