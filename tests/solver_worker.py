@@ -1,0 +1,70 @@
+"""The solver's worker as a real process for the tests: ``python -m service.worker`` (the
+command of ``make run`` and docker-compose), on the tests' Redis, with small budgets."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from service.devserver import WORKER_COMMAND
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class WorkerProcess:
+    """The worker with ``env`` on top of this process's environment; its JSON log lines
+    go to ``log``.  Leaving the ``with`` block stops it and checks that it logged no
+    traceback."""
+
+    def __init__(self, redis_url: str, log: Path, **env: str):
+        self.log = log
+        self.env = dict(os.environ, REDIS_URL=redis_url, LOG_LEVEL="INFO", WORKER_NICE="0")
+        self.env.update(env)
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> WorkerProcess:
+        with open(self.log, "wb") as sink:
+            self.process = subprocess.Popen([sys.executable, *WORKER_COMMAND[1:]], cwd=ROOT,
+                                            env=self.env, stdout=sink, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 20
+        while not any(line.get("message") == "worker started" for line in self.lines()):
+            assert self.process.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, "the worker did not start\n" + self.log.read_text()
+            time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        text = self.log.read_text(errors="replace")
+        assert "Traceback" not in text, text[-5000:]
+
+    def lines(self) -> list[dict]:
+        """The worker's log so far, one dict per JSON line."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                found.append({"message": line})
+        return found
+
+
+def wait_for(predicate, *, seconds: float, what: str, step: float = 0.05):
+    """Poll ``predicate`` until it answers something true; that answer."""
+    deadline = time.monotonic() + seconds
+    while True:
+        found = predicate()
+        if found:
+            return found
+        assert time.monotonic() < deadline, f"timed out after {seconds} s waiting for {what}"
+        time.sleep(step)
