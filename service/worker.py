@@ -106,6 +106,9 @@ class Worker:
             except StorageUnavailable as error:
                 log.warning("redis unavailable", extra={"error": str(error)})
                 time.sleep(1.0)
+            except Exception:  # a bug: say so, and keep the other jobs going
+                log.exception("worker step failed")
+                time.sleep(1.0)
 
 
 def _client(config: Config) -> redis.Redis:
