@@ -243,6 +243,6 @@ class Winnable:
                                  positions=self.settings.deal_positions)
         if seed is None:
             raise GameError(422, "no_winnable_deal",
-                            f"no {variant.name} deal proved winnable could be found in time; "
-                            "try again later, or ask for any deal")
+                            f"no deal of {variant.name} proved winnable could be found in "
+                            "time; try again later, or ask for any deal")
         return seed
