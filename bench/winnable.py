@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -25,21 +24,9 @@ from pathlib import Path
 import redis
 import requests
 
-from service.devserver import GUNICORN_COMMAND, WORKER_COMMAND
+from service import keys
+from service.launch import start_gunicorn, start_worker, stop_gunicorn
 from service.redis_server import RedisServer, free_port
-from service.solver_store import pool_key
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def _quantiles(times: list[float]) -> str:
@@ -74,15 +61,14 @@ def main(argv: list[str]) -> int:
         env = dict(os.environ, REDIS_URL=server.url, HOST="127.0.0.1", PORT=str(port),
                    RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING",
                    WINNABLE_POOL=",".join(f"{name}={args.pool}" for name in variants))
-        worker = subprocess.Popen([sys.executable, *WORKER_COMMAND[1:]], cwd=ROOT, env=env)
-        gunicorn = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT,
-                                    env=env, stderr=subprocess.DEVNULL)
+        worker = start_worker(env)
+        gunicorn = start_gunicorn(env, output=subprocess.DEVNULL)
         client = redis.Redis.from_url(server.url)
         rows = []
         try:
             started = time.monotonic()
             while True:
-                sizes = {name: client.scard(pool_key(name)) for name in variants}
+                sizes = {name: client.scard(keys.pool(name)) for name in variants}
                 if all(size >= args.pool for size in sizes.values()):
                     break
                 if time.monotonic() - started > args.fill_seconds:
@@ -96,11 +82,11 @@ def main(argv: list[str]) -> int:
                         break
                 except requests.RequestException:
                     time.sleep(0.2)
-            _stop(worker)  # nothing refills the pools from here on
+            stop_gunicorn(worker)  # nothing refills the pools from here on
             for case in ("pool", "search"):
                 for name in variants:
                     if case == "search":
-                        client.delete(pool_key(name))
+                        client.delete(keys.pool(name))
                     times, refused = [], 0
                     for _ in range(args.games):
                         status, seconds = _create(base, name)
@@ -113,8 +99,8 @@ def main(argv: list[str]) -> int:
                             raise SystemExit(f"POST /v1/games answered {status}")
                     rows.append((case, name, len(times), refused, _quantiles(times)))
         finally:
-            _stop(worker)
-            _stop(gunicorn)
+            stop_gunicorn(worker)
+            stop_gunicorn(gunicorn)
             client.close()
             server.stop()
     print(f"pools of {args.pool} filled in {fill:.0f} s; {args.games} creations per row, "

@@ -2,10 +2,13 @@
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
-Then it starts the solver's worker (:mod:`service.worker`: the pools of winnable deals,
-the analyses) and gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default
-8000), forwards SIGINT / SIGTERM / SIGHUP to gunicorn, waits for it to exit, then stops
-the worker, and Redis last.
+Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
+``var/secret-key``; generated on the first run, readable by its owner only), so
+idempotent retries survive a restart.  Then
+it starts the solver's worker (:func:`service.launch.start_worker`: the pools of
+winnable deals, the analyses) and gunicorn (:func:`service.launch.start_gunicorn`) on
+``127.0.0.1:$PORT`` (default 8000), forwards SIGINT / SIGTERM / SIGHUP to gunicorn,
+waits for it to exit, then stops the worker, and Redis last.
 """
 
 from __future__ import annotations
@@ -16,16 +19,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.config import env_int
-from service.redis_server import RedisServer, RedisServerError, die_with_parent
+from service.env import env_int
+from service.launch import ROOT, new_secret_key, start_gunicorn, start_worker, stop_gunicorn
+from service.redis_server import RedisServer, RedisServerError
 
-# The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
-# (tests/test_compose.py checks it).
-GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
-# The solver's worker; docker-compose.yml's worker service runs the same command.
-WORKER_COMMAND = ("python", "-m", "service.worker")
-
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -41,9 +38,27 @@ def _int_env(name: str, default: int | None) -> int | None:
         raise SystemExit(f"devserver: {error}") from None
 
 
+def secret_key(path: Path) -> str:
+    """The development server's ``SECRET_KEY``: the one in ``path``, made on first use."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = new_secret_key()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key
+
+
 def main() -> int:
     port = _int_env("PORT", 8000)
     env = dict(os.environ, HOST=HOST, PORT=str(port))
+    if not env.get("SECRET_KEY"):
+        key_file = Path(os.environ.get("SECRET_KEY_FILE") or ROOT / "var" / "secret-key")
+        env["SECRET_KEY"] = secret_key(key_file)
+        log(f"SECRET_KEY from {key_file}")
     received: list[int] = []
     gunicorn: subprocess.Popen[bytes] | None = None
     worker: subprocess.Popen[bytes] | None = None
@@ -78,23 +93,9 @@ def main() -> int:
         if received:
             return 0
 
-        worker = subprocess.Popen(
-            [sys.executable, *WORKER_COMMAND[1:]],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=die_with_parent(),
-        )
+        worker = start_worker(env)
         log(f"worker pid {worker.pid} (winnable deals, analyses)")
-        gunicorn = subprocess.Popen(
-            [sys.executable, "-m", *GUNICORN_COMMAND],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # signals reach it once, through us
-            preexec_fn=die_with_parent(),
-        )
+        gunicorn = start_gunicorn(env)
         log(f"gunicorn pid {gunicorn.pid} serving http://{HOST}:{port}")
         if received:
             forward(received[-1], None)
@@ -107,13 +108,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 gunicorn.kill()
                 gunicorn.wait()
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(10)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+        if worker is not None:
+            stop_gunicorn(worker, 10)
         if redis_server is not None:
             redis_server.stop()
             log("redis-server stopped")

@@ -29,10 +29,11 @@ from dataclasses import dataclass
 
 import orjson
 
-from service.engine import PLAYING, WON, Variant, get_variant
+from service.engine import WON, Variant, get_variant
 from service.engine import solver as engine_solver
-from service.games import GameError
+from service.game.errors import game_not_found, game_not_over, no_winnable_deal
 from service.solver_store import SolverStore
+from service.store import GameStore
 
 #: Seconds a client is asked to wait before it asks again for an analysis under way.
 ANALYSIS_RETRY_AFTER = 1
@@ -146,40 +147,37 @@ def analyse(variant: Variant, seed: int, *, seconds: float, positions: int
     return solution, orjson.dumps(analysis_json(variant, seed, solution))
 
 
-@dataclass(frozen=True, slots=True)
-class Finished:
-    """What an analysis needs of a game: its deal and whether it is over."""
-
-    variant: Variant
-    seed: int
-    over: bool
-
-
 #: The answers of :meth:`Analyses.get`.
 READY, PENDING = "ready", "pending"
 
 
 class Analyses:
     """Analyses of finished games, for the API (:meth:`get`) and the worker
-    (:meth:`run`).  ``deal_of(game_id)`` reads a game's :class:`Finished` (None if there
-    is no such game) through the game store."""
+    (:meth:`run`): the games come from the game repository, the analyses, claims and
+    jobs from the :class:`SolverStore`."""
 
-    def __init__(self, store: SolverStore, settings: SolverSettings, deal_of):
+    def __init__(self, games: GameStore, store: SolverStore, settings: SolverSettings):
+        self.games = games
         self.store = store
         self.settings = settings
-        self.deal_of = deal_of
 
-    def get(self, finished: Finished, game_id: str) -> tuple[str, bytes | None]:
-        """``(READY, answer)`` or ``(PENDING, None)`` for a game that is over."""
+    def get(self, game_id: str) -> tuple[str, bytes | None]:
+        """``(READY, answer)`` or ``(PENDING, None)``; 404 ``game_not_found``, and 409
+        ``game_not_over`` while the game is played (the answer would tell the stock)."""
+        game = self.games.load(game_id)
+        if game is None:
+            raise game_not_found(game_id)
+        if not game.record.is_over:
+            raise game_not_over()
         stored = self.store.analysis(game_id)
         if stored is not None:
             return READY, stored
         if not self.store.claim_analysis(game_id, self.settings.claim_seconds):
-            return PENDING, None  # someone is at it
+            return PENDING, None  # a request or the worker is at it
         try:
             if self.settings.analysis_inline_seconds > 0:
                 solution, answer = analyse(
-                    finished.variant, finished.seed,
+                    game.record.game_variant, game.record.seed,
                     seconds=min(self.settings.analysis_inline_seconds,
                                 self.settings.analysis_seconds),
                     positions=self.settings.analysis_positions)
@@ -195,7 +193,7 @@ class Analyses:
         """Store ``answer`` unless the game has one already (then that one is the
         answer), and release the claim."""
         try:
-            if self.store.store_analysis(game_id, answer) == 0:
+            if self.store.keep_analysis(game_id, answer) == 0:
                 answer = self.store.analysis(game_id) or answer
         finally:
             self.store.release_analysis(game_id)
@@ -204,24 +202,18 @@ class Analyses:
     def run(self, game_id: str) -> str:
         """The worker's part: compute and keep the analysis of ``game_id`` with the whole
         budget, unless it is stored already or the game is gone.  Says what it did."""
-        finished = self.deal_of(game_id)
-        if finished is None or not finished.over:
+        game = self.games.load(game_id)
+        if game is None or not game.record.is_over:
             self.store.release_analysis(game_id)
             return "no finished game"
         if self.store.analysis(game_id) is not None:
             self.store.release_analysis(game_id)
             return "stored already"
-        _solution, answer = analyse(finished.variant, finished.seed,
+        _solution, answer = analyse(game.record.game_variant, game.record.seed,
                                     seconds=self.settings.analysis_seconds,
                                     positions=self.settings.analysis_positions)
         self._keep(game_id, answer)
         return "stored"
-
-
-def finished_of(record: dict) -> Finished:
-    """The :class:`Finished` of a stored game record."""
-    return Finished(get_variant(record["variant"]), int(record["seed"]),
-                    record["state"]["status"] != PLAYING)
 
 
 class Winnable:
@@ -239,10 +231,8 @@ class Winnable:
             # more often than a single long one.
             seconds = self.settings.search_seconds
             seed = find_winnable(variant, seconds=seconds,
-                                 deal_seconds=min(seconds / 3, self.settings.deal_seconds),
+                                 deal_seconds=min(seconds / 6, self.settings.deal_seconds),
                                  positions=self.settings.deal_positions)
         if seed is None:
-            raise GameError(422, "no_winnable_deal",
-                            f"no deal of {variant.name} proved winnable could be found in "
-                            "time; try again later, or ask for any deal")
+            raise no_winnable_deal(variant.name)
         return seed

@@ -1,38 +1,29 @@
-"""The game store: the only module of the service that talks to Redis.
+"""The game repository: the only module of the service that reads and writes games in
+Redis (the live feed's subscriptions are in :mod:`service.feed`).
 
-Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
-
-- ``game:{<id>}`` HASH: ``v`` the version, ``d`` the game record (JSON: metadata and the
-  engine snapshot, which holds the stock order and never leaves the server), ``j`` the
-  journal (:mod:`service.engine.journal`: one short token per version, every move and
-  undo since the deal, from which the history and the events feed are replayed);
-- ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
-  write, kept ``IDEMPOTENCY_TTL_SECONDS``;
-- ``create:idem:<sha256 of the Idempotency-Key>`` STRING: the same for ``POST /v1/games``,
-  which has no game yet (the key is scoped by itself), written by the same script call
-  that stores the new game;
-- ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
-  ``<variant>:resigned``.  It and ``create:idem:…`` are the keys outside a game's hash
-  tag, so the scripts that touch them assume one Redis, not a Cluster;
-- the pub/sub channel ``game:{<id>}:feed`` (no key, no memory): every change of the game
-  publishes its new version there, a delete publishes ``deleted``; events streams wait
-  on it.
-
-A game after a hundred moves takes about 1.2 KB of Redis memory: one hash, no list of
-steps and no log of events (``python -m bench http`` measures it).
+The key names are :mod:`service.keys`; every key of one game shares the Redis Cluster
+hash tag ``{<id>}``.  A game is one hash: its version, its record
+(:class:`service.game.record.GameRecord` as JSON: metadata and the engine snapshot,
+which holds the stock order and never leaves the server) and its journal
+(:mod:`service.engine.journal`: one short token per version, every move and undo since
+the deal, from which the history and the events feed are replayed).  Next to it: the
+idempotency record of each write sent with an ``Idempotency-Key`` (kept
+``IDEMPOTENCY_TTL_SECONDS``), and the statistics counters.  The statistics hash and the
+records of ``POST /v1/games`` (which has no game yet) are the keys outside a game's hash
+tag, so the scripts that touch them assume one Redis, not a Cluster.
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
 idempotency record instead of writing, refuses a changed version, and otherwise writes
 the version, the record, the journal tokens, the statistics counter, the idempotency
-record and the expiry together, then publishes the new version.  Reads are one round
-trip.  The commands of the request path (a read, a write's script) go over one
-connection per thread (:class:`_ThreadConnections`), the others over redis-py's pool.
-Every Redis failure surfaces as :class:`StorageUnavailable`.
+record and the expiry together, then publishes the new version on the game's channel (a
+delete publishes ``deleted``).  Reads are one round trip.  The commands of the request
+path (a read, a write's script) go over one connection per thread
+(:class:`_ThreadConnections`), the others over redis-py's pool.  Every Redis failure
+surfaces as :class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import threading
@@ -45,15 +36,15 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
-__all__ = ["CommitResult", "GameStore", "Stored", "StorageUnavailable", "Subscription",
-           "WriteView"]
+from service import keys
+from service.game.record import GameRecord, StoredGame
+
+__all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView"]
 
 EXTENSION = "game_store"
 
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
-#: What a delete publishes on the game's channel (a change publishes its version).
-DELETED = b"deleted"
 
 # KEYS: game hash, stats hash, [idempotency record]
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
@@ -98,10 +89,6 @@ end
 return {'ok', ARGV[2]}
 """
 
-#: The statistics counters (see the module docstring).
-STATS_KEY = "stats"
-
-
 class StorageUnavailable(Exception):
     """Redis could not be reached, timed out, is loading or refused the command."""
 
@@ -119,41 +106,13 @@ def _storage_errors(method):
     return wrapper
 
 
-def _digest(idempotency_key: str) -> str:
-    return hashlib.sha256(idempotency_key.encode()).hexdigest()
-
-
-def _game_key(game_id: str) -> str:
-    return f"game:{{{game_id}}}"
-
-
-def _channel(game_id: str) -> str:
-    return f"game:{{{game_id}}}:feed"
-
-
-def _create_idem_key(idempotency_key: str) -> str:
-    return f"create:idem:{_digest(idempotency_key)}"
-
-
-def _idem_key(game_id: str, idempotency_key: str) -> str:
-    return f"game:{{{game_id}}}:idem:{_digest(idempotency_key)}"
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """A game as stored: its version and its record (``state`` is the engine snapshot)."""
-
-    version: int
-    record: dict
-
-
 @dataclass(frozen=True, slots=True)
 class WriteView:
     """What a write needs, read in one round trip: the game (None if absent), its
     journal ('' unless asked for) and the idempotency record of the write's key (None if
     none)."""
 
-    game: Stored | None
+    game: StoredGame | None
     journal: str
     first_response: bytes | None
 
@@ -164,10 +123,10 @@ class CommitResult:
     first_response: bytes | None = None  # the stored record when REPLAY
 
 
-def _stored(version: bytes | None, record: bytes | None) -> Stored | None:
+def _stored(version: bytes | None, record: bytes | None) -> StoredGame | None:
     if version is None or record is None:
         return None
-    return Stored(int(version), orjson.loads(record))
+    return StoredGame(int(version), GameRecord.from_json(orjson.loads(record)))
 
 
 class _ThreadConnections:
@@ -238,45 +197,16 @@ class _ThreadConnections:
             connection.disconnect()
 
 
-class Subscription:
-    """The pub/sub channel of one game, for an events stream: :meth:`wait` returns what
-    was published since (versions as ints, :data:`DELETED`), :meth:`close` gives the
-    connection back."""
-
-    def __init__(self, pubsub):
-        self._pubsub = pubsub
-
-    @_storage_errors
-    def wait(self, seconds: float) -> list:
-        """What the game's channel carried, waiting up to ``seconds`` for the first
-        message (an empty list if none came)."""
-        found = []
-        message = self._pubsub.get_message(ignore_subscribe_messages=True,
-                                           timeout=max(0.001, seconds))
-        while message is not None:
-            data = message.get("data")
-            if message.get("type") == "message":
-                found.append(DELETED if data == DELETED else int(data))
-            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0)
-        return found
-
-    def close(self) -> None:
-        with contextlib.suppress(redis.RedisError, OSError):
-            self._pubsub.close()
-
-
 class GameStore:
     """Games in Redis.  ``init_app(app)`` builds the client from the app's config and
     registers the store as ``app.extensions["game_store"]``."""
 
     def __init__(self, app=None):
         self.client: redis.Redis | None = None
-        self.stream_client: redis.Redis | None = None
         self.game_ttl = 0
         self.idempotency_ttl = 0
         self._fast: _ThreadConnections | None = None
         self._commit_sha = ""
-        self._confirm_timeout = 1.0
         if app is not None:
             self.init_app(app)
 
@@ -287,18 +217,7 @@ class GameStore:
         self._fast = _ThreadConnections(config["REDIS_URL"], options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
-        self._confirm_timeout = float(config["REDIS_SOCKET_TIMEOUT"])
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
-        # Events streams wait on their game's channel, each holding a connection for as
-        # long as it is open: a pool of their own, one connection per stream the process
-        # admits (service.events caps them), with a socket timeout past the heartbeat.
-        stream_options = dict(options)
-        stream_options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
-                                            + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
-        pool = redis.BlockingConnectionPool.from_url(
-            config["REDIS_URL"], max_connections=max(1, int(config["SSE_MAX_STREAMS"])),
-            timeout=float(config["REDIS_CONNECT_TIMEOUT"]), **stream_options)
-        self.stream_client = redis.Redis(connection_pool=pool)
         app.extensions[EXTENSION] = self
 
     @staticmethod
@@ -318,11 +237,8 @@ class GameStore:
         }
 
     def close(self) -> None:
-        for client in (self.client, self.stream_client):
-            if client is not None:
-                client.close()
-        if self.stream_client is not None:
-            self.stream_client.connection_pool.disconnect()
+        if self.client is not None:
+            self.client.close()
         if self._fast is not None:
             self._fast.close()
 
@@ -332,15 +248,16 @@ class GameStore:
         self.client.ping()
 
     @_storage_errors
-    def load(self, game_id: str) -> Stored | None:
-        version, record = self._fast.execute("HMGET", _game_key(game_id), "v", "d")
+    def load(self, game_id: str) -> StoredGame | None:
+        version, record = self._fast.execute("HMGET", keys.game(game_id), keys.VERSION,
+                                             keys.RECORD)
         return _stored(version, record)
 
     @_storage_errors
-    def load_with_journal(self, game_id: str) -> tuple[Stored, str] | None:
+    def load_with_journal(self, game_id: str) -> tuple[StoredGame, str] | None:
         """The game and its journal, in one round trip (None if there is no game)."""
-        version, record, journal = self._fast.execute("HMGET", _game_key(game_id),
-                                                      "v", "d", "j")
+        version, record, journal = self._fast.execute(
+            "HMGET", keys.game(game_id), keys.VERSION, keys.RECORD, keys.JOURNAL)
         game = _stored(version, record)
         return None if game is None else (game, (journal or b"").decode())
 
@@ -350,43 +267,28 @@ class GameStore:
         """The game, its journal (only with ``journal``: an undo needs it) and the
         idempotency record of ``idempotency_key``, in one round trip: one HMGET when
         there is no key, else one MULTI/EXEC."""
-        fields = ("v", "d", "j") if journal else ("v", "d")
-        game_key = _game_key(game_id)
+        fields = (keys.VERSION, keys.RECORD, keys.JOURNAL) if journal else \
+            (keys.VERSION, keys.RECORD)
+        game_key = keys.game(game_id)
         if idempotency_key is None:
             values = self._fast.execute("HMGET", game_key, *fields)
             first = None
         else:  # MULTI/EXEC: one consistent view
             values, first = self._fast.transaction(
-                ("HMGET", game_key, *fields), ("GET", _idem_key(game_id, idempotency_key)))
+                ("HMGET", game_key, *fields),
+                ("GET", keys.write_idempotency(game_id, idempotency_key)))
         text = (values[2] or b"").decode() if journal else ""
         return WriteView(_stored(values[0], values[1]), text, first)
 
     @_storage_errors
     def exists(self, game_id: str) -> bool:
-        return bool(self.client.exists(_game_key(game_id)))
+        return bool(self.client.exists(keys.game(game_id)))
 
     @_storage_errors
     def stats(self) -> dict[str, int]:
-        """The statistics counters (see the module docstring), missing ones absent."""
+        """The statistics counters (:func:`service.keys.stat`), missing ones absent."""
         return {field.decode(): int(value)
-                for field, value in self.client.hgetall(STATS_KEY).items()}
-
-    @_storage_errors
-    def subscribe(self, game_id: str) -> Subscription:
-        """A subscription to the game's channel, on a connection of the streams' pool:
-        subscribe first, then read the game, and no change can slip between the two."""
-        pubsub = self.stream_client.pubsub()
-        try:
-            pubsub.subscribe(_channel(game_id))
-            # Redis confirms the subscription once it is in force: only then may the
-            # game be read (a read on another connection could be served first).
-            confirmed = pubsub.get_message(timeout=self._confirm_timeout)
-            if confirmed is None or confirmed.get("type") != "subscribe":
-                raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
-        except BaseException:
-            pubsub.close()
-            raise
-        return Subscription(pubsub)
+                for field, value in self.client.hgetall(keys.STATS).items()}
 
     # --- writes ---------------------------------------------------------------------
     @_storage_errors
@@ -396,7 +298,7 @@ class GameStore:
         *,
         expected: int | None,
         version: int | None,
-        record: dict | None = None,
+        record: GameRecord | None = None,
         journal: str = "",
         idempotency_key: str | None = None,
         first_response: bytes | None = None,
@@ -412,30 +314,30 @@ class GameStore:
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
-        keys = [_game_key(game_id), STATS_KEY]
+        names = [keys.game(game_id), keys.STATS]
         if idempotency_key is not None:
-            keys.append(_create_idem_key(idempotency_key) if create
-                        else _idem_key(game_id, idempotency_key))
+            names.append(keys.create_idempotency(idempotency_key) if create
+                         else keys.write_idempotency(game_id, idempotency_key))
         args = (
             "" if expected is None else str(expected),
             "" if version is None else str(version),
-            orjson.dumps(record) if record is not None else "",
+            orjson.dumps(record.to_json()) if record is not None else "",
             journal,
             first_response if idempotency_key is not None else "",
             self.idempotency_ttl,
             self.game_ttl,
             stat or "",
-            _channel(game_id),
+            keys.channel(game_id),
         )
         try:
-            outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(keys),
-                                                *keys, *args)
+            outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(names),
+                                                *names, *args)
         except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-            outcome, value = self._fast.execute("EVAL", _COMMIT, len(keys), *keys, *args)
+            outcome, value = self._fast.execute("EVAL", _COMMIT, len(names), *names, *args)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
     def created_response(self, idempotency_key: str) -> bytes | None:
-        return self._fast.execute("GET", _create_idem_key(idempotency_key))
+        return self._fast.execute("GET", keys.create_idempotency(idempotency_key))

@@ -10,9 +10,9 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
    the ones it wins, one deal at a time, always for the pool that is emptiest for its
    size.
 
-With nothing to do it waits on the job list (a second at a time, then looks at the
-pools again).  It runs at a lower CPU priority (``WORKER_NICE``) than the API, so that
-a search never slows requests down.  Any number of workers may run against one Redis:
+With nothing to do it looks at the job list and the pools again every half second.  It
+runs at a lower CPU priority (``WORKER_NICE``) than the API, so that a search never
+slows requests down.  Any number of workers may run against one Redis:
 a job is taken by one of them, and a seed popped once.  A lost Redis is waited for; a
 stop signal ends the process at once (an analysis cut short is queued again by the next
 request once its claim lapses; a search cut short loses nothing).
@@ -28,48 +28,36 @@ import signal
 import sys
 import time
 
-import orjson
-import redis
-
-from service.config import Config, env_int
 from service.engine import get_variant
-from service.solver_store import SolverStore
-from service.solving import Analyses, SolverSettings, find_winnable, finished_of
-from service.store import GameStore, StorageUnavailable
-from service.telemetry import json_formatter
+from service.env import env_int
+from service.solving import Analyses, find_winnable
+from service.store import StorageUnavailable
+from service.telemetry import configure_logging
 
-#: Seconds the worker waits for a job when it has nothing else to do.
-IDLE_WAIT = 1.0
+#: Seconds between two looks at the job list when there is nothing to do.
+IDLE_WAIT = 0.5
 
 log = logging.getLogger("patience.worker")
 
 
 class Worker:
-    def __init__(self, client: redis.Redis, settings: SolverSettings):
-        self.store = SolverStore(client)
-        self.settings = settings
-        self.client = client
-        self.analyses = Analyses(self.store, settings, self._deal_of)
-        self.pools = {name: size for name, size in settings.pool.items() if size > 0}
+    """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
-    def _deal_of(self, game_id: str):
-        found = self.client.hmget(f"game:{{{game_id}}}", "v", "d")
-        if found[0] is None or found[1] is None:
-            return None
-        return finished_of(orjson.loads(found[1]))
+    def __init__(self, analyses: Analyses):
+        self.analyses = analyses
+        self.store = analyses.store
+        self.settings = analyses.settings
+        self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
 
-    def step(self, *, wait: float = IDLE_WAIT) -> str:
-        """Do the most urgent thing there is (waiting up to ``wait`` seconds for a job
-        when there is nothing): what it did, in a word."""
-        job = self.store.next_analysis(0)
+    def step(self) -> str:
+        """Do the most urgent thing there is: what it did, in a word."""
+        job = self.store.next_analysis()
         if job is not None:
             return self._analyse(job)
         needy = self._neediest_pool()
         if needy is not None:
             return self._fill(needy)
-        job = self.store.next_analysis(wait)
-        if job is not None:
-            return self._analyse(job)
+        time.sleep(IDLE_WAIT)
         return "idle"
 
     def _analyse(self, game_id: str) -> str:
@@ -80,11 +68,12 @@ class Worker:
         return "analysis"
 
     def _neediest_pool(self) -> str | None:
-        if not self.pools:
-            return None
-        sizes = self.store.pool_sizes(list(self.pools))
-        short = [(sizes[name] / size, name) for name, size in self.pools.items()
-                 if sizes[name] < size]
+        """The variant whose pool is the emptiest for its size (None: all full)."""
+        short = []
+        for name, size in self.pools.items():
+            count = self.store.pool_size(name)
+            if count < size:
+                short.append((count / size, name))
         return min(short)[1] if short else None
 
     def _fill(self, variant_id: str) -> str:
@@ -111,43 +100,35 @@ class Worker:
                 time.sleep(1.0)
 
 
-def _client(config: Config) -> redis.Redis:
-    options = GameStore.client_options(vars_of(config))
-    # A blocking wait for a job must not look like a hung Redis.
-    options["socket_timeout"] = max(float(options["socket_timeout"]), IDLE_WAIT + 2.0)
-    return redis.Redis.from_url(config.REDIS_URL, **options)
-
-
-def vars_of(config) -> dict:
-    return {name: getattr(config, name) for name in dir(config) if name.isupper()}
-
-
-def _stop(signum, _frame):
+def _stop(_signum, _frame):
     raise SystemExit(0)
 
 
 def main() -> int:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(json_formatter())
-    root = logging.getLogger("patience")
-    root.addHandler(handler)
-    root.setLevel(Config.LOG_LEVEL)
+    configure_logging("INFO")
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop)
     try:
-        settings = SolverSettings.from_config(vars_of(Config))
+        # The app's own configuration and stores: the same settings, the same Redis.
+        # (Imported here: a bad setting raises ValueError while the config is read.)
+        from service.app import create_app
+
+        app = create_app()
         nice = env_int("WORKER_NICE", 10)
     except ValueError as error:
         log.error("bad configuration", extra={"error": str(error)})
         return 2
+    configure_logging(app.config["LOG_LEVEL"])
     if nice:
         os.nice(nice)
-    worker = Worker(_client(Config), settings)
-    log.info("worker started", extra={"pool": settings.pool, "pid": os.getpid()})
+    analyses = app.extensions["analyses"]
+    log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid()})
     try:
-        worker.run()
+        Worker(analyses).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
+    finally:
+        app.extensions["game_store"].close()
     return 0
 
 

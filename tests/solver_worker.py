@@ -1,20 +1,17 @@
 """The solver's worker as a real process for the tests: ``python -m service.worker`` (the
-command of ``make run`` and docker-compose), on the tests' Redis, with small budgets."""
+command of ``make run`` and docker-compose, started by the same launcher), on the
+tests' Redis, with small budgets."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from service.devserver import WORKER_COMMAND
-
-ROOT = Path(__file__).resolve().parent.parent
+from service.launch import start_worker, stop_gunicorn
 
 
 class WorkerProcess:
@@ -30,8 +27,7 @@ class WorkerProcess:
 
     def __enter__(self) -> WorkerProcess:
         with open(self.log, "wb") as sink:
-            self.process = subprocess.Popen([sys.executable, *WORKER_COMMAND[1:]], cwd=ROOT,
-                                            env=self.env, stdout=sink, stderr=subprocess.STDOUT)
+            self.process = start_worker(self.env, output=sink)
         deadline = time.monotonic() + 20
         while not any(line.get("message") == "worker started" for line in self.lines()):
             assert self.process.poll() is None, self.log.read_text()
@@ -40,12 +36,7 @@ class WorkerProcess:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_gunicorn(self.process, 10)
         text = self.log.read_text(errors="replace")
         assert "Traceback" not in text, text[-5000:]
 

@@ -58,10 +58,10 @@ from schemathesis.checks import CHECKS
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core.parameters import ParameterLocation
 
-import service.games
-from service.app import create_app
+import service.game.commands
+from service import keys
+from service.app import close_app, create_app
 from service.engine import variants
-from service.solver_store import pool_key
 from tests.contract import SPEC_PATH, ValidatingClient, is_planned, spec
 
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "50"))
@@ -136,7 +136,7 @@ def app(redis_server):
     SCHEMA.app = STATEFUL_SCHEMA.app = app
     yield app
     SCHEMA.app = STATEFUL_SCHEMA.app = None
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 def test_every_check_runs_but_the_wall_clock():
@@ -271,7 +271,7 @@ class PlayerToken:
 
 
 class _FixedDeal:
-    """``secrets`` for service.games, but the deal the server draws is always 42 (ids,
+    """``secrets`` for service.game.commands, but the deal the server draws is always 42 (ids,
     tokens and salts stay random: nothing a scenario does depends on their values)."""
 
     def __getattr__(self, name):
@@ -284,7 +284,7 @@ class _FixedDeal:
 
 @pytest.mark.timeout(180)
 def test_stateful(app, redis_server, monkeypatch):
-    monkeypatch.setattr(service.games, "secrets", _FixedDeal())
+    monkeypatch.setattr(service.game.commands, "secrets", _FixedDeal())
     redis_db = redis.Redis.from_url(redis_server.url)
     machine = STATEFUL_SCHEMA.as_state_machine()
     # Scenarios start by creating a game; a write to a random id meets 401 or 404, which
@@ -303,7 +303,7 @@ def test_stateful(app, redis_server, monkeypatch):
             # A winnable creation deals the pool's seed, the fixed deal: a scenario's
             # root create always succeeds, and a replayed scenario takes the same path.
             for variant in variants():
-                redis_db.sadd(pool_key(variant.id), 42)
+                redis_db.sadd(keys.pool(variant.id), 42)
             TOKENS.clear()
             deleted.clear()
 

@@ -70,6 +70,17 @@ class Clock(Variant):
     summary = ("Build twelve foundations round a dial up in suit, each until it shows its "
                "hour, from a circle of twelve packets, marrying down in suit and drawing "
                "the stock to a talon.")
+    autoplay_rule = (
+        "A card goes home when exactly one foundation takes it and no card can still need "
+        "it as a marriage target: it comes from the talon (talon cards are never "
+        "targets), or the only card that can marry onto it, the card one rank below in "
+        "its suit, has both copies home or its other copy is wanted by a foundation now.")
+    hint_rule = (
+        "More cards home, judged from the face-up cards only. In order: a move home that "
+        "autoplay would play; any other move home; the first move of the shortest line of "
+        "card moves that brings the most cards home (a bounded breadth-first search); a "
+        "marriage that leaves a packet short, so that the stock refills it. When no card "
+        "move helps: refill or draw, whichever is legal, else no move.")
     order = 1
     actions = (DRAW, REFILL)
     layout = _layout()

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
+from service import keys
 from service.engine import WON, Move, get_variant
-from service.solver_store import ANALYSIS_JOBS, analysis_lock_key
 from tests.api.support import auth, create, make_app
 from tests.solver_worker import WorkerProcess, quickly_won_seed, wait_for
 
@@ -48,7 +48,7 @@ def test_the_analysis_waits_for_the_end(client, redis_db):
     assert response.get_json()["code"] == "game_not_over"
     assert "3" not in response.get_json()["detail"]
     assert redis_db.hget(f"game:{{{game['id']}}}", "a") is None
-    assert redis_db.exists(analysis_lock_key(game["id"]), ANALYSIS_JOBS) == 0
+    assert redis_db.exists(keys.analysis_claim(game["id"]), keys.ANALYSIS_JOBS) == 0
     # Unknown and deleted games: 404.
     assert client.get("/v1/games/nosuchgameatallxxxxxxx/analysis").status_code == 404
     client.delete(f"/v1/games/{game['id']}", headers=auth(token))
@@ -70,7 +70,7 @@ def test_a_deal_settled_at_once_is_answered_at_once_and_kept(redis_url, redis_db
     assert analysis["seconds"] >= 0
     check_line(VARIANT, seed, analysis["line"])
     assert redis_db.hget(f"game:{{{game['id']}}}", "a") == response.get_data()
-    assert redis_db.exists(analysis_lock_key(game["id"]), ANALYSIS_JOBS) == 0
+    assert redis_db.exists(keys.analysis_claim(game["id"]), keys.ANALYSIS_JOBS) == 0
     again = client.get(f"/v1/games/{game['id']}/analysis")
     assert again.get_data() == response.get_data()
     # It goes with the game.
@@ -105,7 +105,7 @@ def test_a_long_analysis_is_computed_once_by_the_worker(worker, redis_url, redis
     check_line(VARIANT, seed, analysis["line"])
     stored = redis_db.hget(f"game:{{{game['id']}}}", "a")
     assert stored == answers[-1].get_data() == client.get(url).get_data()
-    assert redis_db.exists(analysis_lock_key(game["id"]), ANALYSIS_JOBS) == 0
+    assert redis_db.exists(keys.analysis_claim(game["id"]), keys.ANALYSIS_JOBS) == 0
     # However often it was asked for, the worker searched once.
     runs = [line for line in worker.lines()
             if line.get("message") == "analysis" and line.get("game_id") == game["id"]]

@@ -1,11 +1,11 @@
 """Idempotency-Key on every write, and racing writers (threads on one app)."""
 
-import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from service import keys
 from tests.api.support import (
     auth,
     create,
@@ -44,7 +44,7 @@ def test_a_retried_move_gets_the_first_answer_and_is_applied_once(client, redis_
     assert snapshot(redis_db) == state_after_first
     assert stored(redis_db, gid)[0] == 1
     assert len(stored_history(redis_db, gid)) == 1
-    record_key = f"game:{{{gid}}}:idem:{hashlib.sha256(KEY.encode()).hexdigest()}"
+    record_key = keys.write_idempotency(gid, KEY)
     assert 86400 - 10 < redis_db.ttl(record_key) <= 86400
 
 
@@ -155,7 +155,7 @@ def test_a_retried_create_gets_the_same_game_and_token(client, redis_db):
     token = first.get_json()["player_token"]
     values = snapshot(redis_db).values()
     assert not any(token.encode() in value for value in values if isinstance(value, bytes))
-    record_key = f"create:idem:{hashlib.sha256(KEY.encode()).hexdigest()}"
+    record_key = keys.create_idempotency(KEY)
     assert 86400 - 10 < redis_db.ttl(record_key) <= 86400
     other = client.post("/v1/games", json={"variant": "clock"}, headers={"Idempotency-Key": KEY})
     assert other.status_code == 422

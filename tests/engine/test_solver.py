@@ -4,6 +4,8 @@ exhaust."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from service.engine import LOST as LOST_STATUS
@@ -22,6 +24,7 @@ from service.engine.solver import (
     solve_state,
 )
 
+from . import solver_positions
 from .positions import VARIANT_IDS
 
 
@@ -64,3 +67,38 @@ def test_a_finished_game_needs_no_search():
     assert solve_state(lost).searched == 0
     resigned, _ = state.apply(Move(RESIGN))
     assert solve_state(resigned, max_positions=50).result == UNDECIDED
+
+
+def _agree(states, budget: int) -> dict[str, int]:
+    """Solve each position with the variant's search and with the plain exhaustive
+    search; where the exhaustive search settles it, both must say the same.  Returns
+    how many positions each result settled."""
+    settled = {WON: 0, LOST: 0}
+    for state in states:
+        plain, _moves = exhaustive_search(state, Budget(budget, 60))
+        if plain == UNDECIDED:
+            continue
+        solution = solve_state(state, max_seconds=60)
+        assert solution.result == plain, state.to_dict()
+        if solution.result == WON:
+            _replays_to_a_win(state, solution)
+        settled[plain] += 1
+    return settled
+
+
+@pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2)])
+def test_salic_law_search_agrees_with_the_exhaustive_search(left, stock, lanes):
+    rng = random.Random(f"salic {left} {stock}")
+    settled = _agree((solver_positions.salic_law(rng, left, stock, lanes)
+                      for _ in range(15)), 30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 1, settled
+
+
+@pytest.mark.parametrize(("left", "stock"), [(10, 0), (12, 3)])
+def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
+    rng = random.Random(f"four corners {left} {stock}")
+    settled = _agree((solver_positions.four_corners(rng, left, stock) for _ in range(20)),
+                     30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 2, settled
