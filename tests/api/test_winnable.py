@@ -15,7 +15,7 @@ from service import keys
 from service.engine import get_variant
 from service.engine.solver import WON, solve
 from service.solver_store import SolverStore
-from tests.api.support import auth, create, make_app, snapshot, stored
+from tests.api.support import auth, create, make_app, stored
 from tests.api.test_secrets import windows
 from tests.solver_worker import WorkerProcess, wait_for
 
@@ -175,8 +175,9 @@ def test_with_an_empty_pool_the_creation_searches_itself(redis_url, clean_redis)
 def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redis_url, redis_db):
     app = make_app(redis_url, WINNABLE_SEARCH_SECONDS=0.2, WINNABLE_DEAL_POSITIONS=2000)
     client = app.test_client()
-    def stored_state():  # all but the pools, which a worker of this module may fill
-        return {k: v for k, v in snapshot(redis_db).items() if not k.startswith(b"pool:")}
+    def stored_state():  # every key but the pools, which a worker of this module fills
+        return {key: redis_db.dump(key) for key in redis_db.keys("*")
+                if not key.startswith(b"pool:")}
 
     before = stored_state()
     started = time.monotonic()
