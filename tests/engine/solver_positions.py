@@ -74,3 +74,32 @@ def four_corners(rng: random.Random, left: int, stock: int) -> State:
         piles[p] = tuple(packet)
     piles[20] = tuple(pool[:stock])
     return State(variant, tuple(piles), PLAYING, rng.randrange(12) if stock else 0)
+
+
+def clock(rng: random.Random, left: int, stock: int, talon: int) -> State:
+    """The Clock with ``left`` cards off the foundations: ``stock`` of them in the
+    stock, ``talon`` on the talon, the rest in random packets."""
+    from service.engine.clock import BASES
+
+    variant = get_variant("clock")
+    pool = _pack()
+    bases = [Card.parse(BASES[h]) for h in range(1, 13)]
+    lengths = [(h - base.rank) % 13 + 1 for h, base in zip(range(1, 13), bases, strict=True)]
+    places = list(lengths)          # how many cards each foundation holds
+    while sum(lengths) - sum(places) < left:
+        f = rng.randrange(12)
+        if places[f] > 1:
+            places[f] -= 1
+    piles: list[tuple[Card, ...]] = [()] * len(variant.layout)
+    for f, base in enumerate(bases):
+        piles[f] = tuple(_take(pool, (base.rank - 1 + i) % 13 + 1, base.suit)
+                         for i in range(places[f]))
+    rng.shuffle(pool)
+    packets: list[list[Card]] = [[] for _ in range(12)]
+    for card in pool[stock + talon:]:
+        packets[rng.randrange(12)].append(card)
+    for p, packet in enumerate(packets):
+        piles[12 + p] = tuple(packet)
+    piles[24] = tuple(pool[:stock])
+    piles[25] = tuple(pool[stock:stock + talon])
+    return State(variant, tuple(piles), PLAYING, 0)

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from service.engine import LOST as LOST_STATUS
-from service.engine import RESIGN, Move, get_variant
+from service.engine import RESIGN, Card, Move, get_variant
 from service.engine import WON as WON_STATUS
 from service.engine.solver import (
     LOST,
@@ -102,3 +102,26 @@ def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
                      30_000)
     assert settled[WON] >= 5, settled
     assert settled[LOST] >= 2, settled
+
+
+@pytest.mark.parametrize(("left", "stock", "talon"), [(14, 4, 4), (20, 6, 6), (20, 0, 8)])
+def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon):
+    rng = random.Random(f"clock {left} {stock} {talon}")
+    settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
+                     30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 3, settled
+
+
+def test_a_draw_that_buries_its_own_card_is_recognised():
+    # Foundations I (6C up to A) and IX (2C up to 9) both want an 8C after a 7C; with
+    # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
+    # it may.
+    from service.engine.clock import BASES, _buries_itself, _code
+
+    tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
+    tops[8] = 6
+    seven, eight = _code(Card(7, "C")), _code(Card(8, "C"))
+    assert _buries_itself(eight, bytes((seven, seven)), bytes(tops))
+    assert not _buries_itself(eight, bytes((seven,)), bytes(tops))
+    assert not _buries_itself(eight, bytes((seven, eight, seven)), bytes(tops[:8] + [7] + tops[9:]))
