@@ -50,6 +50,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     solver_settings = SolverSettings.from_config(app.config)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
                                     retries=app.config["WRITE_RETRIES"],
+                                    hint_seconds=app.config["HINT_SECONDS"],
                                     winnable=Winnable(solver_store, solver_settings))
     app.extensions["analyses"] = Analyses(store, solver_store, solver_settings)
     app.extensions["feed"] = Feed(
