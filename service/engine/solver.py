@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .base import LOST as _LOST_STATUS
 from .base import PLAYING, RESIGNED, State, Variant, get_variant
 from .base import WON as _WON_STATUS
-from .moves import Move, Step
+from .moves import MOVE, Move, Step
 
 WON, LOST, UNDECIDED = "won", "lost", "undecided"
 RESULTS = (WON, LOST, UNDECIDED)
@@ -127,6 +127,14 @@ def replay(state: State, moves) -> tuple[Step, ...]:
     if state.status != _WON_STATUS:
         raise RuntimeError(f"the solver's line ends {state.status}, not won")
     return tuple(steps)
+
+
+def move_table(variant: type[Variant] | Variant) -> tuple[tuple[Move | None, ...], ...]:
+    """Every card move of a variant's table by pile indexes, ``table[source][target]``
+    (None on the diagonal): the searches record their lines with these, built once."""
+    ids = [spec.id for spec in variant.layout]
+    return tuple(tuple(Move(MOVE, source, target) if source != target else None
+                       for target in ids) for source in ids)
 
 
 def exhaustive_search(state: State, budget: Budget) -> tuple[str, list[Move] | None]:
