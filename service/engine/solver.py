@@ -9,9 +9,9 @@ Pure Python, no I/O.  :func:`solve` searches a deal from its opening position,
   none wins;
 * ``undecided``: the budget of positions or seconds ran out first.
 
-The search itself is a hook of each variant, ``Variant.solver_search``: a variant that
-has none is searched by :func:`exhaustive_search`, a plain depth-first search over the
-engine's own legal moves with a table of the positions already seen.  The variants'
+The search itself is a hook of each variant, ``Variant.solver_search``; the base
+variant's is :func:`exhaustive_search`, a plain depth-first search over the engine's own
+legal moves with a table of the positions already seen.  The variants'
 searches are faster and prune more; each pruning rule is argued where it is defined
 and checked against :func:`exhaustive_search` by the tests.
 
@@ -37,7 +37,7 @@ RESULTS = (WON, LOST, UNDECIDED)
 #: long is cut (the search answers undecided) rather than overflow the interpreter.
 MAX_DEPTH = 20_000
 
-#: Default budget of one search: positions expanded and seconds of CPU.
+#: Default budget of one search: positions expanded and seconds (wall clock).
 DEFAULT_POSITIONS = 2_000_000
 DEFAULT_SECONDS = 10.0
 
