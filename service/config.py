@@ -25,7 +25,7 @@ class Config:
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.
     GAME_TTL_SECONDS = env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
-    #: How long an Idempotency-Key is remembered (API.md: 24 hours).
+    #: How long an Idempotency-Key is remembered (24 hours, as openapi.yaml says).
     IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
     #: The server key that seals the stored first answers of idempotent writes (at least 32
     #: characters, the same for every worker and replica); required outside tests.
@@ -40,15 +40,23 @@ class Config:
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
     SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
-    #: ``too_many_streams``.  Each open stream takes one thread of a gthread worker, so
-    #: gunicorn.conf.py sets it below the worker's thread count (GUNICORN_THREADS).
+    #: ``too_many_streams``.  A gthread worker that serves streams itself gives each one
+    #: a thread, so gunicorn.conf.py sets it below the worker's thread count
+    #: (GUNICORN_THREADS); gunicorn.events.conf.py sets it from EVENTS_MAX_STREAMS.
     SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
     SSE_MAX_SECONDS = env_float("SSE_MAX_SECONDS", 3600.0)
+    #: Frames a stream served by a thread may have waiting to be sent; past it the stream
+    #: drops them and catches up from the game's journal once its client reads again.
+    SSE_BACKLOG = env_int("SSE_BACKLOG", 256)
+    #: Bytes an events worker keeps for a stream whose client does not read (what its
+    #: socket does not take); past it, or after a heartbeat period, the connection is
+    #: closed and the client resumes with Last-Event-ID.
+    SSE_BACKLOG_BYTES = env_int("SSE_BACKLOG_BYTES", 64 * 1024)
 
     # --- HTTP ---------------------------------------------------------------------------
-    #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).
+    #: A body over 16 KiB is refused with 413 (also a chunked one).
     MAX_CONTENT_LENGTH = 16 * 1024
     #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
     #: Off by default, so a client cannot choose its own rate-limit key.

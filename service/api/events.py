@@ -10,7 +10,7 @@ from marshmallow import ValidationError
 
 from service.api.errors import BadRequest, problem
 from service.api.http import JSON, checked_id, etag, json_response
-from service.events import MAX_VERSION, Feed, TooManyStreams
+from service.events import ATTACH_ENVIRON, MAX_VERSION, Feed, TooManyStreams
 
 EVENT_STREAM = "text/event-stream"
 _VERSION = re.compile(r"[0-9]{1,19}")
@@ -29,8 +29,8 @@ def _after() -> int:
     if after is not None and (not _VERSION.fullmatch(after) or int(after) > MAX_VERSION):
         # checked even when Last-Event-ID overrides it: a wrong query is always refused
         raise ValidationError({"after": ["Must be an integer 0 .. 9223372036854775807."]})
-    last = request.headers.get("Last-Event-ID", "").strip()
-    if last:
+    last = request.headers.get("Last-Event-ID")
+    if last is not None:
         if not _VERSION.fullmatch(last) or int(last) > MAX_VERSION:
             raise BadRequest(400, "invalid_header",
                              "Last-Event-ID must be a version (an integer 0 .. 2**63-1)")
@@ -60,6 +60,7 @@ def follow_game(game_id):
         response = Response(status=204)
         del response.headers["Content-Type"]
         return response
+    stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
         response = Response(feed().frames(stream), mimetype=EVENT_STREAM)
         response.call_on_close(stream.release)
