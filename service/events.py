@@ -28,8 +28,10 @@ event when it is deleted (or expires), after ``SSE_MAX_SECONDS``, when the hub l
 Redis connection, and when the worker shuts down (:func:`stop_streams`, called by the
 gunicorn configurations on SIGTERM); a client resumes with ``Last-Event-ID``.  A process
 holds at most ``SSE_MAX_STREAMS`` streams (then 503 ``too_many_streams``): under gthread
-each open stream takes a thread, so the cap leaves threads to answer moves; the events
-worker group (gevent, gunicorn.events.conf.py) holds a stream for a few kilobytes.
+each open stream takes a thread, so the cap leaves threads to answer moves.  In the events
+worker group (gevent, gunicorn.events.conf.py) a stream that has caught up is attached
+instead (:class:`Attach`): the server gives its connection to the hub, which writes the
+frames and heartbeats itself, and the stream keeps no greenlet.
 """
 
 from __future__ import annotations

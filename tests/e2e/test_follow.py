@@ -7,7 +7,8 @@ events group of one gevent worker that holds them), on the harness's Redis.
 - SIGTERM to the events worker ends its streams cleanly (the response's last chunk), and
   the clients resume with Last-Event-ID on the worker gunicorn starts again, missing
   nothing that was played meanwhile;
-- past EVENTS_MAX_STREAMS, a stream answers 503 ``too_many_streams``.
+- past EVENTS_MAX_STREAMS, a stream answers 503 ``too_many_streams``;
+- without an events group, the request workers serve the stream themselves.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import requests
 from bench.walks import long_walks
 from service.launch import new_secret_key
 from service.redis_server import free_port
+from tests.e2e.support import Gunicorn
 from tests.sse import parse_block
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -352,3 +354,27 @@ def test_sigterm_ends_streams_cleanly_and_clients_resume_without_a_gap(instance,
         assert first.clean_end  # ended with the response's last chunk, not cut
         assert first.events  # (the last moves before SIGTERM may come after the resume)
         assert _events_equal(first.events + second.events, feed)
+
+
+def test_without_an_events_group_the_request_workers_serve_the_stream(redis_server, walks,
+                                                                      clean_redis, tmp_path):
+    """A hand-off socket where nothing listens: the request worker keeps the stream and
+    serves it on a thread of its own, and says so in its log."""
+    with Gunicorn(redis_server.url, tmp_path / "gunicorn.log", LOG_LEVEL="INFO",
+                  EVENTS_HANDOFF_SOCKET=str(tmp_path / "nobody.sock"),
+                  SSE_HEARTBEAT_SECONDS=str(HEARTBEAT)) as server:
+        game_id, token = _create(server.base, walks[1])
+        moves = walks[1].moves[:3]
+
+        async def scenario():
+            stream = await Stream(server.port, game_id).open()
+            assert stream.status == 200
+            reader = asyncio.ensure_future(stream.read(lambda s: len(s.events) >= len(moves)))
+            await asyncio.to_thread(_play, server.base, game_id, token, moves, 0)
+            await asyncio.wait_for(reader, 15)
+            await _closed(stream)
+            return stream
+
+        stream = asyncio.run(scenario())
+        assert _events_equal(stream.events, _json_feed(server.base, game_id))
+        assert "events group unreachable" in server.log()
