@@ -494,10 +494,13 @@ class Hub:
     def _check_expired(self, game_ids: list[str]) -> None:
         try:
             for game_id in game_ids:
+                if self._stopping:
+                    return  # the app is closing (its store may be closed already)
                 if not self.store.exists(game_id):
                     self._deleted(game_id)
-        except StorageUnavailable as error:
-            log.warning("events expiry check failed: %s", error)
+        except Exception as error:  # the next round tries again
+            if not self._stopping:
+                log.warning("events expiry check failed: %s: %s", type(error).__name__, error)
 
     def _beat(self, now: float) -> None:
         """A heartbeat to each follower that got nothing since the last round; the end
