@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from flask import Flask, request
+from flask.sessions import SessionInterface
 from flask_cors import CORS
 from flask_limiter import Limiter
 from werkzeug.exceptions import RequestTimeout
@@ -21,6 +22,8 @@ from service.config import Config
 from service.events import Feed
 from service.feed import LiveFeed
 from service.game.games import Games
+from service.solver_store import SolverStore
+from service.solving import Analyses, SolverSettings, Winnable
 from service.store import GameStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
@@ -35,6 +38,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if test_config is not None:
         app.config.from_mapping(test_config)
     _check_secret_key(app, testing=test_config is not None)
+    app.session_interface = _NoSessions()
     if app.config["TRUST_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
     app.wsgi_app = _any_host(app.wsgi_app)
@@ -44,9 +48,13 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
+    solver_store = SolverStore(store.client)
+    solver_settings = SolverSettings.from_config(app.config)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
                                     retries=app.config["WRITE_RETRIES"],
-                                    hint_seconds=app.config["HINT_SECONDS"])
+                                    hint_seconds=app.config["HINT_SECONDS"],
+                                    winnable=Winnable(solver_store, solver_settings))
+    app.extensions["analyses"] = Analyses(store, solver_store, solver_settings)
     app.extensions["feed"] = Feed(
         store, LiveFeed(app), heartbeat=app.config["SSE_HEARTBEAT_SECONDS"],
         retry_ms=app.config["SSE_RETRY_MS"], max_streams=app.config["SSE_MAX_STREAMS"],
@@ -91,6 +99,18 @@ def _check_secret_key(app: Flask, *, testing: bool) -> None:
             f"SECRET_KEY must be set to a random string of at least {MIN_SECRET_KEY} "
             "characters, the same for every worker and replica (generate one with "
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
+
+
+class _NoSessions(SessionInterface):
+    """The API keeps no session: with ``SECRET_KEY`` set, Flask would otherwise look for a
+    signed session cookie on every request (``SECRET_KEY`` seals idempotency records
+    here, it signs no cookie)."""
+
+    def open_session(self, app, request):
+        return self.make_null_session(app)
+
+    def save_session(self, app, session, response) -> None:
+        return None
 
 
 def _vary_on_origin(response):
