@@ -42,7 +42,7 @@ from service.engine.help import autoplay as autoplay_steps
 from service.engine.help import hint as engine_hint
 from service.engine.journal import UNDO, Change, Replay
 from service.engine.journal import encode as journal_token
-from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, Stored
+from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, Stored, new_game_id
 
 UNDO_POLICIES = ("full", "safe", "off")
 DEFAULT_UNDO = "safe"
@@ -257,8 +257,10 @@ class Games:
             "undo": undo, "undos": 0, "moves": 0, "created": stamp, "updated": stamp,
             "state": state.to_dict(),
         }
-        for _attempt in range(3):  # a second id is needed only if 128 random bits collide
-            game_id = secrets.token_urlsafe(16)
+        # A second id is needed only if 128 random bits collide, or if the key's first
+        # id is taken by a game whose idempotency record expired.
+        for attempt in range(3):
+            game_id = new_game_id(idempotency_key, attempt)
             body = {"game": game_json(game_id, 0, record), "player_token": token}
             reply = Reply(201, orjson.dumps(body), 0, f"/v1/games/{game_id}")
             first = None

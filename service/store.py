@@ -32,9 +32,11 @@ Every Redis failure surfaces as :class:`StorageUnavailable`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import hashlib
+import secrets
 import threading
 import weakref
 from dataclasses import dataclass
@@ -42,8 +44,10 @@ from dataclasses import dataclass
 import orjson
 import redis
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisClusterException
 from redis.retry import Retry
+
+from service import cluster
 
 __all__ = ["CommitResult", "GameStore", "Stored", "StorageUnavailable", "Subscription",
            "WriteView"]
@@ -59,11 +63,19 @@ DELETED = b"deleted"
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
 #       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
 #       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
-#       ('' = none), 9 the game's channel
+#       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas
+# A replay that waits for replicas first writes the record's own expiry again: the
+# replicas confirm that write, and with it the first one, which came before it.
 _COMMIT = """
 if ARGV[5] ~= '' then
   local first = redis.call('GET', KEYS[3])
-  if first then return {'replay', first} end
+  if first then
+    if ARGV[10] == '1' then
+      local ttl = redis.call('PTTL', KEYS[3])
+      if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+    end
+    return {'replay', first}
+  end
 end
 local current = redis.call('HGET', KEYS[1], 'v')
 if ARGV[1] == '' then
@@ -101,6 +113,13 @@ return {'ok', ARGV[2]}
 #: The statistics counters (see the module docstring).
 STATS_KEY = "stats"
 
+# KEYS: an idempotency record.  Writes its expiry again, for WAIT to confirm.
+_TOUCH = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return ttl
+"""
+
 
 class StorageUnavailable(Exception):
     """Redis could not be reached, timed out, is loading or refused the command."""
@@ -113,7 +132,7 @@ def _storage_errors(method):
     def wrapper(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except (redis.RedisError, OSError) as error:
+        except (redis.RedisError, RedisClusterException, OSError) as error:
             raise StorageUnavailable(f"{type(error).__name__}: {error}") from error
 
     return wrapper
@@ -131,8 +150,18 @@ def _channel(game_id: str) -> str:
     return f"game:{{{game_id}}}:feed"
 
 
-def _create_idem_key(idempotency_key: str) -> str:
-    return f"create:idem:{_digest(idempotency_key)}"
+def _create_idem_key(game_id: str, idempotency_key: str) -> str:
+    return f"game:{{{game_id}}}:idem:create:{_digest(idempotency_key)}"
+
+
+def new_game_id(idempotency_key: str | None = None, attempt: int = 0) -> str:
+    """The id of a new game: 128 random bits; for a create with an Idempotency-Key,
+    128 bits of the key's SHA-256 (with the attempt number), so that the create's
+    idempotency record, found by the key alone, lives in the game's hash slot."""
+    if idempotency_key is None:
+        return secrets.token_urlsafe(16)
+    digest = hashlib.sha256(f"game-id:{attempt}:{idempotency_key}".encode()).digest()
+    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
 
 
 def _idem_key(game_id: str, idempotency_key: str) -> str:
@@ -231,6 +260,23 @@ class _ThreadConnections:
             raise
         return replies[-1]
 
+    def run(self, _key, commands: list[tuple]) -> list:
+        """``commands`` sent together on this thread's connection (one round trip):
+        their replies, errors as exception objects."""
+        connection = self._connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError as error:
+                    replies.append(error)
+        except BaseException:
+            connection.disconnect()
+            raise
+        return replies
+
     def close(self) -> None:
         with self._lock:
             connections = list(self._all)
@@ -270,36 +316,75 @@ class GameStore:
     registers the store as ``app.extensions["game_store"]``."""
 
     def __init__(self, app=None):
-        self.client: redis.Redis | None = None
+        self.cluster = False
         self.stream_client: redis.Redis | None = None
         self.game_ttl = 0
         self.idempotency_ttl = 0
-        self._fast: _ThreadConnections | None = None
+        self.wait_replicas = 0
+        self.wait_timeout_ms = 0
+        self._client: redis.Redis | None = None
+        self._fast: _ThreadConnections | cluster.ClusterConnections | None = None
         self._commit_sha = ""
+        self._touch_sha = ""
         self._confirm_timeout = 1.0
+        self._stream_options: dict = {}
+        self._stream_clients: dict[str, redis.Redis] = {}
+        self._lock = threading.Lock()
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app) -> None:
         config = app.config
+        url = config["REDIS_URL"]
         options = self.client_options(config)
-        self.client = redis.Redis.from_url(config["REDIS_URL"], **options)
-        self._fast = _ThreadConnections(config["REDIS_URL"], options)
+        self.cluster = cluster.is_cluster_url(url)
+        if self.cluster:  # the RedisCluster is made on first use
+            self._fast = cluster.ClusterConnections(url, options)
+        else:
+            self._client = redis.Redis.from_url(url, **options)
+            self._fast = _ThreadConnections(url, options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
+        wait = config.get("REDIS_WAIT_REPLICAS")
+        self.wait_replicas = (1 if self.cluster else 0) if wait is None else max(0, int(wait))
+        self.wait_timeout_ms = max(1, int(config["REDIS_WAIT_TIMEOUT_MS"]))
         self._confirm_timeout = float(config["REDIS_SOCKET_TIMEOUT"])
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
+        self._touch_sha = hashlib.sha1(_TOUCH.encode()).hexdigest()
         # Events streams wait on their game's channel, each holding a connection for as
         # long as it is open: a pool of their own, one connection per stream the process
         # admits (service.events caps them), with a socket timeout past the heartbeat.
+        # On a cluster, a PUBLISH reaches every node: a stream subscribes on the master
+        # of its game's slot, through a pool of that node.
         stream_options = dict(options)
         stream_options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
                                             + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
-        pool = redis.BlockingConnectionPool.from_url(
-            config["REDIS_URL"], max_connections=max(1, int(config["SSE_MAX_STREAMS"])),
-            timeout=float(config["REDIS_CONNECT_TIMEOUT"]), **stream_options)
-        self.stream_client = redis.Redis(connection_pool=pool)
+        stream_options["max_connections"] = max(1, int(config["SSE_MAX_STREAMS"]))
+        stream_options["timeout"] = float(config["REDIS_CONNECT_TIMEOUT"])
+        if self.cluster:
+            self._stream_options = dict(stream_options, **cluster.parse_cluster_url(url)[1])
+        else:
+            pool = redis.BlockingConnectionPool.from_url(url, **stream_options)
+            self.stream_client = redis.Redis(connection_pool=pool)
         app.extensions[EXTENSION] = self
+
+    @property
+    def client(self) -> redis.Redis:
+        """The redis-py client of the commands off the request path (a RedisCluster on
+        a cluster)."""
+        return self._fast.client if self.cluster else self._client
+
+    def _stream_redis(self, game_id: str) -> redis.Redis:
+        if not self.cluster:
+            return self.stream_client
+        node = self.client.get_node_from_key(_channel(game_id))
+        with self._lock:
+            client = self._stream_clients.get(node.name)
+            if client is None:
+                pool = redis.BlockingConnectionPool(host=node.host, port=node.port,
+                                                    **self._stream_options)
+                client = self._stream_clients[node.name] = redis.Redis(connection_pool=pool)
+        return client
 
     @staticmethod
     def client_options(config) -> dict:
@@ -318,11 +403,13 @@ class GameStore:
         }
 
     def close(self) -> None:
-        for client in (self.client, self.stream_client):
+        with self._lock:
+            streams = [self.stream_client, *self._stream_clients.values()]
+            self._stream_clients = {}
+        for client in (self._client, *streams):
             if client is not None:
                 client.close()
-        if self.stream_client is not None:
-            self.stream_client.connection_pool.disconnect()
+                client.connection_pool.disconnect()
         if self._fast is not None:
             self._fast.close()
 
@@ -356,8 +443,11 @@ class GameStore:
             values = self._fast.execute("HMGET", game_key, *fields)
             first = None
         else:  # MULTI/EXEC: one consistent view
+            record_key = _idem_key(game_id, idempotency_key)
             values, first = self._fast.transaction(
-                ("HMGET", game_key, *fields), ("GET", _idem_key(game_id, idempotency_key)))
+                ("HMGET", game_key, *fields), ("GET", record_key))
+            if first is not None:
+                self._confirm_record(record_key)
         text = (values[2] or b"").decode() if journal else ""
         return WriteView(_stored(values[0], values[1]), text, first)
 
@@ -368,14 +458,20 @@ class GameStore:
     @_storage_errors
     def stats(self) -> dict[str, int]:
         """The statistics counters (see the module docstring), missing ones absent."""
-        return {field.decode(): int(value)
-                for field, value in self.client.hgetall(STATS_KEY).items()}
+        if self.cluster:
+            counters = cluster.read_stats(self._fast, STATS_KEY)
+        else:
+            counters = self.client.hgetall(STATS_KEY)
+        return {field.decode(): int(value) for field, value in counters.items()}
+
+    def _stats_key(self, game_id: str) -> str:
+        return cluster.stats_key(STATS_KEY, _game_key(game_id)) if self.cluster else STATS_KEY
 
     @_storage_errors
     def subscribe(self, game_id: str) -> Subscription:
         """A subscription to the game's channel, on a connection of the streams' pool:
         subscribe first, then read the game, and no change can slip between the two."""
-        pubsub = self.stream_client.pubsub()
+        pubsub = self._stream_redis(game_id).pubsub()
         try:
             pubsub.subscribe(_channel(game_id))
             # Redis confirms the subscription once it is in force: only then may the
@@ -414,7 +510,7 @@ class GameStore:
         game's channel (a delete: ``deleted``)."""
         keys = [_game_key(game_id), STATS_KEY]
         if idempotency_key is not None:
-            keys.append(_create_idem_key(idempotency_key) if create
+            keys.append(_create_idem_key(game_id, idempotency_key) if create
                         else _idem_key(game_id, idempotency_key))
         args = (
             "" if expected is None else str(expected),
@@ -426,16 +522,54 @@ class GameStore:
             self.game_ttl,
             stat or "",
             _channel(game_id),
+            "1" if self.wait_replicas else "",
         )
-        try:
-            outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(keys),
-                                                *keys, *args)
-        except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-            outcome, value = self._fast.execute("EVAL", _COMMIT, len(keys), *keys, *args)
+        if not self.wait_replicas:
+            try:
+                outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(keys),
+                                                    *keys, *args)
+            except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
+                outcome, value = self._fast.execute("EVAL", _COMMIT, len(keys), *keys,
+                                                    *args)
+        else:
+            outcome, value = self._confirmed(keys[0], ("EVALSHA", self._commit_sha, len(keys),
+                                                       *keys, *args), _COMMIT)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
+
+    def _confirmed(self, key: str, command: tuple, script: str):
+        """The reply of ``command`` (an EVALSHA of ``script``), sent with a WAIT on the
+        same connection in one round trip: raises StorageUnavailable unless
+        ``wait_replicas`` replicas confirm it within ``wait_timeout_ms``.  Then the
+        write may well be on the master (and on some replicas) without being
+        acknowledged: a retry with the same Idempotency-Key answers its first answer,
+        once confirmed in turn, and never applies it twice."""
+        wait = ("WAIT", self.wait_replicas, self.wait_timeout_ms)
+        reply, confirmed = self._fast.run(key, [command, wait])
+        if isinstance(reply, NoScriptError):  # nothing ran: send the script itself
+            reply, confirmed = self._fast.run(key, [("EVAL", script, *command[2:]), wait])
+        for value in (reply, confirmed):
+            if isinstance(value, Exception):
+                raise value
+        if confirmed < self.wait_replicas:
+            raise StorageUnavailable(
+                f"the write reached {confirmed} of {self.wait_replicas} replicas within "
+                f"{self.wait_timeout_ms} ms")
+        return reply
+
+    def _confirm_record(self, key: str) -> None:
+        """Before a stored first answer is answered again: have the replicas confirm
+        it (see :data:`_TOUCH`)."""
+        if self.wait_replicas:
+            self._confirmed(key, ("EVALSHA", self._touch_sha, 1, key), _TOUCH)
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
     def created_response(self, idempotency_key: str) -> bytes | None:
-        return self._fast.execute("GET", _create_idem_key(idempotency_key))
+        """The stored first answer of a create with this key (see :func:`new_game_id`:
+        of its first attempt; a later attempt's is found by its commit)."""
+        key = _create_idem_key(new_game_id(idempotency_key), idempotency_key)
+        first = self._fast.execute("GET", key)
+        if first is not None:
+            self._confirm_record(key)
+        return first
