@@ -160,10 +160,15 @@ class ClusterConnections:
         """Send ``commands`` to ``node`` in one round trip; their replies, errors as
         exception objects (redirections included)."""
         connection = self._connection(node)
+        return self.send_packed(node, connection.pack_commands(commands), len(commands))
+
+    def send_packed(self, node: ClusterNode, packed, count: int) -> list:
+        """:meth:`send` for ``count`` commands packed already."""
+        connection = self._connection(node)
         try:
-            connection.send_packed_command(connection.pack_commands(commands))
+            connection.send_packed_command(packed)
             replies = []
-            for _ in commands:
+            for _ in range(count):
                 try:
                     replies.append(connection.read_response())
                 except ResponseError as error:
@@ -268,28 +273,48 @@ def stats_key(prefix: str, key_in_slot: str) -> str:
     return f"{prefix}:{{{_slot_tags()[key_slot(key_in_slot.encode())]}}}"
 
 
+_READS: dict[str, list[bytes]] = {}
+
+
+def _stats_reads(prefix: str) -> list[bytes]:
+    """For every slot, its statistics hash's HGETALL, packed (made once)."""
+    reads = _READS.get(prefix)
+    if reads is None:
+        reads = []
+        for tag in _slot_tags():
+            key = f"{prefix}:{{{tag}}}".encode()
+            reads.append(b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n" % (len(key), key))
+        _READS[prefix] = reads
+    return reads
+
+
 def read_stats(connections: ClusterConnections, prefix: str) -> dict[bytes, int]:
     """The sum of every slot's statistics hash: one round trip per master, each sending
     the HGETALLs of the slots it serves."""
-    tags = _slot_tags()
+    reads = _stats_reads(prefix)
     manager = connections.client.nodes_manager
-    by_node: dict[str, tuple[ClusterNode, list[str]]] = {}
-    for slot in range(REDIS_CLUSTER_HASH_SLOTS):
-        try:
-            node = manager.get_node_from_slot(slot)
-        except SlotNotCoveredError:
+    by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
+    with manager._lock:  # the slot map, read once for the 16384 slots
+        owners = [manager.slots_cache.get(slot) for slot in range(REDIS_CLUSTER_HASH_SLOTS)]
+    for slot, nodes in enumerate(owners):
+        if not nodes:
             connections.refresh()
-            raise
-        by_node.setdefault(node.name, (node, []))[1].append(f"{prefix}:{{{tags[slot]}}}")
+            raise SlotNotCoveredError(f"slot {slot} is not covered by the cluster")
+        by_node.setdefault(nodes[0].name, (nodes[0], []))[1].append(slot)
     totals: dict[bytes, int] = {}
-    for node, keys in by_node.values():
-        replies = connections.send(node, [("HGETALL", key) for key in keys])
-        for key, reply in zip(keys, replies, strict=True):
+    for node, slots in by_node.values():
+        replies = connections.send_packed(node, [b"".join(reads[slot] for slot in slots)],
+                                          len(slots))
+        for slot, reply in zip(slots, replies, strict=True):
             if isinstance(reply, Exception):  # its slot moved meanwhile
+                key = f"{prefix}:{{{_slot_tags()[slot]}}}"
                 reply = connections.run(key, [("HGETALL", key)])[0]
                 if isinstance(reply, Exception):
                     raise reply
-            values = iter(reply)
-            for field, value in zip(values, values, strict=True):
+            if not reply:
+                continue
+            pairs = (reply.items() if isinstance(reply, dict)  # RESP3 or RESP2
+                     else zip(reply[::2], reply[1::2], strict=True))
+            for field, value in pairs:
                 totals[field] = totals.get(field, 0) + int(value)
     return totals

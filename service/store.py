@@ -508,7 +508,7 @@ class GameStore:
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
-        keys = [_game_key(game_id), STATS_KEY]
+        keys = [_game_key(game_id), self._stats_key(game_id)]
         if idempotency_key is not None:
             keys.append(_create_idem_key(game_id, idempotency_key) if create
                         else _idem_key(game_id, idempotency_key))

@@ -17,6 +17,8 @@ from tests.api.support import (
     stored_state,
 )
 
+pytestmark = pytest.mark.cluster
+
 KEY = "retry-7f3a"
 
 

@@ -28,6 +28,7 @@ def _card_move(client, game_id):
     return first_of(legal(client, game_id), "move")
 
 
+@pytest.mark.cluster
 def test_undo_takes_back_the_last_move_with_reversed_events(client, redis_db):
     game, token, _ = create(client, "clock", seed=3, undo="full")
     gid = game["id"]
@@ -152,6 +153,7 @@ def test_undo_of_a_finished_game_is_409_game_over(client, redis_db):
     assert snapshot(redis_db) == before
 
 
+@pytest.mark.cluster
 def test_undo_with_if_match(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=3, undo="full")
     play(client, game["id"], token, {"type": "deal"})
@@ -163,6 +165,7 @@ def test_undo_with_if_match(client, redis_db):
     assert fresh.status_code == 200
 
 
+@pytest.mark.cluster
 def test_history_lists_accepted_moves_in_order_without_undone_ones(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=6, undo="full")
     gid = game["id"]
@@ -184,6 +187,7 @@ def test_history_lists_accepted_moves_in_order_without_undone_ones(client, redis
                       headers={"If-None-Match": '"5"'}).status_code == 304
 
 
+@pytest.mark.cluster
 def test_delete_removes_the_game_and_its_history(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=6)
     _other, _other_token, _ = create(client, "salic-law", seed=6)
@@ -206,6 +210,7 @@ def test_delete_removes_the_game_and_its_history(client, redis_db):
     assert play(client, gid, token, {"type": "deal"}).status_code == 404
 
 
+@pytest.mark.cluster
 def test_delete_with_a_stale_if_match_is_412(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=6)
     play(client, game["id"], token, {"type": "deal"})
