@@ -48,7 +48,7 @@ MAX_REDIRECTIONS = 16
 #: waits that way in all before it gives up (a migration moves a slot in milliseconds;
 #: a failover takes seconds, which the client had better spend waiting on a 503).
 RETRY_PAUSE = 0.02
-RETRY_BUDGET = 0.3
+RETRY_BUDGET = 0.5
 #: Seconds between two readings of the slot map after a lost connection.
 REFRESH_PAUSE = 0.2
 
@@ -188,7 +188,8 @@ class ClusterConnections:
         slot = key_slot(key.encode() if isinstance(key, str) else key)
         asking: ClusterNode | None = None
         waited = 0.0
-        for _attempt in range(MAX_REDIRECTIONS):
+        # Each wait may come after an ASK (to the target, which answers TRYAGAIN).
+        for _attempt in range(MAX_REDIRECTIONS + 2 * round(RETRY_BUDGET / RETRY_PAUSE)):
             try:
                 node = asking or self.client.nodes_manager.get_node_from_slot(slot)
             except SlotNotCoveredError:
