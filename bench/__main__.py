@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "engine": "bench.engine",
     "bots": "bench.bots",
     "http": "bench.http",
+    "cluster": "bench.cluster",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"
