@@ -16,14 +16,10 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 # Workers: two per core (4 on the 2-core machines this is sized for; scale it with the
 # cores: WEB_CONCURRENCY=2*cores).  A worker runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
-# the cores busy.  Measured with `python -m bench http` (bench/RESULTS.md, README
-# "Performance"): 4 workers answered 7-22 % more requests per second than 2 on 2 cores
-# (2 had the shorter p99: fewer processes queue for the cores), and 6 and 8 answered
-# fewer moves per second than 4 (913 and 683 against 1,077, one run each, fsync always)
-# with longer p99s; later runs alternating 2, 3 and 4 found no count better than another
-# beyond the order they ran in (README "Performance").  Sync workers cannot hold an
-# events stream and close every connection; gevent cost more CPU per request here.
-# Redis is one core of its own: past ~8 cores per Redis, add Redis capacity, not workers.
+# the cores busy; the counts measured with `python -m bench http` are in README
+# "Performance".  Sync workers cannot hold an events stream and close every connection;
+# gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
+# per Redis, add Redis capacity, not workers.
 workers = _int("WEB_CONCURRENCY", 4)
 # gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
 # worker's threads, so an open stream ties up one thread, never a worker.  Threads are

@@ -26,7 +26,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-VARIANTS = ("clock", "salic-law", "four-corners")
 GAMES = 48
 
 
@@ -132,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                           PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"))
         from pyinstrument import Profiler
 
-        from bench.walks import long_walks
+        from bench.walks import VARIANT_IDS, long_walks
         from service.app import create_app
 
         # The JSON request log: written, as in production, and never read.
@@ -141,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         app = create_app()
         per_game = -(-args.requests // GAMES)
         games = []
-        for walk in long_walks(list(VARIANTS), GAMES, per_game):
+        for walk in long_walks(list(VARIANT_IDS), GAMES, per_game):
             status, data = call(app, "POST", "/v1/games",
                                 body=json.dumps({"variant": walk.variant,
                                                  "seed": walk.seed}).encode())

@@ -14,14 +14,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from service.engine import get_variant
+from service.engine import get_variant, variants
+
+#: Every variant the engine registers, in its order.
+VARIANT_IDS: tuple[str, ...] = tuple(variant.id for variant in variants())
 
 
 @dataclass(frozen=True)
 class Walk:
     variant: str
     seed: int
-    moves: tuple[dict, ...]  # API.md Move objects, in order
+    moves: tuple[dict, ...]  # Move objects as the API takes them, in order
 
 
 def walk(variant_id: str, seed: int, length: int) -> Walk:

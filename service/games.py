@@ -169,9 +169,7 @@ def game_json(game_id: str, version: int, record: dict) -> dict:
             for spec, text in zip(variant.layout, texts, strict=True)
         ],
     }
-    next_deal_at = getattr(variant, "next_deal_at", None)
-    if next_deal_at is not None:
-        game["next_deal"] = next_deal_at(snapshot["turn"], len(texts[variant.stock]) // 2)
+    game.update(variant.public_fields(snapshot["turn"], len(texts[variant.stock]) // 2))
     game["created_at"] = record["created"]
     game["updated_at"] = record["updated"]
     return game

@@ -9,13 +9,14 @@ move application (:meth:`Variant.apply`) are the only ways a new state comes abo
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import chain
 from typing import ClassVar
 
 from .cards import ALL_CARDS, Card, cards_text, parse_piles, piles_text
 from .errors import IllegalMoveError, InvalidMoveError
-from .moves import MOVE, RESIGN, Event, Move, Step
+from .moves import MOVE, RESIGN, Event, Line, Move, Step
 
 PLAYING, WON, LOST, RESIGNED = "playing", "won", "lost", "resigned"
 STATUSES = (PLAYING, WON, LOST, RESIGNED)
@@ -60,9 +61,6 @@ class State:
     turn: int = 0
 
     # Everything below delegates to the variant, so a state reads like a board.
-    def pile(self, pile_id: str) -> tuple[Card, ...]:
-        return self.piles[self.variant.index[pile_id]]
-
     def legal_moves(self) -> list[Move]:
         return self.variant.legal_moves(self)
 
@@ -160,15 +158,19 @@ class _Table:
 class Variant:
     """The base game: a table of piles, a deal, legal moves and their application.
 
-    A variant fills in the class attributes and overrides the hooks ``_deal``,
+    A variant fills in the class attributes and overrides the rule hooks ``_deal``,
     ``_check_pile_move``, ``_check_action``, ``_perform``, ``_pile_moves``,
-    ``_actions`` and ``_is_won``.
+    ``_actions`` and ``_is_won``.  The public hooks under "help, search and
+    presentation" have a default that suits a variant without the feature; a variant
+    overrides the ones its rules call for.
     """
 
     id: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
     decks: ClassVar[int] = 2
+    #: Where the variant comes in the list of variants (:func:`variants`).
+    order: ClassVar[int] = 100
     #: The action move types (besides card moves and resign) this variant knows.
     actions: ClassVar[tuple[str, ...]] = ()
     #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
@@ -257,7 +259,7 @@ class Variant:
                 "table": {"width": self.table[0], "height": self.table[1]},
                 "piles": [spec.to_dict() for spec in self.layout]}
 
-    # --- hooks --------------------------------------------------------------------
+    # --- rule hooks (every variant overrides them) ---------------------------------
     def _deal(self, seed: int) -> State:
         raise NotImplementedError
 
@@ -282,6 +284,14 @@ class Variant:
     def _is_won(self, state: State) -> bool:
         raise NotImplementedError
 
+    # --- help, search and presentation hooks (public; defaults for a plain variant) --
+    def card_moves(self, state: State) -> Iterable[tuple[int, int]]:
+        """Every legal card move of ``state`` as ``(source, target)`` pile indexes, in
+        the order :meth:`legal_moves` lists them."""
+        if state.status != PLAYING:
+            return ()
+        return self._pile_moves(state)
+
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Whether the legal foundation move ``source`` -> ``target`` can never hurt the
         player (autoplay plays only these).  Each variant defines it; none by default."""
@@ -290,6 +300,24 @@ class Variant:
     def moves_reveal_stock(self, state: State) -> bool:
         """Whether a card move may deal from the stock in reply (Four Corners)."""
         return False
+
+    def idle_move_reason(self, state: State, source: int, target: int) -> str | None:
+        """Why the legal card move ``source`` -> ``target``, which brings no card home
+        and lets none go home, is still worth a hint (the weakest kind); None when it
+        is not.  None by default."""
+        return None
+
+    def endgame_line(self, state: State) -> Line | None:
+        """A searched line of play from ``state`` when the variant can search it
+        without looking at a hidden card (every card face up), else None; the hint
+        then follows the line.  None by default."""
+        return None
+
+    def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
+        """The fields this variant adds to a game as a client sees it, from the
+        position's turn counter and the number of cards in its stock (read without
+        building a :class:`State`).  No field by default."""
+        return {}
 
     def _has_move(self, state: State) -> bool:
         if self._actions(state):
@@ -315,15 +343,9 @@ def get_variant(variant_id: str) -> Variant:
         ) from None
 
 
-#: The order in which API.md lists the games.
-_ORDER = ("clock", "salic-law", "four-corners")
-
-
 def variants() -> tuple[Variant, ...]:
-    """Every registered variant, in API.md's order (any others after them)."""
-    return tuple(sorted(_REGISTRY.values(),
-                        key=lambda v: (_ORDER.index(v.id) if v.id in _ORDER else len(_ORDER),
-                                       v.id)))
+    """Every registered variant, in the order of :attr:`Variant.order` (then by id)."""
+    return tuple(sorted(_REGISTRY.values(), key=lambda v: (v.order, v.id)))
 
 
 def new_game(variant_id: str, seed: int) -> State:

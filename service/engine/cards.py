@@ -15,9 +15,8 @@ from .errors import InvalidMoveError
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
-#: Suit order of the canonical pack used by the shuffle (API.md, "Deals").
+#: Suit order of the canonical pack used by the shuffle (docs/rules.md, "Deals").
 CANONICAL_SUITS = "CSHD"
-RED_SUITS = frozenset("HD")
 
 ACE, JACK, QUEEN, KING = 1, 11, 12, 13
 
@@ -33,10 +32,6 @@ class Card(NamedTuple):
 
     def __repr__(self) -> str:
         return f"Card.parse({_TEXT[self]!r})"
-
-    @property
-    def is_red(self) -> bool:
-        return self.suit in RED_SUITS
 
     @classmethod
     def parse(cls, text: str) -> Card:
@@ -71,7 +66,7 @@ def canonical_pack() -> list[Card]:
 
 
 def shuffled_pack(seed: int) -> list[Card]:
-    """The canonical pack shuffled by ``seed``, exactly as API.md "Deals" fixes it.
+    """The canonical pack shuffled by ``seed``, exactly as docs/rules.md, "Deals" fixes it.
 
     Only ``Random.random()`` is used: Python guarantees its sequence for a seed across
     versions.  Index 103 is the top of the stock.

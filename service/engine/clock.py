@@ -21,7 +21,8 @@ from .moves import DRAW, MOVE, REFILL
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
-#: The card each hour's foundation starts with (RULES.md: the "Big Ben" arrangement).
+#: The card each hour's foundation starts with (docs/rules.md, "The Clock": the "Big Ben"
+#: arrangement).
 BASES = {1: "6C", 2: "7H", 3: "8S", 4: "9D", 5: "TC", 6: "JH", 7: "QS", 8: "KD",
          9: "2C", 10: "3H", 11: "4S", 12: "5D"}
 PACKET_SIZE = 3
@@ -69,6 +70,7 @@ class Clock(Variant):
     summary = ("Build twelve foundations round a dial up in suit, each until it shows its "
                "hour, from a circle of twelve packets, marrying down in suit and drawing "
                "the stock to a talon.")
+    order = 1
     actions = (DRAW, REFILL)
     layout = _layout()
     table = (12.0, 11.4)
@@ -189,6 +191,7 @@ class Clock(Variant):
         piles = state.piles
         return all(piles[f][-1].rank == f + 1 for f in FOUNDATIONS)
 
+    # --- help, search and presentation hooks ----------------------------------------
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Card X going home to foundation F is safe when
 
@@ -208,3 +211,12 @@ class Clock(Variant):
         below = Card(_prev_rank(card.rank), card.suit)
         home = sum(piles[f].count(below) for f in FOUNDATIONS)
         return home >= 2 or below in needs
+
+    def idle_move_reason(self, state: State, source: int, target: int) -> str | None:
+        """A marriage that leaves its packet short while the stock lasts: the next
+        refill brings a new card into play."""
+        if len(state.piles[source]) > PACKET_SIZE or not state.piles[STOCK_PILE]:
+            return None
+        ids = self.pile_ids
+        return (f"moving {state.piles[source][-1]} onto {ids[target]} leaves {ids[source]} "
+                "short, so the stock refills it")

@@ -1,4 +1,5 @@
-"""The Four Corners endgame solver behind the hint once the stock is out.
+"""The Four Corners endgame solver behind the hint once the stock is out
+(``FourCorners.endgame_line``).
 
 Once the stock is empty every card of Four Corners lies face up, so a hint may search
 the whole game without seeing anything hidden.  :func:`solve` is a depth-first search
@@ -29,12 +30,10 @@ The search is deterministic, so consecutive hints follow one line.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from itertools import pairwise
-
 from .base import State
 from .cards import ACE, KING
 from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
+from .moves import Line
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
 SOLVER_BUDGET = 2000
@@ -43,25 +42,10 @@ SOLVER_BUDGET = 2000
 MAX_DEPTH = 250
 
 
-
 def _complete(up: list[int], down: list[int]) -> bool:
-    """Every foundation complete: the game is won (RULES.md: all 104 cards home)."""
+    """Every foundation complete: the game is won (all 104 cards home, see
+    docs/rules.md, "Four Corners")."""
     return all(rank == KING for rank in up) and all(rank == ACE for rank in down)
-
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """What :func:`solve` found: ``moves`` as ``(source, target)`` pile indexes from the
-    position searched; ``won`` when they win the game, else they lead to the position
-    with the most cards home the search saw, ``home`` cards.  ``nodes`` counts the
-    positions expanded; ``complete`` is True when the search saw every position it may
-    reach (so a line that does not win proves no searched line wins)."""
-
-    moves: tuple[tuple[int, int], ...]
-    won: bool
-    home: int
-    nodes: int
-    complete: bool
 
 
 def _code(card) -> int:
@@ -72,16 +56,6 @@ def _packets_key(packets) -> bytes:
     """The canonical order of a table: non-empty packets as bytes of card codes, sorted,
     joined by ``|`` (no card code is that byte, so the key names one table)."""
     return b"|".join(sorted(bytes(p) for p in packets if p))
-
-
-def potential(state: State) -> tuple[int, int, bytes]:
-    """What every move the solver searches raises: (cards home, pairs, canonical key of
-    the packets).  A pair is a card lying on a card of its suit one rank away."""
-    piles = state.piles
-    packets = [[_code(c) for c in piles[p]] for p in PACKETS]
-    pairs = sum(abs(a - b) == 1 for p in packets for a, b in pairwise(p))
-    home = sum(len(piles[f]) for f in (*ACES, *KINGS))
-    return home, pairs, _packets_key(packets)
 
 
 class _Search:

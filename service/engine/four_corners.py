@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
 from .cards import ACE, KING, Card, shuffled_pack
-from .moves import DEAL, MOVE
+from .moves import DEAL, MOVE, Line
 
-#: Foundation rows 1..4 hold these suits (RULES.md decision).
+#: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
 #: The twelve packets, in the order of one round of the deal.
 PACKET_IDS = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
@@ -55,6 +55,7 @@ class FourCorners(Variant):
     summary = ("Deal the pack round twelve packets in two columns; build an ace and a king "
                "foundation of each suit, up and down; marry up or down in suit once the "
                "stock is out.")
+    order = 3
     actions = (DEAL,)
     turns = len(PACKETS)
     layout = _layout()
@@ -71,7 +72,8 @@ class FourCorners(Variant):
     @staticmethod
     def _deal_to(table, packet: int) -> None:
         """Deal stock cards to ``packet`` until one lands on it: an ace or king whose
-        foundation is still empty goes straight there instead (RULES.md)."""
+        foundation is still empty goes straight there instead (docs/rules.md, "Four
+        Corners")."""
         piles = table.piles
         while piles[STOCK_PILE]:
             card = piles[STOCK_PILE][-1]
@@ -83,16 +85,6 @@ class FourCorners(Variant):
             else:
                 table.move(STOCK_PILE, packet)
                 return
-
-    def next_deal(self, state: State) -> str | None:
-        """The packet the next dealt card lands on; None once the stock is empty."""
-        return self.next_deal_at(state.turn, len(state.piles[STOCK_PILE]))
-
-    @staticmethod
-    def next_deal_at(turn: int, stock_count: int) -> str | None:
-        """:meth:`next_deal` of a snapshot: its ``turn`` and how many cards its stock
-        holds."""
-        return PACKET_IDS[turn] if stock_count else None
 
     def _needs(self, state: State) -> dict[Card, list[int]]:
         needs: dict[Card, list[int]] = {}
@@ -177,6 +169,20 @@ class FourCorners(Variant):
         self._deal_to(table, state.turn)
         return (state.turn + 1) % len(PACKETS)
 
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
+
+
+    # --- help, search and presentation hooks ----------------------------------------
+    def next_deal(self, state: State) -> str | None:
+        """The packet the next dealt card lands on; None once the stock is empty."""
+        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
+
+    def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
+        """``next_deal``: :meth:`next_deal` of the position."""
+        return {"next_deal": PACKET_IDS[turn] if stock_count else None}
+
     def moves_reveal_stock(self, state: State) -> bool:
         return bool(state.piles[STOCK_PILE])
 
@@ -203,9 +209,14 @@ class FourCorners(Variant):
         other = piles[ACES[row]]
         return bool(other) and other[-1].rank >= card.rank
 
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
+    def endgame_line(self, state: State) -> Line | None:
+        """Once the stock is out every card is face up: the solver's line
+        (:func:`.endgame.solve`)."""
+        if state.piles[STOCK_PILE]:
+            return None
+        from .endgame import solve  # it builds on this module's constants
+
+        return solve(state)
 
 
 class _OpeningTable:

@@ -2,8 +2,9 @@
 
 Neither function ever looks at the order of the stock: a hint weighs only the face-up
 piles, and the moves it simulates are moves between face-up piles, which deal nothing.
-Once the Four Corners stock is out every card is face up, and the hint there comes from
-a real solver (:mod:`.endgame`).
+Where a variant can search a position with every card face up
+(:meth:`Variant.endgame_line`, Four Corners once the stock is out), the hint follows the
+searched line instead.  Only the variants' public hooks are used here.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from . import endgame
 from .base import PLAYING, State
-from .moves import MOVE, Move, Step
+from .moves import MOVE, Line, Move, Step
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,7 +25,7 @@ class Hint:
 
 def _home_moves(state: State) -> set[tuple[int, int]]:
     foundations = state.variant.foundations
-    return {(s, t) for s, t in state.variant._pile_moves(state) if t in foundations}
+    return {(s, t) for s, t in state.variant.card_moves(state) if t in foundations}
 
 
 #: How many positions a hint may look at when it searches for a way home.
@@ -51,7 +51,7 @@ def _search_home(state: State, budget: int = SEARCH_BUDGET) -> tuple[int, int, i
     best: tuple[int, int, int] | None = None
     while queue and len(seen) < budget:
         node, first = queue.popleft()
-        for source, target in list(variant._pile_moves(node)):
+        for source, target in list(variant.card_moves(node)):
             ids = variant.pile_ids
             after, _step = variant.apply(node, Move(MOVE, ids[source], ids[target]))
             if after.piles in seen:
@@ -73,31 +73,35 @@ def hint(state: State) -> Hint | None:
     """One suggested card move, or None when no card move helps (then the player deals,
     draws or refills, or the game is stuck).
 
-    In order of preference: a safe move home (see ``Variant.is_safe_home``); any other
-    move home; a move between piles after which more cards can go home than before;
-    in the Clock, a marriage that leaves a packet short, so the stock refills it.
-    Every suggestion makes progress, so following hints never loops.
-
-    Four Corners with the stock out is searched for real instead: see
-    :func:`_endgame_hint`.
+    In order of preference: a safe move home (see ``Variant.is_safe_home``); where the
+    variant searches the position (``Variant.endgame_line``), the first move of the
+    searched line; any other move home; a move between piles after which more cards can
+    go home than before; a move the variant itself finds worth making
+    (``Variant.idle_move_reason``, the Clock's marriage that leaves a packet short so
+    the stock refills it).  Every suggestion makes progress, so following hints never
+    loops.
     """
     if state.status != PLAYING:
         return None
     variant = state.variant
     ids = variant.pile_ids
-    if variant.id == "four-corners" and not state.stock_count:
-        return _endgame_hint(state)
+    safe = safe_moves(state)
+    if safe:
+        move = safe[0]
+        card = state.card_of(move)
+        return Hint(move, str(card), f"{card} goes home to {move.target}; nothing else "
+                                     "will ever need it")
+    line = variant.endgame_line(state)
+    if line is not None:
+        return _line_hint(state, line)
     homes = _home_moves(state)
     sources_home = {s for s, _ in homes}
     best: tuple[int, int, int] | None = None
     best_reason = ""
-    for source, target in variant._pile_moves(state):
+    for source, target in variant.card_moves(state):
         card = state.piles[source][-1]
         if (source, target) in homes:
-            safe = variant.is_safe_home(state, source, target)
-            score = 4 if safe else 3
-            reason = f"{card} goes home to {ids[target]}" + (
-                "; nothing else will ever need it" if safe else "")
+            score, reason = 3, f"{card} goes home to {ids[target]}"
         else:
             after, _step = variant.apply(state, Move(MOVE, ids[source], ids[target]))
             freed = {s for s, _ in _home_moves(after)} - sources_home
@@ -105,13 +109,11 @@ def hint(state: State) -> Hint | None:
                 score = 2
                 names = ", ".join(str(after.piles[s][-1]) for s in sorted(freed))
                 reason = f"moving {card} onto {ids[target]} lets {names} go home"
-            elif variant.id == "clock" and len(state.piles[source]) <= 3 \
-                    and state.stock_count:
-                score = 1
-                reason = (f"moving {card} onto {ids[target]} leaves {ids[source]} short, "
-                          "so the stock refills it")
             else:
-                continue
+                idle = variant.idle_move_reason(state, source, target)
+                if idle is None:
+                    continue
+                score, reason = 1, idle
         if best is None or score > best[0]:
             best, best_reason = (score, source, target), reason
     if best is None or best[0] < 3:
@@ -129,28 +131,20 @@ def hint(state: State) -> Hint | None:
                 best_reason)
 
 
-def _endgame_hint(state: State) -> Hint | None:
-    """Four Corners once the stock is out: a safe move home if there is one (it can never
-    hurt), else the first move of :func:`endgame.solve`'s line: a line that wins the
-    game, or failing that the line to the most cards home the search saw.  None when no
-    line brings a card home (only marriages that gain nothing are left).
+def _line_hint(state: State, line: Line) -> Hint | None:
+    """The first move of a searched line (``Variant.endgame_line``): a line that wins
+    the game, or failing that the line to the most cards home the search saw.  None
+    when no line brings a card home (only moves that gain nothing are left).
 
-    Every move the solver searches raises its potential (cards home, then cards lying on
-    a neighbour of their suit, then an arbitrary fixed order of positions, see
+    The Four Corners search raises a potential with every move (cards home, then cards
+    lying on a neighbour of their suit, then a fixed order of positions, see
     :mod:`.endgame`), and so does every safe move home: a player following these hints
     never sees a position twice.
     """
-    variant = state.variant
-    ids = variant.pile_ids
-    safe = safe_moves(state)
-    if safe:
-        move = safe[0]
-        card = state.card_of(move)
-        return Hint(move, str(card), f"{card} goes home to {move.target}; nothing else "
-                                     "will ever need it")
-    line = endgame.solve(state)
     if not line.moves:
         return None
+    variant = state.variant
+    ids = variant.pile_ids
     source, target = line.moves[0]
     move = Move(MOVE, ids[source], ids[target])
     card = state.piles[source][-1]
@@ -169,7 +163,7 @@ def safe_moves(state: State) -> list[Move]:
     """The legal moves home that can never hurt the player, in listing order."""
     variant = state.variant
     ids = variant.pile_ids
-    return [Move(MOVE, ids[s], ids[t]) for s, t in variant._pile_moves(state)
+    return [Move(MOVE, ids[s], ids[t]) for s, t in variant.card_moves(state)
             if t in variant.foundations and variant.is_safe_home(state, s, t)]
 
 

@@ -73,7 +73,7 @@ class Change:
     status: str  # the game's status right after the change
 
     def entry(self) -> dict:
-        """``{"version", "move", "events"}``, the feed entry of API.md (an undo's move is
+        """``{"version", "move", "events"}``, the feed entry of openapi.yaml (an undo's move is
         ``{"type": "undo"}``)."""
         return {"version": self.version,
                 "move": self.move.to_dict() if self.move is not None else {"type": UNDONE},
@@ -135,11 +135,3 @@ class Replay:
         """Apply every token of ``text``, yielding each change."""
         for token in tokens(text):
             yield self.advance(token)
-
-    @classmethod
-    def of(cls, variant: Variant, seed: int, text: str) -> Replay:
-        """The replay of a whole journal."""
-        replay = cls(variant, seed)
-        for _change in replay.run(text):
-            pass
-        return replay

@@ -20,7 +20,7 @@ _MAX_PILE_ID = 32
 
 @dataclass(frozen=True, slots=True)
 class Move:
-    """One player action, as API.md "Moves" writes it.
+    """One player action (docs/rules.md, "Moves").
 
     ``Move("move", "packet-1", "foundation-3")`` takes the top card of ``source`` onto
     ``target``; ``Move("deal")``, ``Move("draw")``, ``Move("refill")``, ``Move("resign")``
@@ -46,18 +46,16 @@ class Move:
                 "invalid_move", f"{self.type!r} is not a move type ({', '.join(MOVE_TYPES)})")
 
     @classmethod
-    def pile(cls, source: str, target: str) -> Move:
-        return cls(MOVE, source, target)
-
-    @classmethod
     def parse(cls, text: str) -> Move:
-        """The move written ``packet-1>foundation-3``, ``deal``, ``draw``, ..."""
+        """The move written ``packet-1>foundation-3``, ``deal``, ``draw``, ... (the
+        inverse of ``str(move)``)."""
         source, sep, target = text.partition(">")
         return cls(MOVE, source, target) if sep else cls(text)
 
     @classmethod
     def from_dict(cls, data: dict) -> Move:
-        """The move of API.md's JSON shape; ``InvalidMoveError`` when malformed."""
+        """The move in its JSON shape (docs/rules.md, "Moves"); ``InvalidMoveError`` when
+        malformed."""
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
             raise InvalidMoveError("invalid_move", "a move is an object with a 'type'")
         allowed = {"type", "from", "to"} if data["type"] == MOVE else {"type"}
@@ -106,3 +104,21 @@ class Step:
     def reveals(self) -> bool:
         """True when the step turned a stock card face up."""
         return any(event.source == "stock" for event in self.events)
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """What a search of a position found (see :meth:`Variant.endgame_line`).
+
+    ``moves`` are ``(source, target)`` pile indexes from the position searched; ``won``
+    when they win the game, else they lead to the position with the most cards home
+    the search saw, ``home`` cards.  ``nodes`` counts the positions expanded;
+    ``complete`` is True when the search saw every position it may reach (so a line
+    that does not win proves no searched line wins).
+    """
+
+    moves: tuple[tuple[int, int], ...]
+    won: bool
+    home: int
+    nodes: int
+    complete: bool

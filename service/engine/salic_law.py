@@ -45,6 +45,7 @@ class SalicLaw(Variant):
     summary = ("Deal the pack onto a growing row of eight kings; build eight aces up to "
                "jacks regardless of suit from the tops of the king piles; queens are set "
                "aside.")
+    order = 2
     actions = (DEAL,)
     layout = _layout()
     table = (9.5, 8.0)
@@ -129,13 +130,14 @@ class SalicLaw(Variant):
         table.move(STOCK_PILE, target)
         return 0
 
+    def _is_won(self, state: State) -> bool:
+        piles = state.piles
+        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
+
+    # --- help, search and presentation hooks ----------------------------------------
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Every foundation move is safe: foundations ignore suit and all end at a jack,
         so two foundations with the same top are interchangeable, and a card on a king
         pile is never a target for anything but a foundation (a bare king takes cards
         only from other piles, not onto them)."""
         return True
-
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)

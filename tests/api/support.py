@@ -107,7 +107,9 @@ def stored_history(redis_db, game_id: str) -> list[str]:
         return []
     version, record = found
     variant = get_variant(record["variant"])
-    replayed = Replay.of(variant, record["seed"], stored_journal(redis_db, game_id))
+    replayed = Replay(variant, record["seed"])
+    for _change in replayed.run(stored_journal(redis_db, game_id)):
+        pass
     assert replayed.version == version
     assert replayed.state == State.from_dict(record["state"])
     return list(replayed.history)

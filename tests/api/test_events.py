@@ -24,6 +24,7 @@ from tests.api.support import (
     replay,
     stored_journal,
 )
+from tests.notation import cards_on
 from tests.sse import events_only, messages
 
 CLOCK_42_FIRST = {"type": "move", "from": "packet-4", "to": "foundation-1"}
@@ -174,7 +175,7 @@ def test_the_feed_names_no_card_before_it_is_dealt(client, redis_db):
         assert entry["events"] == [event.to_dict() for event in step.events]
         for event in entry["events"]:
             if event["from"] == "stock":
-                assert str(state.pile(event["to"])[-1]) == event["card"]
+                assert str(cards_on(state, event["to"])[-1]) == event["card"]
     assert public_piles(state) == {p["id"]: p["cards"] for p in feed["game"]["piles"]}
 
 

@@ -24,6 +24,7 @@ import pytest
 
 from service.engine import Move, State, get_variant
 from tests.api.support import as_move, auth, piles_of, public_piles, snapshot, stored
+from tests.notation import cards_on
 
 VARIANTS = ["clock", "salic-law", "four-corners"]
 REVEALS = {"clock": "draw", "salic-law": "deal", "four-corners": "deal"}
@@ -158,7 +159,7 @@ def check_against_the_revealed_deal(player: Player) -> State:
             assert game["deal_commitment"] == commitment
     dealt = get_variant(player.variant).deal(seed)
     assert piles_of(player.game) == public_piles(dealt)
-    stock = [str(card) for card in dealt.pile("stock")]
+    stock = [str(card) for card in cards_on(dealt, "stock")]
     shown = shown_stock_cards(player)
     assert shown, "no answer showed a stock card"
     assert [card for _place, card in shown] == [stock[place] for place, _card in shown]

@@ -17,6 +17,7 @@ from tests.api.support import (
     stored_history,
     stored_state,
 )
+from tests.notation import cards_on
 
 
 def undo(client, game_id, token, *, headers=None, **kwargs):
@@ -132,7 +133,7 @@ def test_safe_undo_never_shows_a_card_twice_from_the_stock(client, redis_db):
     that leave the stock, over any calls, is the stock read from the top once."""
     game, token, _ = create(client, "salic-law", seed=21)
     gid = game["id"]
-    stock = stored_state(redis_db, gid).pile("stock")
+    stock = cards_on(stored_state(redis_db, gid), "stock")
     seen = []
     for _ in range(12):
         for response in (play(client, gid, token, {"type": "deal"}),

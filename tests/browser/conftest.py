@@ -6,7 +6,7 @@ Playwright's own browser downloads are never used (no ``playwright install``): t
 drive ``/usr/bin/chromium`` (``CHROMIUM`` overrides the path).  Without it, or without
 the ``playwright`` package, every browser test is SKIPPED with a loud reason, never
 passed.  Each page records every request it makes; a test fails if one of them is not
-a path of the public contract (API.md), ``/healthz``, ``/`` or ``/web/...``.
+a path of the public contract (openapi.yaml), ``/healthz``, ``/`` or ``/web/...``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ LAUNCH_ARGS = [
 ]
 DESKTOP = {"width": 1280, "height": 900}
 
-#: What the page may ask for: the documented /v1 paths (API.md), /healthz, / and /web/.
+#: What the page may ask for: the documented /v1 paths (openapi.yaml), /healthz, / and /web/.
 GAME = r"/v1/games/[A-Za-z0-9_-]+"
 ALLOWED_PATHS = [re.compile(f"^{pattern}$") for pattern in (
     r"/", r"/web/[A-Za-z0-9_-][A-Za-z0-9._-]*", r"/healthz", r"/v1/variants",

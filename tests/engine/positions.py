@@ -22,6 +22,7 @@ from service.engine import (
 )
 from service.engine.cards import cards_text, parse_cards
 from service.engine.playout import makes_progress
+from tests.notation import cards_on
 
 VARIANT_IDS = ("clock", "salic-law", "four-corners")
 
@@ -58,7 +59,7 @@ def leftover(texts) -> str:
 
 def text(state: State, pile_id: str) -> str:
     """The cards of one pile as text, bottom first."""
-    return cards_text(state.pile(pile_id))
+    return cards_text(cards_on(state, pile_id))
 
 
 def events_text(step) -> list[str]:
@@ -121,7 +122,8 @@ def walk(variant_id: str, seed: int, walk_seed: int | None = None, max_idle: int
         state = after
 
 
-#: The Clock's foundation bases (RULES.md), written out again for crafted positions.
+#: The Clock's foundation bases (docs/rules.md, "The Clock"), written out again for
+#: crafted positions.
 CLOCK_BASES = {"foundation-1": "6C", "foundation-2": "7H", "foundation-3": "8S",
                "foundation-4": "9D", "foundation-5": "TC", "foundation-6": "JH",
                "foundation-7": "QS", "foundation-8": "KD", "foundation-9": "2C",

@@ -8,7 +8,7 @@ from itertools import pairwise
 import pytest
 
 from service.engine import MOVE, WON, Move, State, new_game
-from service.engine.endgame import SOLVER_BUDGET, potential, solve
+from service.engine.endgame import SOLVER_BUDGET, _code, _packets_key, solve
 from service.engine.four_corners import ACES, KINGS, PACKETS
 from service.engine.help import hint
 from tests.engine.positions import craft
@@ -118,6 +118,17 @@ def test_a_complete_search_is_reported_complete():
     assert line.nodes < 100
     assert line.home == 88       # 78 of the other suits, 10 spades
     assert line.moves == ()
+
+
+def potential(state: State) -> tuple[int, int, bytes]:
+    """What every move the solver searches raises: (cards home, pairs, the solver's
+    canonical key of the packets).  A pair is a card lying on a card of its suit one
+    rank away."""
+    piles = state.piles
+    packets = [[_code(c) for c in piles[p]] for p in PACKETS]
+    pairs = sum(abs(a - b) == 1 for p in packets for a, b in pairwise(p))
+    home = sum(len(piles[f]) for f in (*ACES, *KINGS))
+    return home, pairs, _packets_key(packets)
 
 
 def _pairs(state: State) -> int:

@@ -1,8 +1,9 @@
-"""Golden deals: the shuffle of API.md "Deals" and each variant's opening, card by card.
+"""Golden deals: the shuffle of docs/rules.md, "Deals", and each variant's opening, card
+by card.
 
-The literals below were computed once by an independent re-implementation of API.md's
-shuffle and RULES.md's openings (not by the engine) and pasted here, so that every deal
-plays the same on every server and client for ever.  Never regenerate them from the
+The literals below were computed once by an independent re-implementation of the
+shuffle and the openings of docs/rules.md (not by the engine) and pasted here, so that
+every deal plays the same on every server and client for ever.  Never regenerate them from the
 engine: a difference is a bug in the engine, or a change of the fixed contract.
 """
 
@@ -350,7 +351,7 @@ GOLDEN_FIRST_ACTIONS = {
 }
 
 def reference_shuffle(seed: int) -> list[str]:
-    """API.md "Deals" written out again without the engine: the canonical order is pack 1
+    """docs/rules.md, "Deals", written out again without the engine: the canonical order is pack 1
     then pack 2, suits C S H D, ranks A..K; index 103 is the top of the stock."""
     pack = [rank + suit for _pack in (1, 2) for suit in "CSHD" for rank in "A23456789TJQK"]
     r = random.Random(seed)

@@ -98,7 +98,7 @@ def test_tokens_are_short_and_name_piles_by_their_place():
 ])
 def test_a_broken_journal_is_invalid_journal(text, why):
     with pytest.raises(InvalidMoveError) as raised:
-        Replay.of(get_variant("clock"), 42, text)
+        list(Replay(get_variant("clock"), 42).run(text))
     assert raised.value.code == "invalid_journal"
     assert why in raised.value.message
 
@@ -107,6 +107,6 @@ def test_an_illegal_move_in_a_journal_is_invalid_journal():
     clock = get_variant("clock")
     stock = clock.pile_ids.index("stock")
     with pytest.raises(InvalidMoveError) as raised:
-        Replay.of(clock, 42, PILE_CHARS[stock] + PILE_CHARS[0])
+        list(Replay(clock, 42).run(PILE_CHARS[stock] + PILE_CHARS[0]))
     assert raised.value.code == "invalid_journal"
     assert "version 1" in raised.value.message

@@ -19,6 +19,7 @@ from service.engine import (
 )
 from service.engine.playout import DEFAULT_MAX_IDLE, makes_progress, random_playout
 from tests.engine.positions import VARIANT_IDS, counts_every_card, walk
+from tests.notation import cards_on
 
 PLAYOUTS = 300
 
@@ -44,9 +45,9 @@ def assert_final(state: State) -> None:
         assert state.stock_count == 0
         if state.variant.id == "salic-law":  # queens above, jacks up, kings bare
             assert on_foundations(state) == 88
-            assert all(len(state.pile(f"queen-{i}")) == 1 for i in range(1, 9))
-            assert all(len(state.pile(f"king-{i}")) == 1 for i in range(1, 9))
-            assert all(str(state.pile(f"foundation-{i}")[-1])[0] == "J" for i in range(1, 9))
+            assert all(len(cards_on(state, f"queen-{i}")) == 1 for i in range(1, 9))
+            assert all(len(cards_on(state, f"king-{i}")) == 1 for i in range(1, 9))
+            assert all(str(cards_on(state, f"foundation-{i}")[-1])[0] == "J" for i in range(1, 9))
         else:
             assert on_foundations(state) == 104
 

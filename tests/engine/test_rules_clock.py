@@ -1,10 +1,12 @@
-"""The Clock: RULES.md specifics pinned on crafted positions and real deals."""
+"""The Clock: the rules of docs/rules.md, "The Clock", pinned on crafted positions and
+real deals."""
 
 import pytest
 
 from service.engine import LOST, PLAYING, Move, holds_every_card, new_game, shuffled_pack
 from service.engine.cards import cards_text
 from tests.engine.positions import CLOCK_BASES, assert_refused, clock, events_text, text, walk
+from tests.notation import cards_on
 
 
 @pytest.mark.parametrize("seed", [*range(20), 2**64 - 1])
@@ -56,7 +58,7 @@ def test_refill_leaves_long_packets_alone_and_stops_when_none_is_short():
     assert text(after, "packet-3") == "3S3S4S8C"
     assert text(after, "packet-5") == "4D" + stock[-6:-4] + stock[-8:-6]
     assert text(after, "stock") == stock[:-8]
-    assert all(len(after.pile(f"packet-{h}")) >= 3 for h in range(1, 13))
+    assert all(len(cards_on(after, f"packet-{h}")) >= 3 for h in range(1, 13))
     assert after.legal_moves()[-1] == Move("draw")
     assert_refused(after, "refill", "no_gaps", "refill")
 
@@ -134,13 +136,13 @@ def test_lost_when_no_move_is_left():
 
 def test_legal_moves_on_a_real_deal_are_exactly_what_the_rules_allow():
     """perft-like: for 30 deals and every position of a random game, the listed card moves
-    are exactly those a reference written from RULES.md allows."""
+    are exactly those a reference written from docs/rules.md allows."""
     ranks = "A23456789TJQK"
 
     def reference(state):
         allowed = set()
-        tops = {pid: str(state.pile(pid)[-1]) for pid in state.variant.pile_ids
-                if state.pile(pid)}
+        tops = {pid: str(cards_on(state, pid)[-1]) for pid in state.variant.pile_ids
+                if cards_on(state, pid)}
         for hour in range(1, 13):
             top = tops[f"foundation-{hour}"]
             if ranks.index(top[0]) + 1 == hour:
@@ -149,7 +151,7 @@ def test_legal_moves_on_a_real_deal_are_exactly_what_the_rules_allow():
             allowed |= {(src, f"foundation-{hour}") for src, card in tops.items()
                         if card == wanted and src.startswith(("packet", "talon"))}
         for target in (f"packet-{h}" for h in range(1, 13)):
-            if len(state.pile(target)) < 3:
+            if len(cards_on(state, target)) < 3:
                 continue
             top = tops[target]
             wanted = ranks[(ranks.index(top[0]) - 1) % 13] + top[1]
@@ -161,6 +163,6 @@ def test_legal_moves_on_a_real_deal_are_exactly_what_the_rules_allow():
     for seed in range(30):
         for state, _step, _after in walk("clock", seed):
             listed = {(m.source, m.target) for m in state.legal_moves() if m.type == "move"}
-            assert listed == reference(state), cards_text(state.pile("talon"))
+            assert listed == reference(state), cards_text(cards_on(state, "talon"))
             positions += 1
     assert positions > 1000

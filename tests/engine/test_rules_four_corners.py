@@ -1,9 +1,11 @@
-"""Four Corners: RULES.md specifics pinned on crafted positions and real deals."""
+"""Four Corners: the rules of docs/rules.md, "Four Corners", pinned on crafted positions
+and real deals."""
 
 import pytest
 
 from service.engine import LOST, WON, Move, holds_every_card, new_game, shuffled_pack
 from tests.engine.positions import assert_refused, craft, events_text, text, walk
+from tests.notation import cards_on
 
 ORDER = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
          "corner-tr", "right-1", "right-2", "right-3", "right-4", "corner-br")
@@ -14,8 +16,9 @@ FOUNDATIONS = [f"{kind}-{row}" for kind in ("ace", "king") for row in "1234"]
 
 
 def reference_deal(pack: list[str], piles: dict[str, list[str]], packet: str) -> list[str]:
-    """RULES.md written out again: deal to ``packet``; an ace or king whose foundation is
-    empty goes there instead and the next card comes to the same packet."""
+    """docs/rules.md, "Four Corners", written out again: deal to ``packet``; an ace or
+    king whose foundation is empty goes there instead and the next card comes to the
+    same packet."""
     events = []
     while pack:
         card = pack.pop()
@@ -39,7 +42,7 @@ def test_opening_round_and_dealing_follow_the_order(seed):
     state = new_game("four-corners", seed)
     for pid, cards in piles.items():
         assert text(state, pid) == "".join(cards), pid
-    assert all(len(state.pile(packet)) == 1 for packet in ORDER)
+    assert all(len(cards_on(state, packet)) == 1 for packet in ORDER)
     assert state.turn == 0
     assert state.variant.next_deal(state) == "corner-tl"
     # then each deal serves the next packet in turn, round after round
@@ -58,8 +61,8 @@ def test_a_whole_deal_without_play_puts_every_card_in_place():
     assert state.variant.next_deal(state) is None
     assert holds_every_card(state)
     for foundation in FOUNDATIONS:
-        assert len(state.pile(foundation)) == 1  # only the first ace or king of each suit
-    assert sum(len(state.pile(p)) for p in ORDER) == 104 - 8
+        assert len(cards_on(state, foundation)) == 1  # only the first ace or king of each suit
+    assert sum(len(cards_on(state, p)) for p in ORDER) == 104 - 8
 
 
 def test_first_ace_or_king_goes_straight_up_and_the_packet_gets_the_next_card():
@@ -72,7 +75,7 @@ def test_first_ace_or_king_goes_straight_up_and_the_packet_gets_the_next_card():
             state, step = state.apply(Move("deal"))
             *automatic, last = step.events
             assert last.target == packet or not state.stock_count
-            started = {f for f in FOUNDATIONS if before.pile(f)}
+            started = {f for f in FOUNDATIONS if cards_on(before, f)}
             for event in automatic:
                 seen += 1
                 assert str(event.card)[0] in "AK"
@@ -161,7 +164,7 @@ def test_empty_packets_stay_empty_on_real_deals():
         for state, _step, _after in walk("four-corners", seed):
             for move in state.legal_moves():
                 if move.type == "move" and move.target in ORDER:
-                    assert state.pile(move.target)
+                    assert cards_on(state, move.target)
                     assert not state.stock_count
                     checked += 1
     assert checked > 100

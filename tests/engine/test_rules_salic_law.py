@@ -1,9 +1,11 @@
-"""Salic Law: RULES.md specifics pinned on crafted positions and real deals."""
+"""Salic Law: the rules of docs/rules.md, "Salic Law", pinned on crafted positions and
+real deals."""
 
 import pytest
 
 from service.engine import LOST, PLAYING, WON, Move, holds_every_card, new_game, shuffled_pack
 from tests.engine.positions import assert_refused, craft, events_text, text, walk
+from tests.notation import cards_on
 
 RANKS = "A23456789TJQK"
 
@@ -15,7 +17,7 @@ def test_first_king_is_the_king_nearest_the_top(seed):
     state = new_game("salic-law", seed)
     assert text(state, "king-1") == pack[top_king]
     assert text(state, "stock") == "".join(pack[:top_king] + pack[top_king + 1:])
-    assert all(not state.pile(pid) for pid in state.variant.pile_ids
+    assert all(not cards_on(state, pid) for pid in state.variant.pile_ids
                if pid not in ("king-1", "stock"))
     assert state.legal_moves() == [Move("deal")]
 
@@ -29,7 +31,7 @@ def test_dealing_out_sends_each_card_where_the_rules_say(seed):
     counts = {"K": 1, "A": 0, "Q": 0}
     newest = 1
     while state.stock_count:
-        card = str(state.pile("stock")[-1])
+        card = str(cards_on(state, "stock")[-1])
         state, step = state.apply(Move("deal"))
         rank = card[0]
         if rank == "K":
@@ -46,7 +48,7 @@ def test_dealing_out_sends_each_card_where_the_rules_say(seed):
             expected = f"king-{newest}"
         assert events_text(step) == [f"{card}:stock>{expected}"]
     assert counts == {"K": 8, "A": 8, "Q": 8}
-    assert all(len(state.pile(f"queen-{i}")) == 1 for i in range(1, 9))
+    assert all(len(cards_on(state, f"queen-{i}")) == 1 for i in range(1, 9))
     assert state.status in (PLAYING, LOST)
 
 
@@ -126,8 +128,8 @@ def test_no_move_ever_lifts_a_king_or_touches_queens_on_real_deals():
                 assert not event.source.startswith(("queen", "foundation"))
                 assert str(event.card)[0] != "K" or event.source == "stock"
             for k in range(1, 9):
-                pile = after.pile(f"king-{k}")
+                pile = cards_on(after, f"king-{k}")
                 assert not pile or str(pile[0])[0] == "K"
                 assert all(str(card)[0] not in "KQA" for card in pile[1:])
-            assert len(after.pile("king-1")) >= 1
+            assert len(cards_on(after, "king-1")) >= 1
             assert state.stock_count >= after.stock_count

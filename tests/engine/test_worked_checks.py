@@ -1,4 +1,5 @@
-"""RULES.md "Worked checks": each one a named test, on crafted positions and real deals."""
+"""docs/rules.md, "Worked checks": each one a named test, on crafted positions and
+real deals."""
 
 import random
 
@@ -15,6 +16,7 @@ from tests.engine.positions import (
     text,
     walk,
 )
+from tests.notation import cards_on
 
 RANKS = "A23456789TJQK"
 
@@ -45,14 +47,14 @@ def test_clock_foundations_ix_to_xii_take_seven_cards_i_to_viii_eight():
     start, end = clock_finished()
     assert end.status == WON
     for hour in range(1, 13):
-        added = len(end.pile(f"foundation-{hour}")) - 1
+        added = len(cards_on(end, f"foundation-{hour}")) - 1
         assert added == (7 if hour >= 9 else 8), f"foundation {hour} took {added}"
-    assert sum(len(end.pile(f"foundation-{h}")) for h in range(1, 13)) == 104
+    assert sum(len(cards_on(end, f"foundation-{h}")) for h in range(1, 13)) == 104
 
 
 def test_clock_finished_layout_reads_ace_to_queen_round_the_dial():
     _start, end = clock_finished()
-    tops = [str(end.pile(f"foundation-{hour}")[-1])[0] for hour in range(1, 13)]
+    tops = [str(cards_on(end, f"foundation-{hour}")[-1])[0] for hour in range(1, 13)]
     assert "".join(tops) == "A23456789TJQ"
     assert end.legal_moves() == []
 
@@ -71,7 +73,7 @@ def test_clock_marriage_onto_short_packet_never_listed_on_real_deals():
         for state, _step, _after in walk("clock", seed):
             for move in state.legal_moves():
                 if move.type == "move" and move.target.startswith("packet-"):
-                    assert len(state.pile(move.target)) >= 3
+                    assert len(cards_on(state, move.target)) >= 3
                     seen += 1
     assert seen > 100  # marriages do come up in real play
 
@@ -115,7 +117,7 @@ def test_salic_cards_after_eighth_king_land_on_king_8():
     after_eighth = 0
     for seed in range(30):
         for state, step, _after in walk("salic-law", seed):
-            if step.move.type != "deal" or not state.pile("king-8"):
+            if step.move.type != "deal" or not cards_on(state, "king-8"):
                 continue
             (event,) = step.events
             if str(event.card)[0] not in "AQ":
@@ -128,13 +130,14 @@ def test_salic_move_to_bare_king_before_stock_empty_is_illegal():
     # A real deal: deal until a second king stands bare while king-1 has cards on it.
     for seed in range(50):
         state = new_game("salic-law", seed)
-        while state.stock_count and not (state.pile("king-2") and len(state.pile("king-1")) > 1):
+        while state.stock_count and not (cards_on(state, "king-2")
+                                         and len(cards_on(state, "king-1")) > 1):
             state, _ = state.apply(Move("deal"))
-        if len(state.pile("king-2")) == 1 and state.stock_count:
+        if len(cards_on(state, "king-2")) == 1 and state.stock_count:
             break
     else:
         pytest.fail("no deal with a bare second king")
-    card = str(state.pile("king-1")[-1])
+    card = str(cards_on(state, "king-1")[-1])
     assert_refused(state, "king-1>king-2", "deal_not_finished", card, "king-1", "king-2")
     assert not [m for m in state.legal_moves() if m.target and m.target.startswith("king-")]
 
@@ -181,7 +184,7 @@ def test_four_corners_side_packet_rule_on_real_deals():
             legal = set(state.legal_moves())
             for source in ("left-1", "left-2", "left-3", "left-4",
                            "right-1", "right-2", "right-3", "right-4"):
-                pile = state.pile(source)
+                pile = cards_on(state, source)
                 if not pile:
                     continue
                 row = source[-1]
@@ -205,7 +208,7 @@ def test_four_corners_side_packet_rule_on_real_deals():
 def fits_foundation(state, foundation: str, card: str) -> bool:
     """Four Corners, written out again: the card a foundation takes next."""
     suit = "SHDC"[int(foundation[-1]) - 1]
-    pile = [str(c) for c in state.pile(foundation)]
+    pile = [str(c) for c in cards_on(state, foundation)]
     if foundation.startswith("ace"):
         wanted = 1 if not pile else RANKS.index(pile[-1][0]) + 2
     else:

@@ -1,0 +1,58 @@
+"""The variants' public hooks (``Variant.card_moves``, ``public_fields``,
+``endgame_line``, ``idle_move_reason``) and the order of the registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.engine import MOVE, Move, variants
+from service.engine.endgame import solve
+from tests.engine.positions import VARIANT_IDS, clock, walk
+
+
+def test_variants_come_in_their_declared_order():
+    assert tuple(v.id for v in variants()) == ("clock", "salic-law", "four-corners")
+
+
+@pytest.mark.parametrize("variant_id", VARIANT_IDS)
+def test_card_moves_are_the_legal_card_moves(variant_id):
+    for state, _step, after in walk(variant_id, 3, max_idle=40):
+        for position in (state, after):
+            ids = position.variant.pile_ids
+            listed = [Move(MOVE, ids[s], ids[t]) for s, t in position.variant.card_moves(position)]
+            assert listed == [m for m in position.legal_moves() if m.type == MOVE]
+
+
+@pytest.mark.parametrize("variant_id", VARIANT_IDS)
+def test_public_fields_name_the_next_deal_in_four_corners_only(variant_id):
+    for state, _step, _after in walk(variant_id, 5, max_idle=40):
+        fields = state.variant.public_fields(state.turn, state.stock_count)
+        if variant_id == "four-corners":
+            assert fields == {"next_deal": state.variant.next_deal(state)}
+        else:
+            assert fields == {}
+
+
+@pytest.mark.parametrize("variant_id", VARIANT_IDS)
+def test_only_four_corners_searches_and_only_with_the_stock_out(variant_id):
+    searched = 0
+    for state, _step, _after in walk(variant_id, 2, max_idle=60):
+        line = state.variant.endgame_line(state)
+        if variant_id == "four-corners" and not state.stock_count:
+            assert line == solve(state)
+            searched += 1
+        else:
+            assert line is None
+    assert searched or variant_id != "four-corners"
+
+
+def test_the_clock_hints_a_marriage_that_leaves_a_packet_short():
+    # packet-1 holds three cards: moving its top 4S onto 5S on packet-2 leaves it short.
+    state = clock({"packet-1": "KHQH4S", "packet-2": "2D3D5S"})
+    variant = state.variant
+    source, target = variant.index["packet-1"], variant.index["packet-2"]
+    assert (source, target) in set(variant.card_moves(state))
+    assert variant.idle_move_reason(state, source, target) == (
+        "moving 4S onto packet-2 leaves packet-1 short, so the stock refills it")
+    bigger = clock({"packet-1": "KHQHJH4S", "packet-2": "2D3D5S"})
+    assert bigger.variant.idle_move_reason(bigger, source, target) is None
