@@ -8,12 +8,14 @@ Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
   undo since the deal, from which the history and the events feed are replayed);
 - ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
   write, kept ``IDEMPOTENCY_TTL_SECONDS``;
-- ``create:idem:<sha256 of the Idempotency-Key>`` STRING: the same for ``POST /v1/games``,
-  which has no game yet (the key is scoped by itself), written by the same script call
-  that stores the new game;
+- ``game:{<id>}:idem:create:<sha256 of the Idempotency-Key>`` STRING: the same for
+  ``POST /v1/games``, written by the same script call that stores the new game.  The key
+  is scoped by itself: such a game's id is derived from it (:func:`new_game_id`), so the
+  record is found by the key alone and still lives in the game's hash slot;
 - ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
-  ``<variant>:resigned``.  It and ``create:idem:…`` are the keys outside a game's hash
-  tag, so the scripts that touch them assume one Redis, not a Cluster;
+  ``<variant>:resigned``; on a Redis Cluster one such hash per hash slot,
+  ``stats:{<tag>}`` in the slot of the games it counts (:mod:`service.cluster`), summed
+  on read;
 - the pub/sub channel ``game:{<id>}:feed`` (no key, no memory): every change of the game
   publishes its new version there, a delete publishes ``deleted``; events streams wait
   on it.
@@ -21,13 +23,16 @@ Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
 A game after a hundred moves takes about 1.2 KB of Redis memory: one hash, no list of
 steps and no log of events (``python -m bench http`` measures it).
 
-Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
-idempotency record instead of writing, refuses a changed version, and otherwise writes
-the version, the record, the journal tokens, the statistics counter, the idempotency
-record and the expiry together, then publishes the new version.  Reads are one round
+Every write of a game is one call of one Lua script (:data:`_COMMIT`), on one hash slot:
+it answers a stored idempotency record instead of writing, refuses a changed version,
+and otherwise writes the version, the record, the journal tokens, the statistics
+counter, the idempotency record and the expiry together, then publishes the new version.
+With ``REDIS_WAIT_REPLICAS`` (1 on a cluster) a ``WAIT`` follows on the same connection,
+and the write is acknowledged only once that many replicas have it.  Reads are one round
 trip.  The commands of the request path (a read, a write's script) go over one
-connection per thread (:class:`_ThreadConnections`), the others over redis-py's pool.
-Every Redis failure surfaces as :class:`StorageUnavailable`.
+connection per thread (:class:`_ThreadConnections`; on a cluster, per thread and master:
+:class:`service.cluster.ClusterConnections`), the others over redis-py's pool (a
+RedisCluster on a cluster).  Every Redis failure surfaces as :class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
