@@ -47,11 +47,14 @@ def redis_cluster(tmp_path_factory):
 
 
 class WholeClusterClient(RedisCluster):
-    """A RedisCluster whose KEYS asks every master (redis-py asks one), so a test sees
-    the keys of the whole cluster."""
+    """A RedisCluster whose KEYS and DBSIZE ask every master (redis-py asks one), so a
+    test sees the keys of the whole cluster."""
 
     def keys(self, pattern="*", **kwargs):
         return self.execute_command("KEYS", pattern, target_nodes=self.PRIMARIES, **kwargs)
+
+    def dbsize(self, **kwargs):
+        return self.execute_command("DBSIZE", target_nodes=self.PRIMARIES, **kwargs)
 
 
 def cluster_client(nodes: LocalCluster) -> RedisCluster:
