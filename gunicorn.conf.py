@@ -6,13 +6,9 @@ Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml
 
 import os
 
+from service.env import env_int
 
-def _int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    return int(value) if value else default
-
-
-bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
+bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # Workers: two per core (4 on the 2-core machines this is sized for; scale it with the
 # cores: WEB_CONCURRENCY=2*cores).  A worker runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
@@ -20,7 +16,7 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{_int('PORT', 8000)}"]
 # "Performance".  Sync workers cannot hold an events stream and close every connection;
 # gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
 # per Redis, add Redis capacity, not workers.
-workers = _int("WEB_CONCURRENCY", 4)
+workers = env_int("WEB_CONCURRENCY", 4)
 # gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
 # worker's threads, so an open stream ties up one thread, never a worker.  Threads are
 # cheap (started on demand, mostly waiting on a socket), hence many of them; each worker
@@ -30,11 +26,11 @@ workers = _int("WEB_CONCURRENCY", 4)
 # long-lived stream.  (No gevent: no monkey-patching of redis-py, prometheus-client and
 # flask-limiter, and a CPU-bound hint search cannot freeze every stream of a worker.)
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "gthread"
-threads = _int("GUNICORN_THREADS", 64)
+threads = env_int("GUNICORN_THREADS", 64)
 os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
-timeout = _int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = _int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = _int("GUNICORN_KEEPALIVE", 5)
+timeout = env_int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
 
 # The app writes its own JSON request log; gunicorn only reports on itself, to stderr.
 accesslog = None

@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "engine": "bench.engine",
     "bots": "bench.bots",
     "http": "bench.http",
+    "solver": "bench.solver",
     "cluster": "bench.cluster",
 }
 

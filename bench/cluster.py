@@ -20,7 +20,6 @@ import contextlib
 import http.client
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,10 +32,9 @@ from pathlib import Path
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from service.devserver import GUNICORN_COMMAND
-from service.redis_server import LocalCluster, RedisServer, die_with_parent, free_port
+from service.launch import start_gunicorn, stop_gunicorn
+from service.redis_server import LocalCluster, RedisServer, free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 
 
@@ -55,10 +53,7 @@ class Server:
 
     def __enter__(self) -> Server:
         with open(self.log, "wb") as sink:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT, env=self.env,
-                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=die_with_parent())
+            self.process = start_gunicorn(self.env, output=sink)
         deadline = time.monotonic() + 30
         while True:
             if self.process.poll() is not None:
@@ -73,13 +68,8 @@ class Server:
             time.sleep(0.1)
 
     def __exit__(self, *_exc_info) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        if self.process is not None:
+            stop_gunicorn(self.process)
 
 
 class Http:

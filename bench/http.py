@@ -67,11 +67,12 @@ from unittest import mock
 import redis
 
 from bench.walks import Walk, long_walks
-from service.devserver import GUNICORN_COMMAND
+from service import keys
+from service.keys import GAME_KEYS
+from service.launch import GUNICORN_COMMAND, start_gunicorn
 from service.redis_server import (
     RedisServer,
     RedisServerError,
-    die_with_parent,
     find_redis_server,
     free_port,
 )
@@ -247,7 +248,7 @@ class Service:
     def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
                  ready_path: str = "/healthz", name: str = "service"):
         self.persistence = persistence
-        self.command = [*GUNICORN_COMMAND[:-1], app]
+        self.app = app
         self.ready_path = ready_path
         self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
@@ -268,10 +269,7 @@ class Service:
         self.redis.start()
         try:
             with open(self.log_path, "wb") as log:
-                self.process = subprocess.Popen(
-                    [sys.executable, "-m", *self.command], cwd=ROOT, env=self.env,
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    start_new_session=True, preexec_fn=die_with_parent())
+                self.process = start_gunicorn(self.env, app=self.app, output=log)
             self._wait_until_ready()
         except BaseException:
             self.__exit__()
@@ -516,7 +514,7 @@ def moves_file_writer(service: Service, games: list[Game], lanes: int, path: Pat
     def read_versions(client: redis.Redis) -> list[int]:
         pipe = client.pipeline(transaction=False)
         for game in games:
-            pipe.hget(f"game:{{{game.id}}}", "v")
+            pipe.hget(keys.game(game.id), keys.VERSION)
         return [int(v) for v in pipe.execute()]
 
     def prepare() -> None:
@@ -623,7 +621,7 @@ def memory_of(client: redis.Redis, games: list[Game], moves: int) -> Memory:
     """Every key of each game (found by its hash tag) and its ``MEMORY USAGE``."""
     wanted = {game.id for game in games}
     keys: dict[str, list[bytes]] = {game_id: [] for game_id in wanted}
-    for key in client.scan_iter(match="game:{*", count=1000):
+    for key in client.scan_iter(match=GAME_KEYS, count=1000):
         game_id = key.decode().partition("{")[2].partition("}")[0]
         if game_id in wanted:
             keys[game_id].append(key)

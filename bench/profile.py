@@ -127,8 +127,11 @@ def main(argv: list[str] | None = None) -> int:
             url = server.url
         # As gunicorn.conf.py and the HTTP benchmark set them, before the app is imported.
         (tmp / "prometheus").mkdir()
+        from service.launch import new_secret_key
+
         os.environ.update(REDIS_URL=url, RATELIMIT_ENABLED="false",
-                          PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"))
+                          PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"),
+                          SECRET_KEY=os.environ.get("SECRET_KEY") or new_secret_key())
         from pyinstrument import Profiler
 
         from bench.walks import VARIANT_IDS, long_walks

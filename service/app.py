@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import time
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import Config
 from service.events import Feed
-from service.games import Games
+from service.feed import LiveFeed
+from service.game.games import Games
 from service.store import GameStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
@@ -32,6 +34,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.config.from_object(Config)
     if test_config is not None:
         app.config.from_mapping(test_config)
+    _check_secret_key(app, testing=test_config is not None)
     if app.config["TRUST_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
     app.wsgi_app = _any_host(app.wsgi_app)
@@ -41,10 +44,12 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
-    app.extensions["games"] = Games(store, retries=app.config["WRITE_RETRIES"])
+    app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
+                                    retries=app.config["WRITE_RETRIES"])
     app.extensions["feed"] = Feed(
-        store, heartbeat=app.config["SSE_HEARTBEAT_SECONDS"], retry_ms=app.config["SSE_RETRY_MS"],
-        max_streams=app.config["SSE_MAX_STREAMS"], max_seconds=app.config["SSE_MAX_SECONDS"])
+        store, LiveFeed(app), heartbeat=app.config["SSE_HEARTBEAT_SECONDS"],
+        retry_ms=app.config["SSE_RETRY_MS"], max_streams=app.config["SSE_MAX_STREAMS"],
+        max_seconds=app.config["SSE_MAX_SECONDS"])
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
@@ -60,6 +65,31 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.register_blueprint(docs_bp)  # /docs: Swagger UI over /v1/openapi.yaml
     app.register_blueprint(web_bp)  # /: the reference web client (service/web/)
     return app
+
+
+def close_app(app: Flask) -> None:
+    """Close the app's Redis connections (the game store's and the live feed's)."""
+    app.extensions["game_store"].close()
+    app.extensions["live_feed"].close()
+
+
+#: The shortest ``SECRET_KEY`` accepted: a short key could be guessed from what Redis holds.
+MIN_SECRET_KEY = 32
+
+
+def _check_secret_key(app: Flask, *, testing: bool) -> None:
+    """``SECRET_KEY`` seals the stored first answers of idempotent writes (a create's holds
+    the player token): every worker and replica needs the same one, so production refuses
+    to start without it.  An app built for tests (with a test config) that sets none gets
+    a random key of its own."""
+    key = app.config.get("SECRET_KEY")
+    if not key and testing:
+        key = app.config["SECRET_KEY"] = secrets.token_urlsafe(32)
+    if not isinstance(key, str) or len(key) < MIN_SECRET_KEY:
+        raise RuntimeError(
+            f"SECRET_KEY must be set to a random string of at least {MIN_SECRET_KEY} "
+            "characters, the same for every worker and replica (generate one with "
+            "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
 
 
 def _vary_on_origin(response):

@@ -7,36 +7,7 @@ any of them for tests.  The README's configuration table lists the environment v
 import os
 from pathlib import Path
 
-
-def env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
-
-
-def _env_float(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {value!r}") from None
-
-
-def _env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, not {value!r}")
+from service.env import env_bool, env_float, env_int
 
 
 class Config:
@@ -44,12 +15,12 @@ class Config:
     REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     #: Seconds a Redis command (connect, or read/write) may take before the request
     #: answers 503: a dead or hung Redis never holds a worker longer than this.
-    REDIS_SOCKET_TIMEOUT = _env_float("REDIS_SOCKET_TIMEOUT", 1.0)
-    REDIS_CONNECT_TIMEOUT = _env_float("REDIS_CONNECT_TIMEOUT", 1.0)
+    REDIS_SOCKET_TIMEOUT = env_float("REDIS_SOCKET_TIMEOUT", 1.0)
+    REDIS_CONNECT_TIMEOUT = env_float("REDIS_CONNECT_TIMEOUT", 1.0)
     #: Seconds a request body may take to arrive, under gunicorn: past it the request
     #: answers 408 and the connection closes, so a client that sends less than its
     #: Content-Length holds a gunicorn thread this long at most (0: no limit).
-    BODY_TIMEOUT_SECONDS = _env_float("BODY_TIMEOUT_SECONDS", 10.0)
+    BODY_TIMEOUT_SECONDS = env_float("BODY_TIMEOUT_SECONDS", 10.0)
     #: Replicas that must confirm a write (Redis WAIT) before it is acknowledged; when
     #: they do not within REDIS_WAIT_TIMEOUT_MS the write answers 503.  Default: 1 on a
     #: Redis Cluster (REDIS_URL=redis+cluster://...), 0 on one Redis.
@@ -61,13 +32,16 @@ class Config:
     GAME_TTL_SECONDS = env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
     #: How long an Idempotency-Key is remembered (API.md: 24 hours).
     IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
+    #: The server key that seals the stored first answers of idempotent writes (at least 32
+    #: characters, the same for every worker and replica); required outside tests.
+    SECRET_KEY = os.environ.get("SECRET_KEY") or None
     #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
     WRITE_RETRIES = env_int("WRITE_RETRIES", 16)
 
     # --- the events feed as Server-Sent Events ---------------------------------------------
     #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and
     #: the server notices a client that left).
-    SSE_HEARTBEAT_SECONDS = _env_float("SSE_HEARTBEAT_SECONDS", 15.0)
+    SSE_HEARTBEAT_SECONDS = env_float("SSE_HEARTBEAT_SECONDS", 15.0)
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
     SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
@@ -76,14 +50,14 @@ class Config:
     SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
-    SSE_MAX_SECONDS = _env_float("SSE_MAX_SECONDS", 3600.0)
+    SSE_MAX_SECONDS = env_float("SSE_MAX_SECONDS", 3600.0)
 
     # --- HTTP ---------------------------------------------------------------------------
     #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).
     MAX_CONTENT_LENGTH = 16 * 1024
     #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
     #: Off by default, so a client cannot choose its own rate-limit key.
-    TRUST_PROXY = _env_bool("TRUST_PROXY", False)
+    TRUST_PROXY = env_bool("TRUST_PROXY", False)
     #: The OpenAPI document served at /v1/openapi.yaml (read once, at app creation).
     OPENAPI_PATH = os.environ.get("OPENAPI_PATH") or str(
         Path(__file__).resolve().parent.parent / "openapi.yaml"
@@ -93,7 +67,7 @@ class Config:
     PROMETHEUS_MULTIPROC_DIR = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or None
 
     # --- Flask-Limiter settings (per client address) -----------------------------------
-    RATELIMIT_ENABLED = _env_bool("RATELIMIT_ENABLED", True)
+    RATELIMIT_ENABLED = env_bool("RATELIMIT_ENABLED", True)
     #: One budget per client address for all routes together (flask-limiter's
     #: "application" limit; its per-route RATELIMIT_DEFAULT is left unset on purpose).
     #: Environment variable: RATELIMIT_DEFAULT.

@@ -2,8 +2,12 @@
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
-Then it runs gunicorn with ``gunicorn.conf.py`` on ``127.0.0.1:$PORT`` (default 8000),
-forwards SIGINT / SIGTERM / SIGHUP to it, waits for it to exit and stops Redis last.
+Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
+``var/secret-key``; generated on the first run, readable by its owner only), so
+idempotent retries survive a restart.  Then
+it runs gunicorn (:func:`service.launch.start_gunicorn`) on ``127.0.0.1:$PORT``
+(default 8000), forwards SIGINT / SIGTERM / SIGHUP to it, waits for it to exit and stops
+Redis last.
 """
 
 from __future__ import annotations
@@ -14,14 +18,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.config import env_int
-from service.redis_server import RedisServer, RedisServerError, die_with_parent
+from service.env import env_int
+from service.launch import ROOT, new_secret_key, start_gunicorn
+from service.redis_server import RedisServer, RedisServerError
 
-# The one gunicorn command line; the Dockerfile and docker-compose.yml run the same one
-# (tests/test_compose.py checks it).
-GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
-
-ROOT = Path(__file__).resolve().parent.parent
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -37,9 +37,27 @@ def _int_env(name: str, default: int | None) -> int | None:
         raise SystemExit(f"devserver: {error}") from None
 
 
+def secret_key(path: Path) -> str:
+    """The development server's ``SECRET_KEY``: the one in ``path``, made on first use."""
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    key = new_secret_key()
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key + "\n")
+    return key
+
+
 def main() -> int:
     port = _int_env("PORT", 8000)
     env = dict(os.environ, HOST=HOST, PORT=str(port))
+    if not env.get("SECRET_KEY"):
+        key_file = Path(os.environ.get("SECRET_KEY_FILE") or ROOT / "var" / "secret-key")
+        env["SECRET_KEY"] = secret_key(key_file)
+        log(f"SECRET_KEY from {key_file}")
     received: list[int] = []
     gunicorn: subprocess.Popen[bytes] | None = None
     redis_server: RedisServer | None = None
@@ -73,14 +91,7 @@ def main() -> int:
         if received:
             return 0
 
-        gunicorn = subprocess.Popen(
-            [sys.executable, "-m", *GUNICORN_COMMAND],
-            cwd=ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # signals reach it once, through us
-            preexec_fn=die_with_parent(),
-        )
+        gunicorn = start_gunicorn(env)
         log(f"gunicorn pid {gunicorn.pid} serving http://{HOST}:{port}")
         if received:
             forward(received[-1], None)

@@ -41,14 +41,16 @@ import orjson
 
 from service import metrics
 from service.engine.journal import Change, Replay
-from service.games import GameError, public_game, replay
-from service.store import DELETED, GameStore, StorageUnavailable, Stored, Subscription
+from service.feed import DELETED, LiveFeed, Subscription
+from service.game.errors import game_not_found
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
 
 #: The largest version a client may name (``after``, ``Last-Event-ID``).
 MAX_VERSION = 2**63 - 1
-PLAYING = "playing"
 
 #: Set when the worker process is stopping: open streams end (their clients resume
 #: elsewhere with Last-Event-ID) instead of holding the graceful shutdown up.
@@ -77,17 +79,13 @@ def frame(event: str, data: bytes, event_id: int | None = None) -> bytes:
 HEARTBEAT = b": heartbeat\n\n"
 
 
-def _not_found(game_id: str) -> GameError:
-    return GameError(404, "game_not_found", f"there is no game {game_id!r}")
-
-
 @dataclass(slots=True)
 class Stream:
     """An admitted stream: what was read when it opened, and what to give back."""
 
     game_id: str
     after: int
-    game: Stored
+    game: StoredGame
     journal: str
     subscription: Subscription
     release: Callable[[], None]
@@ -96,9 +94,10 @@ class Stream:
 class Feed:
     """The events feed of the games in a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, *, heartbeat: float, retry_ms: int,
+    def __init__(self, store: GameStore, live: LiveFeed, *, heartbeat: float, retry_ms: int,
                  max_streams: int, max_seconds: float):
         self.store = store
+        self.live = live
         self.heartbeat = max(0.05, float(heartbeat))
         self.retry_ms = max(0, int(retry_ms))
         self.max_streams = max(1, int(max_streams))
@@ -110,13 +109,13 @@ class Feed:
         """``{"events": [every entry after version after], "game": Game}``."""
         found = self.store.load_with_journal(game_id)
         if found is None:
-            raise _not_found(game_id)
+            raise game_not_found(game_id)
         stored, journal = found
         changes = []
         if after < stored.version:  # a poll that is up to date replays nothing
-            _replayed, changes = replay(game_id, stored, journal, after=after)
+            _replayed, changes = replay(stored, journal, after=after)
         return stored.version, {"events": [change.entry() for change in changes],
-                                "game": public_game(game_id, stored)}
+                                "game": stored.public(game_id)}
 
     # --- Server-Sent Events ---------------------------------------------------------
     def open(self, game_id: str, after: int) -> Stream | None:
@@ -136,7 +135,7 @@ class Feed:
         try:
             # Subscribe, then read again: no change can slip between the read and the
             # wait.
-            subscription = self.store.subscribe(game_id)
+            subscription = self.live.subscribe(game_id)
             found = self.store.load_with_journal(game_id)
             self._check_open(game_id, found and found[0], after)
         except BaseException:
@@ -157,12 +156,12 @@ class Feed:
         return Stream(game_id, after, stored, journal, subscription, release)
 
     @staticmethod
-    def _check_open(game_id: str, stored: Stored | None, after: int) -> None:
+    def _check_open(game_id: str, stored: StoredGame | None, after: int) -> None:
         """404 for an unknown game; :class:`NothingToStream` for a finished game whose
         end the client has seen."""
         if stored is None:
-            raise _not_found(game_id)
-        if stored.record["state"]["status"] != PLAYING and after >= stored.version:
+            raise game_not_found(game_id)
+        if stored.record.is_over and after >= stored.version:
             raise NothingToStream(game_id)
 
     def frames(self, stream: Stream) -> Iterator[bytes]:
@@ -174,16 +173,16 @@ class Feed:
         try:
             yield f"retry: {self.retry_ms}\n\n".encode()
             stored = stream.game
-            replayed, changes = replay(game_id, stored, stream.journal, after=stream.after)
+            replayed, changes = replay(stored, stream.journal, after=stream.after)
             if stream.after > stored.version:
                 # The client is ahead of the game (another game's version, or a game
                 # deleted and created again): the whole game, to start from.
                 yield frame("game", orjson.dumps({"version": stored.version,
-                                                  "game": public_game(game_id, stored)}),
+                                                  "game": stored.public(game_id)}),
                             stored.version)
             for change in changes:
                 yield _entry_frame(change)
-            if stored.record["state"]["status"] != PLAYING:
+            if stored.record.is_over:
                 yield self._end(game_id, stored)
                 return
             yield from self._follow(stream, replayed, len(stream.journal))
@@ -219,14 +218,14 @@ class Feed:
             for change in replayed.run(journal[seen:]):
                 yield _entry_frame(change)
             seen = len(journal)
-            if stored.record["state"]["status"] != PLAYING:
+            if stored.record.is_over:
                 yield self._end(game_id, stored)
                 return
 
     @staticmethod
-    def _end(game_id: str, stored: Stored) -> bytes:
+    def _end(game_id: str, stored: StoredGame) -> bytes:
         return frame("end", orjson.dumps({"version": stored.version,
-                                          "game": public_game(game_id, stored)}))
+                                          "game": stored.public(game_id)}))
 
     @staticmethod
     def _deleted(game_id: str) -> bytes:

@@ -1,47 +1,37 @@
-"""The game store: the only module of the service that talks to Redis.
+"""The game repository: the only module of the service that reads and writes games in
+Redis (the live feed's subscriptions are in :mod:`service.feed`).
 
-Layout (every key of one game shares the Redis Cluster hash tag ``{<id>}``):
-
-- ``game:{<id>}`` HASH: ``v`` the version, ``d`` the game record (JSON: metadata and the
-  engine snapshot, which holds the stock order and never leaves the server), ``j`` the
-  journal (:mod:`service.engine.journal`: one short token per version, every move and
-  undo since the deal, from which the history and the events feed are replayed);
-- ``game:{<id>}:idem:<sha256 of the Idempotency-Key>`` STRING: the first response of a
-  write, kept ``IDEMPOTENCY_TTL_SECONDS``;
-- ``game:{<id>}:idem:create:<sha256 of the Idempotency-Key>`` STRING: the same for
-  ``POST /v1/games``, written by the same script call that stores the new game.  The key
-  is scoped by itself: such a game's id is derived from it (:func:`new_game_id`), so the
-  record is found by the key alone and still lives in the game's hash slot;
-- ``stats`` HASH, counters ``<variant>:created``, ``<variant>:won``, ``<variant>:lost``,
-  ``<variant>:resigned``; on a Redis Cluster one such hash per hash slot,
-  ``stats:{<tag>}`` in the slot of the games it counts (:mod:`service.cluster`), summed
-  on read;
-- the pub/sub channel ``game:{<id>}:feed`` (no key, no memory): every change of the game
-  publishes its new version there, a delete publishes ``deleted``; events streams wait
-  on it.
-
-A game after a hundred moves takes about 1.2 KB of Redis memory: one hash, no list of
-steps and no log of events (``python -m bench http`` measures it).
+The key names are :mod:`service.keys`; every key of one game shares the Redis Cluster
+hash tag ``{<id>}``.  A game is one hash: its version, its record
+(:class:`service.game.record.GameRecord` as JSON: metadata and the engine snapshot,
+which holds the stock order and never leaves the server) and its journal
+(:mod:`service.engine.journal`: one short token per version, every move and undo since
+the deal, from which the history and the events feed are replayed).  Next to it: the
+idempotency record of each write sent with an ``Idempotency-Key`` (kept
+``IDEMPOTENCY_TTL_SECONDS``; for ``POST /v1/games`` the key chooses the new game's id,
+see :meth:`service.game.idempotency.IdempotencyRecords.game_id`, so that record lives in
+the game's slot too), and the statistics counters: one hash on one Redis; on a Redis
+Cluster one hash per slot, in the slot of the games it counts
+(:func:`service.cluster.stats_key`), summed on read.
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`), on one hash slot:
 it answers a stored idempotency record instead of writing, refuses a changed version,
 and otherwise writes the version, the record, the journal tokens, the statistics
-counter, the idempotency record and the expiry together, then publishes the new version.
-With ``REDIS_WAIT_REPLICAS`` (1 on a cluster) a ``WAIT`` follows on the same connection,
-and the write is acknowledged only once that many replicas have it.  Reads are one round
-trip.  The commands of the request path (a read, a write's script) go over one
-connection per thread (:class:`_ThreadConnections`; on a cluster, per thread and master:
+counter, the idempotency record and the expiry together, then publishes the new version
+on the game's channel (a delete publishes ``deleted``).  With ``REDIS_WAIT_REPLICAS``
+(1 on a cluster) a ``WAIT`` follows on the same connection, and the write is
+acknowledged only once that many replicas have it.  Reads are one round trip.  The
+commands of the request path (a read, a write's script) go over one connection per
+thread (:class:`_ThreadConnections`; on a cluster, per thread and master:
 :class:`service.cluster.ClusterConnections`), the others over redis-py's pool (a
-RedisCluster on a cluster).  Every Redis failure surfaces as :class:`StorageUnavailable`.
+RedisCluster on a cluster).  Every Redis failure surfaces as
+:class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import functools
 import hashlib
-import secrets
 import threading
 import weakref
 from dataclasses import dataclass
@@ -52,17 +42,15 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisClusterException
 from redis.retry import Retry
 
-from service import cluster
+from service import cluster, keys
+from service.game.record import GameRecord, StoredGame
 
-__all__ = ["CommitResult", "GameStore", "Stored", "StorageUnavailable", "Subscription",
-           "WriteView"]
+__all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView"]
 
 EXTENSION = "game_store"
 
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
-#: What a delete publishes on the game's channel (a change publishes its version).
-DELETED = b"deleted"
 
 # KEYS: game hash, stats hash, [idempotency record]
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
@@ -115,16 +103,12 @@ end
 return {'ok', ARGV[2]}
 """
 
-#: The statistics counters (see the module docstring).
-STATS_KEY = "stats"
-
 # KEYS: an idempotency record.  Writes its expiry again, for WAIT to confirm.
 _TOUCH = """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
 return ttl
 """
-
 
 class StorageUnavailable(Exception):
     """Redis could not be reached, timed out, is loading or refused the command."""
@@ -143,51 +127,13 @@ def _storage_errors(method):
     return wrapper
 
 
-def _digest(idempotency_key: str) -> str:
-    return hashlib.sha256(idempotency_key.encode()).hexdigest()
-
-
-def _game_key(game_id: str) -> str:
-    return f"game:{{{game_id}}}"
-
-
-def _channel(game_id: str) -> str:
-    return f"game:{{{game_id}}}:feed"
-
-
-def _create_idem_key(game_id: str, idempotency_key: str) -> str:
-    return f"game:{{{game_id}}}:idem:create:{_digest(idempotency_key)}"
-
-
-def new_game_id(idempotency_key: str | None = None, attempt: int = 0) -> str:
-    """The id of a new game: 128 random bits; for a create with an Idempotency-Key,
-    128 bits of the key's SHA-256 (with the attempt number), so that the create's
-    idempotency record, found by the key alone, lives in the game's hash slot."""
-    if idempotency_key is None:
-        return secrets.token_urlsafe(16)
-    digest = hashlib.sha256(f"game-id:{attempt}:{idempotency_key}".encode()).digest()
-    return base64.urlsafe_b64encode(digest[:16]).rstrip(b"=").decode()
-
-
-def _idem_key(game_id: str, idempotency_key: str) -> str:
-    return f"game:{{{game_id}}}:idem:{_digest(idempotency_key)}"
-
-
-@dataclass(frozen=True, slots=True)
-class Stored:
-    """A game as stored: its version and its record (``state`` is the engine snapshot)."""
-
-    version: int
-    record: dict
-
-
 @dataclass(frozen=True, slots=True)
 class WriteView:
     """What a write needs, read in one round trip: the game (None if absent), its
     journal ('' unless asked for) and the idempotency record of the write's key (None if
     none)."""
 
-    game: Stored | None
+    game: StoredGame | None
     journal: str
     first_response: bytes | None
 
@@ -198,10 +144,10 @@ class CommitResult:
     first_response: bytes | None = None  # the stored record when REPLAY
 
 
-def _stored(version: bytes | None, record: bytes | None) -> Stored | None:
+def _stored(version: bytes | None, record: bytes | None) -> StoredGame | None:
     if version is None or record is None:
         return None
-    return Stored(int(version), orjson.loads(record))
+    return StoredGame(int(version), GameRecord.from_json(orjson.loads(record)))
 
 
 class _ThreadConnections:
@@ -289,40 +235,12 @@ class _ThreadConnections:
             connection.disconnect()
 
 
-class Subscription:
-    """The pub/sub channel of one game, for an events stream: :meth:`wait` returns what
-    was published since (versions as ints, :data:`DELETED`), :meth:`close` gives the
-    connection back."""
-
-    def __init__(self, pubsub):
-        self._pubsub = pubsub
-
-    @_storage_errors
-    def wait(self, seconds: float) -> list:
-        """What the game's channel carried, waiting up to ``seconds`` for the first
-        message (an empty list if none came)."""
-        found = []
-        message = self._pubsub.get_message(ignore_subscribe_messages=True,
-                                           timeout=max(0.001, seconds))
-        while message is not None:
-            data = message.get("data")
-            if message.get("type") == "message":
-                found.append(DELETED if data == DELETED else int(data))
-            message = self._pubsub.get_message(ignore_subscribe_messages=True, timeout=0)
-        return found
-
-    def close(self) -> None:
-        with contextlib.suppress(redis.RedisError, OSError):
-            self._pubsub.close()
-
-
 class GameStore:
     """Games in Redis.  ``init_app(app)`` builds the client from the app's config and
     registers the store as ``app.extensions["game_store"]``."""
 
     def __init__(self, app=None):
         self.cluster = False
-        self.stream_client: redis.Redis | None = None
         self.game_ttl = 0
         self.idempotency_ttl = 0
         self.wait_replicas = 0
@@ -331,10 +249,6 @@ class GameStore:
         self._fast: _ThreadConnections | cluster.ClusterConnections | None = None
         self._commit_sha = ""
         self._touch_sha = ""
-        self._confirm_timeout = 1.0
-        self._stream_options: dict = {}
-        self._stream_clients: dict[str, redis.Redis] = {}
-        self._lock = threading.Lock()
         if app is not None:
             self.init_app(app)
 
@@ -353,24 +267,8 @@ class GameStore:
         wait = config.get("REDIS_WAIT_REPLICAS")
         self.wait_replicas = (1 if self.cluster else 0) if wait is None else max(0, int(wait))
         self.wait_timeout_ms = max(1, int(config["REDIS_WAIT_TIMEOUT_MS"]))
-        self._confirm_timeout = float(config["REDIS_SOCKET_TIMEOUT"])
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         self._touch_sha = hashlib.sha1(_TOUCH.encode()).hexdigest()
-        # Events streams wait on their game's channel, each holding a connection for as
-        # long as it is open: a pool of their own, one connection per stream the process
-        # admits (service.events caps them), with a socket timeout past the heartbeat.
-        # On a cluster, a PUBLISH reaches every node: a stream subscribes on the master
-        # of its game's slot, through a pool of that node.
-        stream_options = dict(options)
-        stream_options["socket_timeout"] = (float(config["SSE_HEARTBEAT_SECONDS"])
-                                            + float(config["REDIS_SOCKET_TIMEOUT"]) + 1.0)
-        stream_options["max_connections"] = max(1, int(config["SSE_MAX_STREAMS"]))
-        stream_options["timeout"] = float(config["REDIS_CONNECT_TIMEOUT"])
-        if self.cluster:
-            self._stream_options = dict(stream_options, **cluster.parse_cluster_url(url)[1])
-        else:
-            pool = redis.BlockingConnectionPool.from_url(url, **stream_options)
-            self.stream_client = redis.Redis(connection_pool=pool)
         app.extensions[EXTENSION] = self
 
     @property
@@ -379,17 +277,11 @@ class GameStore:
         a cluster)."""
         return self._fast.client if self.cluster else self._client
 
-    def _stream_redis(self, game_id: str) -> redis.Redis:
-        if not self.cluster:
-            return self.stream_client
-        node = self.client.get_node_from_key(_channel(game_id))
-        with self._lock:
-            client = self._stream_clients.get(node.name)
-            if client is None:
-                pool = redis.BlockingConnectionPool(host=node.host, port=node.port,
-                                                    **self._stream_options)
-                client = self._stream_clients[node.name] = redis.Redis(connection_pool=pool)
-        return client
+    @_storage_errors
+    def node_of(self, key: str) -> tuple[str, int]:
+        """On a cluster: the address of the master that serves ``key``'s slot now."""
+        node = self.client.get_node_from_key(key)
+        return node.host, node.port
 
     @staticmethod
     def client_options(config) -> dict:
@@ -408,13 +300,8 @@ class GameStore:
         }
 
     def close(self) -> None:
-        with self._lock:
-            streams = [self.stream_client, *self._stream_clients.values()]
-            self._stream_clients = {}
-        for client in (self._client, *streams):
-            if client is not None:
-                client.close()
-                client.connection_pool.disconnect()
+        if self._client is not None:
+            self._client.close()
         if self._fast is not None:
             self._fast.close()
 
@@ -424,15 +311,16 @@ class GameStore:
         self.client.ping()
 
     @_storage_errors
-    def load(self, game_id: str) -> Stored | None:
-        version, record = self._fast.execute("HMGET", _game_key(game_id), "v", "d")
+    def load(self, game_id: str) -> StoredGame | None:
+        version, record = self._fast.execute("HMGET", keys.game(game_id), keys.VERSION,
+                                             keys.RECORD)
         return _stored(version, record)
 
     @_storage_errors
-    def load_with_journal(self, game_id: str) -> tuple[Stored, str] | None:
+    def load_with_journal(self, game_id: str) -> tuple[StoredGame, str] | None:
         """The game and its journal, in one round trip (None if there is no game)."""
-        version, record, journal = self._fast.execute("HMGET", _game_key(game_id),
-                                                      "v", "d", "j")
+        version, record, journal = self._fast.execute(
+            "HMGET", keys.game(game_id), keys.VERSION, keys.RECORD, keys.JOURNAL)
         game = _stored(version, record)
         return None if game is None else (game, (journal or b"").decode())
 
@@ -442,15 +330,16 @@ class GameStore:
         """The game, its journal (only with ``journal``: an undo needs it) and the
         idempotency record of ``idempotency_key``, in one round trip: one HMGET when
         there is no key, else one MULTI/EXEC."""
-        fields = ("v", "d", "j") if journal else ("v", "d")
-        game_key = _game_key(game_id)
+        fields = (keys.VERSION, keys.RECORD, keys.JOURNAL) if journal else \
+            (keys.VERSION, keys.RECORD)
+        game_key = keys.game(game_id)
         if idempotency_key is None:
             values = self._fast.execute("HMGET", game_key, *fields)
             first = None
         else:  # MULTI/EXEC: one consistent view
-            record_key = _idem_key(game_id, idempotency_key)
-            values, first = self._fast.transaction(
-                ("HMGET", game_key, *fields), ("GET", record_key))
+            record_key = keys.write_idempotency(game_id, idempotency_key)
+            values, first = self._fast.transaction(("HMGET", game_key, *fields),
+                                                   ("GET", record_key))
             if first is not None:
                 self._confirm_record(record_key)
         text = (values[2] or b"").decode() if journal else ""
@@ -458,36 +347,21 @@ class GameStore:
 
     @_storage_errors
     def exists(self, game_id: str) -> bool:
-        return bool(self.client.exists(_game_key(game_id)))
+        return bool(self.client.exists(keys.game(game_id)))
 
     @_storage_errors
     def stats(self) -> dict[str, int]:
-        """The statistics counters (see the module docstring), missing ones absent."""
+        """The statistics counters (:func:`service.keys.stat`), missing ones absent."""
         if self.cluster:
-            counters = cluster.read_stats(self._fast, STATS_KEY)
+            counters = cluster.read_stats(self._fast, keys.STATS)
         else:
-            counters = self.client.hgetall(STATS_KEY)
+            counters = self.client.hgetall(keys.STATS)
         return {field.decode(): int(value) for field, value in counters.items()}
 
     def _stats_key(self, game_id: str) -> str:
-        return cluster.stats_key(STATS_KEY, _game_key(game_id)) if self.cluster else STATS_KEY
-
-    @_storage_errors
-    def subscribe(self, game_id: str) -> Subscription:
-        """A subscription to the game's channel, on a connection of the streams' pool:
-        subscribe first, then read the game, and no change can slip between the two."""
-        pubsub = self._stream_redis(game_id).pubsub()
-        try:
-            pubsub.subscribe(_channel(game_id))
-            # Redis confirms the subscription once it is in force: only then may the
-            # game be read (a read on another connection could be served first).
-            confirmed = pubsub.get_message(timeout=self._confirm_timeout)
-            if confirmed is None or confirmed.get("type") != "subscribe":
-                raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
-        except BaseException:
-            pubsub.close()
-            raise
-        return Subscription(pubsub)
+        if self.cluster:
+            return cluster.stats_key(keys.STATS, keys.game(game_id))
+        return keys.STATS
 
     # --- writes ---------------------------------------------------------------------
     @_storage_errors
@@ -497,7 +371,7 @@ class GameStore:
         *,
         expected: int | None,
         version: int | None,
-        record: dict | None = None,
+        record: GameRecord | None = None,
         journal: str = "",
         idempotency_key: str | None = None,
         first_response: bytes | None = None,
@@ -513,32 +387,32 @@ class GameStore:
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
-        keys = [_game_key(game_id), self._stats_key(game_id)]
+        names = [keys.game(game_id), self._stats_key(game_id)]
         if idempotency_key is not None:
-            keys.append(_create_idem_key(game_id, idempotency_key) if create
-                        else _idem_key(game_id, idempotency_key))
+            names.append(keys.create_idempotency(game_id, idempotency_key) if create
+                         else keys.write_idempotency(game_id, idempotency_key))
         args = (
             "" if expected is None else str(expected),
             "" if version is None else str(version),
-            orjson.dumps(record) if record is not None else "",
+            orjson.dumps(record.to_json()) if record is not None else "",
             journal,
             first_response if idempotency_key is not None else "",
             self.idempotency_ttl,
             self.game_ttl,
             stat or "",
-            _channel(game_id),
+            keys.channel(game_id),
             "1" if self.wait_replicas else "",
         )
         if not self.wait_replicas:
             try:
-                outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(keys),
-                                                    *keys, *args)
+                outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(names),
+                                                    *names, *args)
             except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-                outcome, value = self._fast.execute("EVAL", _COMMIT, len(keys), *keys,
+                outcome, value = self._fast.execute("EVAL", _COMMIT, len(names), *names,
                                                     *args)
         else:
-            outcome, value = self._confirmed(keys[0], ("EVALSHA", self._commit_sha, len(keys),
-                                                       *keys, *args), _COMMIT)
+            outcome, value = self._confirmed(
+                names[0], ("EVALSHA", self._commit_sha, len(names), *names, *args), _COMMIT)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
@@ -570,11 +444,11 @@ class GameStore:
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
-    def created_response(self, idempotency_key: str) -> bytes | None:
-        """The stored first answer of a create with this key (see :func:`new_game_id`:
-        of its first attempt; a later attempt's is found by its commit)."""
-        key = _create_idem_key(new_game_id(idempotency_key), idempotency_key)
-        first = self._fast.execute("GET", key)
+    def created_response(self, game_id: str, idempotency_key: str) -> bytes | None:
+        """The stored first answer of a create with this key whose game got ``game_id``
+        (the id the key chose)."""
+        record_key = keys.create_idempotency(game_id, idempotency_key)
+        first = self._fast.execute("GET", record_key)
         if first is not None:
-            self._confirm_record(key)
+            self._confirm_record(record_key)
         return first

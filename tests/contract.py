@@ -90,6 +90,7 @@ def openapi() -> OpenAPI:
     config = Config(extra_media_type_deserializers={
         PROBLEM_JSON: json_loads,
         "application/yaml": _yaml_loads,
+        "text/yaml": plain_loads,
         "text/javascript": plain_loads,
         "text/css": plain_loads,
         "text/event-stream": plain_loads,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.devserver import GUNICORN_COMMAND
+from service.launch import GUNICORN_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -15,7 +15,7 @@ import pytest
 import redis
 import yaml
 
-from service.devserver import GUNICORN_COMMAND
+from service.launch import GUNICORN_COMMAND
 from service.redis_server import find_redis_cli, find_redis_server, free_cluster_port
 from tests.test_compose import _check_compose_schema
 
@@ -63,6 +63,7 @@ def test_apis_wait_for_the_cluster_and_run_the_one_gunicorn_command():
         environment = api["environment"]
         assert environment["REDIS_URL"].startswith("redis+cluster://redis-1:6379,")
         assert environment["TRUST_PROXY"] == "true"
+        assert environment["SECRET_KEY"].startswith("${SECRET_KEY:?")  # one for all
         assert "/readyz" in " ".join(api["healthcheck"]["test"])
     assert services["cluster-init"]["restart"] == "no"
 

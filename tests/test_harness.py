@@ -109,8 +109,10 @@ class DevServer:
     def __init__(self, tmp_path, **env):
         self.port = free_port()
         self.output = tmp_path / "devserver.log"
-        environ = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "REDIS_PORT")}
-        environ.update(PORT=str(self.port), WEB_CONCURRENCY="1", **env)
+        environ = {k: v for k, v in os.environ.items()
+                   if k not in ("REDIS_URL", "REDIS_PORT", "SECRET_KEY")}
+        environ.update(PORT=str(self.port), WEB_CONCURRENCY="1",
+                       SECRET_KEY_FILE=str(tmp_path / "secret-key"), **env)
         with open(self.output, "wb") as sink:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "service.devserver"],
@@ -162,6 +164,10 @@ def test_devserver_runs_redis_and_gunicorn_then_stops_both(tmp_path):
         with redis.Redis.from_url(redis_url) as client:
             assert client.ping() is True
         assert (tmp_path / "redis" / "redis-server.log").exists()
+        key_file = tmp_path / "secret-key"  # made on the first run, the owner's only
+        assert key_file.stat().st_mode & 0o777 == 0o600
+        assert len(key_file.read_text().strip()) >= 32
+        assert f"SECRET_KEY from {key_file}" in server.text()
 
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(20) == 0, server.text()

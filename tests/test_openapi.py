@@ -21,7 +21,7 @@ from flask import Flask, Response
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
 from service.api.errors import TITLES
-from service.app import create_app
+from service.app import close_app, create_app
 from service.engine import RULE_CODES, IllegalMoveError, Move, get_variant, variants
 from tests.contract import (
     SPEC_PATH,
@@ -44,7 +44,7 @@ def app(redis_url):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "RATELIMIT_ENABLED": False})
     app.test_client_class = ValidatingClient
     yield app
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 @pytest.fixture
@@ -120,6 +120,10 @@ def test_the_app_serves_the_file_byte_for_byte(client):
     assert response.status_code == 200
     assert response.mimetype == "application/yaml"
     assert response.data == SPEC_PATH.read_bytes() == spec_bytes()
+    assert "Accept" in response.headers["Vary"]
+    as_text = client.get("/v1/openapi.yaml", headers={"Accept": "text/yaml"})
+    assert as_text.mimetype == "text/yaml"
+    assert as_text.data == response.data
 
 
 class _Links(HTMLParser):
@@ -185,6 +189,10 @@ def test_variant_ids_and_pile_ids_are_the_engines():
     for variant in variants():
         errors = [error.message for error in validator.iter_errors(variant.describe())]
         assert errors == [], variant.id
+    # One enumeration of every variant's ids, so that a generated client parses a pile id
+    # as one type whatever the variant (a union of per-variant enums parses as the first).
+    every_id = list(dict.fromkeys(pile for v in variants() for pile in v.pile_ids))
+    assert _schema("PileId")["enum"] == every_id
 
 
 def _examples():

@@ -58,8 +58,8 @@ from schemathesis.checks import CHECKS
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core.parameters import ParameterLocation
 
-import service.games
-from service.app import create_app
+import service.game.commands
+from service.app import close_app, create_app
 from tests.contract import SPEC_PATH, ValidatingClient, is_planned, spec
 
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "50"))
@@ -129,7 +129,7 @@ def app(redis_server):
     SCHEMA.app = STATEFUL_SCHEMA.app = app
     yield app
     SCHEMA.app = STATEFUL_SCHEMA.app = None
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 def test_every_check_runs_but_the_wall_clock():
@@ -264,7 +264,7 @@ class PlayerToken:
 
 
 class _FixedDeal:
-    """``secrets`` for service.games, but the deal the server draws is always 42 (ids,
+    """``secrets`` for service.game.commands, but the deal the server draws is always 42 (ids,
     tokens and salts stay random: nothing a scenario does depends on their values)."""
 
     def __getattr__(self, name):
@@ -277,7 +277,7 @@ class _FixedDeal:
 
 @pytest.mark.timeout(180)
 def test_stateful(app, redis_server, monkeypatch):
-    monkeypatch.setattr(service.games, "secrets", _FixedDeal())
+    monkeypatch.setattr(service.game.commands, "secrets", _FixedDeal())
     redis_db = redis.Redis.from_url(redis_server.url)
     machine = STATEFUL_SCHEMA.as_state_machine()
     # Scenarios start by creating a game; a write to a random id meets 401 or 404, which

@@ -16,7 +16,7 @@ from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException
 
 from service.engine import RULE_CODES, IllegalMoveError, InvalidMoveError
-from service.games import GameError
+from service.game.errors import GameError
 from service.store import StorageUnavailable
 
 PROBLEM_JSON = "application/problem+json"

@@ -5,25 +5,19 @@ from flask import Blueprint
 from service.api.http import (
     checked_id,
     games,
-    idempotency_key,
     json_response,
-    read_json,
     send,
     write_request,
 )
 from service.api.schemas import create_game_schema, move_schema, undo_schema
-from service.games import request_hash
 
 bp = Blueprint("games", __name__, url_prefix="/v1/games")
 
 
 @bp.post("")
 def create_game():
-    key = idempotency_key()
-    body = read_json()
-    new = create_game_schema.load(body)
-    return send(games().create(new["variant"], new["seed"], new["undo"], key,
-                               request_hash("create", body)))
+    write, new = write_request("create", create_game_schema, token=False)
+    return send(games().create(write, new["variant"], new["seed"], new["undo"]))
 
 
 @bp.get("/<game_id>")

@@ -14,7 +14,10 @@ from flask import Response, current_app, request
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from service.api.errors import BadRequest
-from service.games import GameError, Games, Reply, Write, request_hash
+from service.game.errors import game_not_found
+from service.game.games import Games
+from service.game.idempotency import Reply, request_hash
+from service.game.pipeline import Write
 
 JSON = "application/json"
 _GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -31,7 +34,7 @@ def games() -> Games:
 def checked_id(game_id: str) -> str:
     """``game_id`` if it can be one (ids are 22 url-safe characters), else 404."""
     if not _GAME_ID.fullmatch(game_id):
-        raise GameError(404, "game_not_found", "there is no game with this id")
+        raise game_not_found()
     return game_id
 
 
@@ -107,13 +110,14 @@ def idempotency_key() -> str | None:
     return key
 
 
-def write_request(kind: str, schema=None, *, optional: bool = False):
-    """Check a write: token (401), headers (400), body (415, 413, 400); return the
-    :class:`Write` and the loaded body."""
-    token, versions, key = bearer_token(), if_match(), idempotency_key()
+def write_request(kind: str, schema=None, *, optional: bool = False, token: bool = True):
+    """Check a write: token (401, unless ``token`` is false: a create), headers (400),
+    body (415, 413, 400); return the :class:`Write` and the loaded body."""
+    bearer = bearer_token() if token else None
+    versions, key = (if_match() if token else None), idempotency_key()
     body = read_json(optional=optional) if schema is not None else {}
     loaded = schema.load(body) if schema is not None else None
-    return Write(token, versions, key, request_hash(kind, body)), loaded
+    return Write(bearer, versions, key, request_hash(kind, body)), loaded
 
 
 # --- responses ----------------------------------------------------------------------

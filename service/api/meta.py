@@ -1,15 +1,18 @@
 """Operations: liveness, readiness, metrics, and the OpenAPI document."""
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response, current_app, request
 
 from service import metrics
 from service.api.http import json_response
-from service.games import GameError
+from service.game.errors import GameError
 
 bp = Blueprint("meta", __name__)
 
 #: Endpoints the rate limiter leaves alone: probes and scrapers must always get through.
 UNLIMITED = frozenset({"meta.healthz", "meta.readyz", "meta.prometheus_metrics"})
+
+#: The media types of the OpenAPI document, the default first.
+YAML_TYPES = ("application/yaml", "text/yaml")
 
 
 @bp.get("/healthz")
@@ -34,4 +37,9 @@ def openapi_document():
     document = current_app.extensions["openapi_yaml"]
     if document is None:
         raise GameError(404, "not_found", "this server has no openapi.yaml")
-    return Response(document, content_type="application/yaml")
+    # The same bytes under the label the client asks for: application/yaml (RFC 9512) unless
+    # it prefers text/yaml, the name older tools (and client generators) know.
+    media = request.accept_mimetypes.best_match(YAML_TYPES, default=YAML_TYPES[0])
+    response = Response(document, content_type=media)
+    response.vary.add("Accept")
+    return response

@@ -11,7 +11,7 @@ from marshmallow import (
 )
 
 from service.engine import MOVE, MOVE_TYPES, Move, variants
-from service.games import DEFAULT_UNDO, UNDO_POLICIES
+from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
 
 MAX_SEED = 2**64 - 1
 MAX_PILE_ID = 32

@@ -168,6 +168,10 @@ class Variant:
     id: ClassVar[str]
     name: ClassVar[str]
     summary: ClassVar[str]
+    #: What autoplay plays (the variant's safe moves home, ``is_safe_home``), for people.
+    autoplay_rule: ClassVar[str]
+    #: What a hint looks for in this variant, for people.
+    hint_rule: ClassVar[str]
     decks: ClassVar[int] = 2
     #: Where the variant comes in the list of variants (:func:`variants`).
     order: ClassVar[int] = 100
@@ -255,6 +259,7 @@ class Variant:
     def describe(self) -> dict:
         """The variant as ``GET /v1/variants`` shows it."""
         return {"id": self.id, "name": self.name, "decks": self.decks, "summary": self.summary,
+                "autoplay_rule": self.autoplay_rule, "hint_rule": self.hint_rule,
                 "moves": sorted(self.move_types),
                 "table": {"width": self.table[0], "height": self.table[1]},
                 "piles": [spec.to_dict() for spec in self.layout]}
@@ -318,6 +323,13 @@ class Variant:
         position's turn counter and the number of cards in its stock (read without
         building a :class:`State`).  No field by default."""
         return {}
+
+    def solver_search(self, state: State, budget) -> tuple[str, list[Move] | None]:
+        """The solver's search from ``state`` (see :mod:`.solver`): its result and, when
+        won, the winning moves.  By default the plain exhaustive search; a variant
+        replaces it with a faster one that prunes what it proves it may."""
+        from .solver import exhaustive_search  # the solver builds on this module
+        return exhaustive_search(state, budget)
 
     def _has_move(self, state: State) -> bool:
         if self._actions(state):

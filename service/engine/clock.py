@@ -17,7 +17,7 @@ from .base import (
     register,
 )
 from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
-from .moves import DRAW, MOVE, REFILL
+from .moves import DRAW, MOVE, REFILL, Move
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
@@ -70,6 +70,17 @@ class Clock(Variant):
     summary = ("Build twelve foundations round a dial up in suit, each until it shows its "
                "hour, from a circle of twelve packets, marrying down in suit and drawing "
                "the stock to a talon.")
+    autoplay_rule = (
+        "A card goes home when exactly one foundation takes it and no card can still need "
+        "it as a marriage target: it comes from the talon (talon cards are never "
+        "targets), or the only card that can marry onto it, the card one rank below in "
+        "its suit, has both copies home or its other copy is wanted by a foundation now.")
+    hint_rule = (
+        "More cards home, judged from the face-up cards only. In order: a move home that "
+        "autoplay would play; any other move home; the first move of the shortest line of "
+        "card moves that brings the most cards home (a bounded breadth-first search); a "
+        "marriage that leaves a packet short, so that the stock refills it. When no card "
+        "move helps: refill or draw, whichever is legal, else no move.")
     order = 1
     actions = (DRAW, REFILL)
     layout = _layout()
@@ -220,3 +231,246 @@ class Clock(Variant):
         ids = self.pile_ids
         return (f"moving {state.piles[source][-1]} onto {ids[target]} leaves {ids[source]} "
                 "short, so the stock refills it")
+
+    def solver_search(self, state: State, budget):
+        """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
+        return _ClockSearch(budget).run(state)
+
+
+# --- the solver's search (see .solver) ------------------------------------------------
+_SUITS = "SHDC"
+
+
+def _code(card: Card) -> int:
+    return _SUITS.index(card.suit) * 16 + card.rank
+
+
+#: Foundation f's suit, and the ranks it holds from its base to its hour.
+_F_SUIT = tuple(_SUITS.index(BASES[h][1]) for h in HOURS)
+_F_RANKS = tuple(
+    tuple((Card.parse(BASES[h]).rank - 1 + i) % 13 + 1
+          for i in range((h - Card.parse(BASES[h]).rank) % 13 + 1)) for h in HOURS)
+_IDS = tuple(spec.id for spec in Clock.layout)
+_DRAW, _REFILL = Move(DRAW), Move(REFILL)
+
+
+class _ClockSearch:
+    """The search of ``Clock.solver_search``: depth first over compact positions, with a
+    table of the positions already searched.
+
+    A position is the twelve packets and the talon (``bytes`` of card codes, suit * 16
+    + rank, bottom first), the top rank of each foundation and how many cards the stock
+    still holds (its order is the deal's).
+
+    * **Equal positions are searched once.**  While the stock lasts the refill serves
+      the packets in their order, so the key is the position as it is; once the stock
+      is out the packets are interchangeable and the key has them sorted.
+    * **A draw that buries its own card is not searched**: when every foundation that
+      wants the drawn card first needs a card whose copies off the foundations all lie
+      in the talon, under it, the drawn card can never go home (see
+      :func:`_buries_itself`), and nothing but a draw is open (no packet is short).
+    * **Safe moves home are forced.**  A card X whose twin is home already has one
+      foundation left that takes it, F (each card but a base is wanted by two
+      foundations, one copy each, and a base's twin by one).  So F waits at X - 1 for
+      this very card, and a winning line that sends X there later wins as well sending
+      it now, provided nothing else of the line needs X where it lies:
+      - X on the talon: nothing ever goes onto the talon but draws, which the talon
+        takes the same on the card below X, and no card marries onto a talon card.
+      - X on a packet, when both copies of X - 1 are home (so no card can marry onto X)
+        and either the stock is out or the packet keeps three cards or more (so it
+        decides no refill and no draw, and still takes marriages below X once X is
+        gone, as it would in the line).
+    """
+
+    __slots__ = ("stock", "budget", "line", "seen")
+
+    def __init__(self, budget):
+        self.budget = budget
+        self.line: list[Move] = []
+        self.seen: set[bytes] = set()
+
+    def run(self, state: State):
+        from .solver import LOST, UNDECIDED, WON
+
+        piles = state.piles
+        self.stock = bytes(_code(card) for card in piles[STOCK_PILE])
+        packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)
+        talon = bytes(_code(card) for card in piles[TALON])
+        tops = bytes(piles[f][-1].rank for f in FOUNDATIONS)
+        if self.visit(packets, talon, tops, len(self.stock)):
+            return WON, self.line
+        return (UNDECIDED, None) if self.budget.out else (LOST, None)
+
+    def visit(self, packets, talon, tops, n) -> bool:
+        line = self.line
+        depth = len(line)
+        packets, talon, tops = self.force(packets, talon, tops, n)
+        if tops == _DONE:
+            return True
+        if n:
+            key = b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
+        else:
+            key = b"|".join(sorted(packets)) + b"|" + talon + b"|" + tops
+        if key in self.seen or not self.budget.spend():
+            del line[depth:]
+            return False
+        self.seen.add(key)
+        if self.children(packets, talon, tops, n):
+            return True
+        del line[depth:]
+        return False
+
+    def force(self, packets, talon, tops, n):
+        """Play the safe moves home (see the class docstring) until none is left."""
+        line = self.line
+        changed = True
+        while changed:
+            changed = False
+            if talon:
+                f = _safe_target(talon[-1], tops)
+                if f is not None:
+                    tops = tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:]
+                    talon = talon[:-1]
+                    line.append(Move(MOVE, "talon", _IDS[f]))
+                    changed = True
+                    continue
+            for i, pile in enumerate(packets):
+                if not pile or (n and len(pile) <= PACKET_SIZE):
+                    continue
+                card = pile[-1]
+                f = _safe_target(card, tops)
+                if f is None or _home_count(_DOWN_CODE[card], tops) < 2:
+                    continue
+                tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
+                packets = packets[:i] + (pile[:-1],) + packets[i + 1:]
+                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[f]))
+                changed = True
+        return packets, talon, tops
+
+    def children(self, packets, talon, tops, n) -> bool:
+        line, budget = self.line, self.budget
+        wants: dict[int, list[int]] = {}
+        for f in FOUNDATIONS:
+            top = tops[f]
+            if top != f + 1:
+                wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
+        if talon:                                           # moves home
+            for f in wants.get(talon[-1], ()):
+                line.append(Move(MOVE, "talon", _IDS[f]))
+                if self.visit(packets, talon[:-1],
+                              tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:], n):
+                    return True
+                line.pop()
+                if budget.out:
+                    return False
+        tried = set()
+        for i, pile in enumerate(packets):
+            if not pile or pile in tried:
+                continue
+            if not n:
+                tried.add(pile)
+            for f in wants.get(pile[-1], ()):
+                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[f]))
+                if self.visit(packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
+                              tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:], n):
+                    return True
+                line.pop()
+                if budget.out:
+                    return False
+        takers: dict[int, list[int]] = {}                   # marriages
+        for j, pile in enumerate(packets):
+            if len(pile) >= PACKET_SIZE:
+                takers.setdefault(_DOWN_CODE[pile[-1]], []).append(j)
+        tried.clear()
+        for i, pile in enumerate(packets):
+            if not pile or pile in tried:
+                continue
+            if not n:
+                tried.add(pile)
+            targets = set()
+            for j in takers.get(pile[-1], ()):
+                if j == i or (not n and packets[j] in targets):
+                    continue
+                targets.add(packets[j])
+                after = list(packets)
+                after[i] = pile[:-1]
+                after[j] = packets[j] + pile[-1:]
+                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[PACKETS[j]]))
+                if self.visit(tuple(after), talon, tops, n):
+                    return True
+                line.pop()
+                if budget.out:
+                    return False
+        if not n:
+            return False
+        stock = self.stock
+        if any(len(pile) < PACKET_SIZE for pile in packets):
+            after = list(packets)
+            for i, pile in enumerate(after):
+                while len(pile) < PACKET_SIZE and n:
+                    n -= 1
+                    pile += stock[n:n + 1]
+                after[i] = pile
+            line.append(_REFILL)
+            if self.visit(tuple(after), talon, tops, n):
+                return True
+        else:
+            if _buries_itself(stock[n - 1], talon, tops):
+                return False
+            line.append(_DRAW)
+            if self.visit(packets, talon + stock[n - 1:n], tops, n - 1):
+                return True
+        line.pop()
+        return False
+
+
+_DONE = bytes(f + 1 for f in FOUNDATIONS)
+#: The card one rank below each card code, same suit (A below 2, K below A).
+_DOWN_CODE = {s * 16 + r: s * 16 + (r - 2) % 13 + 1 for s in range(4) for r in range(1, 14)}
+#: For each foundation, the place of each of its ranks in its sequence.
+_F_PLACE = tuple({rank: i for i, rank in enumerate(ranks)} for ranks in _F_RANKS)
+
+
+def _home_count(card: int, tops: bytes) -> int:
+    """How many copies of ``card`` lie on the foundations."""
+    suit, rank = card >> 4, card & 15
+    count = 0
+    for f in FOUNDATIONS:
+        if _F_SUIT[f] == suit:
+            place = _F_PLACE[f].get(rank)
+            if place is not None and place <= _F_PLACE[f][tops[f]]:
+                count += 1
+    return count
+
+
+def _buries_itself(card: int, talon: bytes, tops: bytes) -> bool:
+    """Whether ``card`` drawn onto ``talon`` could never leave it: every foundation that
+    still wants a copy of it must first take a card whose every copy off the
+    foundations lies in the talon already (under it, since only the talon's top card
+    moves).  Then the game is lost: the card is never home."""
+    suit, rank = card >> 4, card & 15
+    for f in FOUNDATIONS:
+        if _F_SUIT[f] != suit:
+            continue
+        place = _F_PLACE[f].get(rank)
+        top = _F_PLACE[f][tops[f]]
+        if place is None or place <= top:
+            continue
+        for between in _F_RANKS[f][top + 1:place]:
+            code = suit * 16 + between
+            away = 2 - _home_count(code, tops)
+            if away and talon.count(code) >= away:
+                break
+        else:
+            return False            # this foundation can come up to the card
+    return True
+
+
+def _safe_target(card: int, tops: bytes) -> int | None:
+    """The foundation that takes ``card`` now when its twin is home already, else None."""
+    suit, rank = card >> 4, card & 15
+    want = (rank - 2) % 13 + 1
+    for f in FOUNDATIONS:
+        if _F_SUIT[f] == suit and tops[f] == want and tops[f] != f + 1:
+            return f if _home_count(card, tops) == 1 else None
+    return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
 from .cards import ACE, KING, Card, shuffled_pack
-from .moves import DEAL, MOVE, Line
+from .moves import DEAL, MOVE, Line, Move
 
 #: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
@@ -55,6 +55,19 @@ class FourCorners(Variant):
     summary = ("Deal the pack round twelve packets in two columns; build an ace and a king "
                "foundation of each suit, up and down; marry up or down in suit once the "
                "stock is out.")
+    autoplay_rule = (
+        "Nothing while the stock lasts (a card sent home is replaced from the stock, "
+        "which changes where every later card falls). Once the stock is out, a card goes "
+        "to its ace foundation when the king foundation of its suit is down to its rank "
+        "or below, and to its king foundation when the ace foundation is up to its rank "
+        "or above: then every card that could marry onto it can go home directly instead.")
+    hint_rule = (
+        "More cards home. While the stock lasts, from the face-up cards only: a move "
+        "home, else a marriage after which a card that could not go home can. Once the "
+        "stock is out every card is face up, and the hint is a move that autoplay would "
+        "play, else the first move of a line that wins the game, else of the line that "
+        "brings the most cards home (a bounded search). When no card move helps: deal, "
+        "else no move.")
     order = 3
     actions = (DEAL,)
     turns = len(PACKETS)
@@ -218,6 +231,10 @@ class FourCorners(Variant):
 
         return solve(state)
 
+    def solver_search(self, state: State, budget):
+        """The solver's search (:class:`_FourCornersSearch`): ``(result, moves)``."""
+        return _FourCornersSearch(state.piles[STOCK_PILE], budget).run(state)
+
 
 class _OpeningTable:
     """The deal's own table: moves cards like the game's but records no events."""
@@ -231,3 +248,200 @@ class _OpeningTable:
         card = self.piles[source][-1]
         self.piles[source] = self.piles[source][:-1]
         self.piles[target] += (card,)
+
+
+# --- the solver's search (see .solver) ------------------------------------------------
+class _FourCornersSearch:
+    """The search of ``FourCorners.solver_search``: depth first over compact positions,
+    with a table of the positions already searched.
+
+    A position is the twelve packets (each a ``bytes`` of card codes, suit row * 16 +
+    rank, bottom first), the top rank of each ace foundation (0 when empty) and of each
+    king foundation (14 when empty), how many cards the stock still holds (its order is
+    the deal's) and the turn counter.
+
+    * **Equal positions are searched once.**  While the stock lasts every packet has its
+      own place in the deal and its own foundation, so the key is the position as it
+      is; once the stock is out the packets are interchangeable (any top may go to any
+      foundation or onto any other packet), so the key has them sorted, and of two
+      packets with the same cards only one is tried as a source or a target.
+    * **Safe moves home are forced once the stock is out**, those ``is_safe_home``
+      names: card X home to its ace foundation when the king foundation of its suit is
+      down to X or below, or to its king foundation when the ace foundation is up to X
+      or above.  Then every other card of the suit that could marry onto X (an X - 1 or
+      an X + 1) has a foundation that takes it in its turn without X on the table: one
+      X - 1 and one X + 1 are home already, the other X - 1 is the next card the king
+      foundation wants (or home too), and the other X + 1 the next card the ace
+      foundation wants after X; so a winning line that marries such a card onto X wins
+      as well sending it home instead, and X itself has nowhere to go but home.
+    * **A packet's last card is never married** onto another packet: the position that
+      gives is the one before with that card lying on another packet's top instead of
+      on its own, so every line from it is open from the position before (the other
+      packet's top is only covered).
+    """
+
+    __slots__ = ("stock", "budget", "line", "seen", "ids")
+
+    def __init__(self, stock: tuple[Card, ...], budget):
+        self.stock = bytes(_code(card) for card in stock)
+        self.budget = budget
+        self.line: list[Move] = []
+        self.seen: set[bytes] = set()
+        self.ids = tuple(spec.id for spec in FourCorners.layout)
+
+    def run(self, state: State):
+        from .solver import LOST, UNDECIDED, WON
+
+        piles = state.piles
+        packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)
+        up = bytes(len(piles[f]) for f in ACES)
+        down = bytes(KING + 1 - len(piles[f]) for f in KINGS)
+        if self.visit(packets, up, down, len(self.stock), state.turn):
+            return WON, self.line
+        return (UNDECIDED, None) if self.budget.out else (LOST, None)
+
+    def deal_to(self, packets, up, down, n, p):
+        """Deal onto packet ``p`` as the game does: aces and kings whose foundation is
+        empty go home and the next card is dealt instead.  Returns the new
+        ``(packets, up, down, n)``."""
+        stock = self.stock
+        while n:
+            card = stock[n - 1]
+            n -= 1
+            suit, rank = card >> 4, card & 15
+            if rank == ACE and up[suit] == 0:
+                up = up[:suit] + b"\x01" + up[suit + 1:]
+            elif rank == KING and down[suit] == KING + 1:
+                down = down[:suit] + b"\x0d" + down[suit + 1:]
+            else:
+                packets = packets[:p] + (packets[p] + bytes((card,)),) + packets[p + 1:]
+                break
+        return packets, up, down, n
+
+    def visit(self, packets, up, down, n, turn) -> bool:
+        if n:
+            return self.dealing(packets, up, down, n, turn)
+        return self.endgame(packets, up, down)
+
+    def dealing(self, packets, up, down, n, turn) -> bool:
+        key = b"|".join(packets) + up + down + bytes((n, turn))
+        if key in self.seen or not self.budget.spend():
+            return False
+        self.seen.add(key)
+        line, ids = self.line, self.ids
+        for p in PACKETS:
+            pile = packets[p]
+            if not pile:
+                continue
+            card = pile[-1]
+            suit, rank = card >> 4, card & 15
+            targets = []
+            if rank == up[suit] + 1 and (p in CORNERS or BESIDE[p] == ACES[suit]):
+                targets.append((ACES[suit], up[:suit] + bytes((rank,)) + up[suit + 1:], down))
+            if rank == down[suit] - 1 and (p in CORNERS or BESIDE[p] == KINGS[suit]):
+                targets.append((KINGS[suit], up,
+                                down[:suit] + bytes((rank,)) + down[suit + 1:]))
+            for f, up2, down2 in targets:
+                after = packets[:p] + (pile[:-1],) + packets[p + 1:]
+                after, up2, down2, n2 = self.deal_to(after, up2, down2, n, p)
+                line.append(Move(MOVE, ids[p], ids[f]))
+                if self.visit(after, up2, down2, n2, turn):
+                    return True
+                line.pop()
+                if self.budget.out:
+                    return False
+        after, up2, down2, n2 = self.deal_to(packets, up, down, n, turn)
+        line.append(Move(DEAL))
+        if self.visit(after, up2, down2, n2, (turn + 1) % 12):
+            return True
+        line.pop()
+        return False
+
+    def endgame(self, packets, up, down) -> bool:
+        line, ids = self.line, self.ids
+        played = 0
+        # Safe moves home, forced.
+        changed = True
+        while changed:
+            changed = False
+            for p in PACKETS:
+                pile = packets[p]
+                while pile:
+                    card = pile[-1]
+                    suit, rank = card >> 4, card & 15
+                    if rank == up[suit] + 1 and down[suit] <= rank:
+                        up = up[:suit] + bytes((rank,)) + up[suit + 1:]
+                        line.append(Move(MOVE, ids[p], ids[ACES[suit]]))
+                    elif rank == down[suit] - 1 and up[suit] >= rank:
+                        down = down[:suit] + bytes((rank,)) + down[suit + 1:]
+                        line.append(Move(MOVE, ids[p], ids[KINGS[suit]]))
+                    else:
+                        break
+                    pile = pile[:-1]
+                    played += 1
+                    changed = True
+                if len(pile) != len(packets[p]):
+                    packets = packets[:p] + (pile,) + packets[p + 1:]
+        if up == _ALL_UP and down == _ALL_DOWN:
+            return True
+        key = b"|".join(sorted(packets)) + up + down
+        if key in self.seen or not self.budget.spend():
+            del line[len(line) - played:]
+            return False
+        self.seen.add(key)
+        if self.endgame_moves(packets, up, down):
+            return True
+        del line[len(line) - played:]
+        return False
+
+    def endgame_moves(self, packets, up, down) -> bool:
+        line, ids, budget = self.line, self.ids, self.budget
+        tops: dict[int, list[int]] = {}
+        sources = {}
+        for p in PACKETS:
+            pile = packets[p]
+            if pile and pile not in sources:
+                sources[pile] = p
+                tops.setdefault(pile[-1], []).append(p)
+        for pile, p in sources.items():                    # moves home
+            card = pile[-1]
+            suit, rank = card >> 4, card & 15
+            after = packets[:p] + (pile[:-1],) + packets[p + 1:]
+            if rank == up[suit] + 1:
+                line.append(Move(MOVE, ids[p], ids[ACES[suit]]))
+                if self.endgame(after, up[:suit] + bytes((rank,)) + up[suit + 1:], down):
+                    return True
+                line.pop()
+                if budget.out:
+                    return False
+            if rank == down[suit] - 1:
+                line.append(Move(MOVE, ids[p], ids[KINGS[suit]]))
+                if self.endgame(after, up, down[:suit] + bytes((rank,)) + down[suit + 1:]):
+                    return True
+                line.pop()
+                if budget.out:
+                    return False
+        for pile, p in sources.items():                    # marriages
+            if len(pile) < 2:
+                continue
+            card = pile[-1]
+            for other in (card - 1, card + 1):
+                for q in tops.get(other, ()):
+                    after = list(packets)
+                    after[p] = pile[:-1]
+                    after[q] = packets[q] + pile[-1:]
+                    line.append(Move(MOVE, ids[p], ids[q]))
+                    if self.endgame(tuple(after), up, down):
+                        return True
+                    line.pop()
+                    if budget.out:
+                        return False
+        return False
+
+
+_ALL_UP = bytes((KING,) * 4)
+_ALL_DOWN = bytes((ACE,) * 4)
+
+
+def _code(card: Card) -> int:
+    return ROW_SUITS.index(card.suit) * 16 + card.rank

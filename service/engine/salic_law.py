@@ -15,7 +15,7 @@ from .base import (
     register,
 )
 from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
-from .moves import DEAL, MOVE
+from .moves import DEAL, MOVE, Move
 
 QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
@@ -45,6 +45,15 @@ class SalicLaw(Variant):
     summary = ("Deal the pack onto a growing row of eight kings; build eight aces up to "
                "jacks regardless of suit from the tops of the king piles; queens are set "
                "aside.")
+    autoplay_rule = (
+        "Every card that a foundation takes goes home: foundations ignore suit and all "
+        "end at the jack, so any two with the same top are alike, and no card on the "
+        "table is ever needed as a target (cards move only onto a bare king).")
+    hint_rule = (
+        "More cards home, judged from the face-up cards only. In order: a move home; the "
+        "first move of the shortest line of card moves (onto bare kings) that brings the "
+        "most cards home (a bounded breadth-first search). When no card move helps: deal, "
+        "else no move.")
     order = 2
     actions = (DEAL,)
     layout = _layout()
@@ -141,3 +150,180 @@ class SalicLaw(Variant):
         pile is never a target for anything but a foundation (a bare king takes cards
         only from other piles, not onto them)."""
         return True
+
+    def solver_search(self, state: State, budget):
+        """The solver's search (:class:`_SalicSearch`): ``(result, moves)``."""
+        return _SalicSearch(state, budget).run()
+
+
+# --- the solver's search (see .solver) ------------------------------------------------
+class _SalicSearch:
+    """The search of ``SalicLaw.solver_search``: depth first, with a table of the
+    positions already searched.
+
+    Suits never matter in Salic Law (foundations build regardless of suit, king piles
+    take any card), so a card is its rank, and the search reads the table as the stock,
+    eight stacks of ranks over their kings and eight foundation tops.
+
+    **Safe moves home are forced** (played at once, nothing else tried instead): card C
+    of rank r goes home without branching when no foundation is below r - 1 (all eight
+    are started and show r - 1 or more).  Say L is any winning line from here; drop C's
+    own move home from L (and any move of C onto a bare king) and play C home now
+    instead: the line stays legal and still wins.  Until L sends C home, the foundations
+    differ only in that one of them shows r instead of r - 1 (which one does not matter:
+    foundations with the same top are interchangeable, each built regardless of suit up
+    to a jack).  A move of L that needs a top of r finds one more.  A move of L that
+    needs a top of r - 1 sends home another card of rank r, D; the cards of rank r not
+    home number at most the foundations at r - 1 (every foundation is at r - 1 or more,
+    and a foundation past r - 1 holds one card of rank r), and no foundation can come
+    to r - 1 later, so before D goes there were at least two foundations at r - 1 left
+    for D and C, and one is still there for D.  The pile C left is only shorter: cards L
+    deals onto it land on the card below C and leave in the same order, and nothing is
+    laid on it after the deal while C is there (a card goes only onto a bare king).  The
+    deal does not depend on C: a king pile never empties, so the newest pile is the same.
+    Without that condition a move home is not safe: with foundations at 4 and 3, a 5 on
+    one pile and a 5 over a 4 on another, the first 5 home strands the 4.
+
+    **Equal positions are searched once**: the table of searched positions is keyed on
+    the foundation tops sorted, the stock's length, the newest king pile (while the
+    stock lasts, the deal lands there) and the other king piles sorted (they differ
+    only in their place in the row).  Of the moves home, one per rank is tried from
+    each distinct pile content, onto one foundation of the right top; a card laid on a
+    bare king goes onto one bare king (bare kings are interchangeable), never from a
+    pile holding only that card over its king (that only swaps which king is bare).
+    """
+
+    __slots__ = ("piles", "found", "stock", "budget", "line", "seen")
+
+    def __init__(self, state: State, budget):
+        piles = state.piles
+        # A king pile as ranks, its king (13) first; [] for a king not dealt yet.
+        self.piles = [[card.rank for card in piles[k]] for k in KINGS]
+        self.found = [piles[f][-1].rank if piles[f] else 0 for f in FOUNDATIONS]
+        self.stock = [card.rank for card in piles[STOCK_PILE]]
+        self.budget = budget
+        self.line: list[Move] = []
+        self.seen: set[bytes] = set()
+
+    def run(self):
+        from .solver import LOST, UNDECIDED, WON
+
+        if self.visit():
+            return WON, self.line
+        return (UNDECIDED, None) if self.budget.out else (LOST, None)
+
+    def home_safe(self) -> list[tuple[int, int]]:
+        """Play every safe move home; return ``(pile, foundation)`` of each."""
+        piles, found, line = self.piles, self.found, self.line
+        played = []
+        changed = True
+        while changed:
+            changed = False
+            floor = min(found) + 1
+            for k, pile in enumerate(piles):
+                while len(pile) > 1 and pile[-1] <= floor and pile[-1] - 1 in found:
+                    f = found.index(pile[-1] - 1)
+                    found[f] = pile.pop()
+                    played.append((k, f))
+                    line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+                    changed = True
+                    floor = min(found) + 1
+        return played
+
+    def unplay(self, played) -> None:
+        piles, found, line = self.piles, self.found, self.line
+        for k, f in reversed(played):
+            piles[k].append(found[f])
+            found[f] -= 1
+            line.pop()
+
+    def key(self) -> bytes:
+        piles, found = self.piles, self.found
+        head = bytes(sorted(found)) + bytes((len(self.stock),))
+        if self.stock:
+            newest = max(k for k, pile in enumerate(piles) if pile)
+            return head + bytes(piles[newest]) + b"|" + b"|".join(
+                sorted(bytes(pile) for k, pile in enumerate(piles) if k != newest))
+        return head + b"|".join(sorted(map(bytes, piles)))
+
+    def visit(self) -> bool:
+        played = self.home_safe()
+        found = self.found
+        if all(rank == JACK for rank in found):
+            return True
+        key = self.key()
+        if key not in self.seen and self.budget.spend():
+            self.seen.add(key)
+            if self.children():
+                return True
+        self.unplay(played)
+        return False
+
+    def children(self) -> bool:
+        piles, found, line, budget = self.piles, self.found, self.line, self.budget
+        tried = set()
+        for k, pile in enumerate(piles):            # moves home
+            if len(pile) < 2 or pile[-1] - 1 not in found:
+                continue
+            content = bytes(pile)
+            if content in tried:
+                continue
+            tried.add(content)
+            f = found.index(pile[-1] - 1)
+            found[f] = pile.pop()
+            line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+            if self.visit():
+                return True
+            line.pop()
+            pile.append(found[f])
+            found[f] -= 1
+            if budget.out:
+                return False
+        if self.stock:
+            return self.deal()
+        bare = next((k for k, pile in enumerate(piles) if len(pile) == 1), None)
+        if bare is None:
+            return False
+        tried.clear()
+        for k, pile in enumerate(piles):            # a card onto a bare king
+            if len(pile) < 3 or (content := bytes(pile)) in tried:
+                continue
+            tried.add(content)
+            piles[bare].append(pile.pop())
+            line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[KINGS[bare]]))
+            if self.visit():
+                return True
+            line.pop()
+            pile.append(piles[bare].pop())
+            if budget.out:
+                return False
+        return False
+
+    def deal(self) -> bool:
+        piles, found, stock = self.piles, self.found, self.stock
+        rank = stock.pop()
+        if rank == KING:
+            target = piles[piles.index([])]
+        elif rank == ACE:
+            target = None
+            slot = found.index(0)
+            found[slot] = ACE
+        elif rank == QUEEN:
+            target = None
+        else:
+            target = next(pile for pile in reversed(piles) if pile)
+        if target is not None:
+            target.append(rank)
+        self.line.append(Move(DEAL))
+        if self.visit():
+            return True
+        self.line.pop()
+        if target is not None:
+            target.pop()
+        elif rank == ACE:
+            found[slot] = 0
+        stock.append(rank)
+        return False
+
+
+_IDS = tuple(spec.id for spec in SalicLaw.layout)

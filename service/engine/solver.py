@@ -21,6 +21,7 @@ before the game is over (the analysis endpoint shows it only then).
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 
@@ -31,6 +32,10 @@ from .moves import Move, Step
 
 WON, LOST, UNDECIDED = "won", "lost", "undecided"
 RESULTS = (WON, LOST, UNDECIDED)
+
+#: The variants' searches recurse once per move of the line they follow: a line this
+#: long is cut (the search answers undecided) rather than overflow the interpreter.
+MAX_DEPTH = 20_000
 
 #: Default budget of one search: positions expanded and seconds of CPU.
 DEFAULT_POSITIONS = 2_000_000
@@ -99,8 +104,13 @@ def solve_state(state: State, *, max_positions: int = DEFAULT_POSITIONS,
     if state.status == _LOST_STATUS:
         return Solution(LOST, None, 0, time.perf_counter() - started)
     budget = Budget(max_positions, max_seconds)
-    search = getattr(variant, "solver_search", None) or exhaustive_search
-    result, moves = search(state, budget)
+    if sys.getrecursionlimit() < MAX_DEPTH + 1000:
+        # Plain Python calls do not grow the C stack (CPython 3.11 and later).
+        sys.setrecursionlimit(MAX_DEPTH + 1000)
+    try:
+        result, moves = variant.solver_search(state, budget)
+    except RecursionError:
+        result, moves = UNDECIDED, None
     line = None
     if result == WON:
         line = replay(state, moves)

@@ -7,6 +7,7 @@ import logging
 
 import pytest
 
+from service.app import close_app
 from tests.api.support import LogLines, make_app
 from tests.contract import ValidatingClient
 
@@ -16,7 +17,7 @@ def app(clean_redis, redis_url):
     app = make_app(redis_url)
     app.test_client_class = ValidatingClient  # every answer is checked against openapi.yaml
     yield app
-    app.extensions["game_store"].close()
+    close_app(app)
     # The last-resort handler answers 500: no request of an API test may reach it.
     assert 500 not in app.statuses
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 
+from service import keys
 from service.app import create_app
 from service.engine import Move, State, get_variant
 from service.engine.journal import Replay
@@ -83,7 +84,7 @@ def first_of(moves: list[dict], kind: str) -> dict | None:
 
 # --- what Redis holds ---------------------------------------------------------------
 def stored(redis_db, game_id: str) -> tuple[int, dict] | None:
-    version, record = redis_db.hmget(f"game:{{{game_id}}}", "v", "d")
+    version, record = redis_db.hmget(keys.game(game_id), keys.VERSION, keys.RECORD)
     if version is None:
         return None
     return int(version), json.loads(record)
@@ -95,7 +96,7 @@ def stored_state(redis_db, game_id: str) -> State:
 
 def stored_journal(redis_db, game_id: str) -> str:
     """The game's journal as Redis holds it ('' for a new game, or none)."""
-    return (redis_db.hget(f"game:{{{game_id}}}", "j") or b"").decode()
+    return (redis_db.hget(keys.game(game_id), keys.JOURNAL) or b"").decode()
 
 
 def stored_history(redis_db, game_id: str) -> list[str]:

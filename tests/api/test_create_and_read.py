@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from service import keys
 from service.engine import get_variant
 from tests.api.support import (
     GAME_ID_CHARS,
@@ -57,7 +58,7 @@ def test_create_with_a_seed_shows_the_deal_of_that_seed(client, redis_db, varian
     assert token.encode() not in b"".join(v for v in snapshot(redis_db).values()
                                            if isinstance(v, bytes))
     assert stored_history(redis_db, game["id"]) == []
-    ttl = redis_db.ttl(f"game:{{{game['id']}}}")
+    ttl = redis_db.ttl(keys.game(game["id"]))
     assert 30 * 86400 - 10 < ttl <= 30 * 86400
 
 
@@ -285,7 +286,7 @@ def test_unknown_game_is_404_for_every_read(client, game_id):
 
 def test_reads_do_not_change_the_game_or_its_expiry(client, redis_db):
     game, _token, _ = create(client)
-    key = f"game:{{{game['id']}}}"
+    key = keys.game(game["id"])
     redis_db.expire(key, 1000)
     before = snapshot(redis_db)
     for suffix in ("", "/moves", "/history"):

@@ -11,6 +11,8 @@ import threading
 
 import pytest
 
+from service import keys
+from service.app import close_app
 from service.engine import Move, get_variant
 from service.events import SHUTDOWN
 from tests.api.support import (
@@ -36,7 +38,7 @@ def sse_app(clean_redis, redis_url):
     """An app whose streams beat every 0.1 s (tests wait on heartbeats, not 15 s)."""
     app = make_app(redis_url, SSE_HEARTBEAT_SECONDS=0.1)
     yield app
-    app.extensions["game_store"].close()
+    close_app(app)
     assert 500 not in app.statuses
 
 
@@ -274,7 +276,7 @@ def test_an_expired_game_ends_its_streams(sse, redis_db):
     gid, _token = _clock_42(sse)
     response, stream = _open(sse, gid)
     assert next(stream).retry is not None
-    redis_db.delete(f"game:{{{gid}}}")  # what expiry does
+    redis_db.delete(keys.game(gid))  # what expiry does
     assert next(events_only(stream)).event == "deleted"
     assert next(stream, None) is None
     response.close()
@@ -336,7 +338,7 @@ def test_streams_per_process_are_bounded(redis_url, clean_redis):
         for opened in (second, third):
             opened[0].close()
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
 
 
 def test_a_stream_ends_after_its_maximum_life_and_on_shutdown(redis_url, clean_redis):
@@ -348,7 +350,7 @@ def test_a_stream_ends_after_its_maximum_life_and_on_shutdown(redis_url, clean_r
         assert all(m.comment == "heartbeat" for m in list(stream)[1:])
         response.close()
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
 
 
 def test_a_stopping_worker_ends_its_streams(sse):

@@ -7,6 +7,7 @@ import random
 
 import pytest
 
+from service import keys
 from service.engine import Move, State, get_variant
 from service.engine.help import autoplay as engine_autoplay
 from tests.api.support import (
@@ -76,7 +77,7 @@ def test_a_finished_or_unknown_game_has_no_hint(client):
 def _shuffle_stock(redis_db, game_id: str, rng: random.Random) -> None:
     """Put the undealt cards of a stored game in another order (what the player cannot
     see), keeping everything else."""
-    key = f"game:{{{game_id}}}"
+    key = keys.game(game_id)
     record = json.loads(redis_db.hget(key, "d"))
     variant = get_variant(record["state"]["variant"])
     stock = record["state"]["piles"][variant.index["stock"]]

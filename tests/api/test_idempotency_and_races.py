@@ -1,11 +1,11 @@
 """Idempotency-Key on every write, and racing writers (threads on one app)."""
 
-import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from service import keys
 from tests.api.support import (
     auth,
     create,
@@ -46,7 +46,7 @@ def test_a_retried_move_gets_the_first_answer_and_is_applied_once(client, redis_
     assert snapshot(redis_db) == state_after_first
     assert stored(redis_db, gid)[0] == 1
     assert len(stored_history(redis_db, gid)) == 1
-    record_key = f"game:{{{gid}}}:idem:{hashlib.sha256(KEY.encode()).hexdigest()}"
+    record_key = keys.write_idempotency(gid, KEY)
     assert 86400 - 10 < redis_db.ttl(record_key) <= 86400
 
 
@@ -159,7 +159,8 @@ def test_a_retried_create_gets_the_same_game_and_token(client, redis_db):
     assert not any(token.encode() in value for value in values if isinstance(value, bytes))
     # The record lives in the game's slot: the key of a create chooses the game's id.
     game_id = first.get_json()["game"]["id"]
-    record_key = f"game:{{{game_id}}}:idem:create:{hashlib.sha256(KEY.encode()).hexdigest()}"
+    record_key = keys.create_idempotency(game_id, KEY)
+    assert record_key.startswith(f"game:{{{game_id}}}:")
     assert redis_db.type(record_key) == b"string"
     assert 86400 - 10 < redis_db.ttl(record_key) <= 86400
     other = client.post("/v1/games", json={"variant": "clock"}, headers={"Idempotency-Key": KEY})

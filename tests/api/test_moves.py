@@ -2,6 +2,7 @@
 
 import pytest
 
+from service import keys
 from service.engine import Move, get_variant
 from tests.api.support import (
     as_move,
@@ -78,7 +79,7 @@ def test_a_card_move_names_its_card_in_the_event(client, redis_db):
 @pytest.mark.cluster
 def test_write_refreshes_the_expiry(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=1)
-    key = f"game:{{{game['id']}}}"
+    key = keys.game(game["id"])
     redis_db.expire(key, 100)
     assert play(client, game["id"], token, {"type": "deal"}).status_code == 200
     assert redis_db.ttl(key) > 30 * 86400 - 10

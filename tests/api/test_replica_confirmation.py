@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from service.app import close_app
 from service.redis_server import RedisServer
 from tests.api.support import auth, make_app, stored
 
@@ -100,7 +101,7 @@ def test_an_unconfirmed_write_is_503_and_its_retry_replays_once_confirmed(master
         assert 500 not in app.statuses
     finally:
         db.close()
-        app.extensions["game_store"].close()
+        close_app(app)
 
 
 def test_without_confirmation_writes_do_not_wait(master):
@@ -110,4 +111,4 @@ def test_without_confirmation_writes_do_not_wait(master):
         created = app.test_client().post("/v1/games", json={"variant": "clock"})
         assert created.status_code == 201
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)

@@ -5,12 +5,13 @@ with the same key gets the first answer."""
 
 from __future__ import annotations
 
-import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from service import keys
+from service.app import close_app
 from tests.api.support import auth, create, make_app, play, snapshot, stored, stored_history
 from tests.faults import RedisProxy
 
@@ -18,7 +19,7 @@ DAY = 24 * 60 * 60
 
 
 def _record_key(game_id: str, key: str) -> str:
-    return f"game:{{{game_id}}}:idem:{hashlib.sha256(key.encode()).hexdigest()}"
+    return keys.write_idempotency(game_id, key)
 
 
 def _problem(response, status: int, code: str) -> None:
@@ -87,7 +88,7 @@ def test_the_record_is_stored_by_the_script_that_writes(client, redis_db, kind):
     inside = [c["command"] for c in commands[last + 1:] if c["client_type"] == "lua"]
     assert any(command.startswith("SET") and record in command for command in inside)
     game_write = "DEL" if kind == "delete" else "HSET"
-    assert any(command.startswith(game_write) and f"game:{{{gid}}}" in command
+    assert any(command.startswith(game_write) and keys.game(gid) in command
                for command in inside)
     assert 0 < redis_db.ttl(record) <= DAY
     assert redis_db.ttl(record) > DAY - 30
@@ -158,7 +159,7 @@ def proxied(redis_server, clean_redis):
     with RedisProxy((redis_server.host, redis_server.port)) as proxy:
         app = make_app(proxy.url)
         yield app, app.test_client(), proxy
-        app.extensions["game_store"].close()
+        close_app(app)
         assert 500 not in app.statuses
 
 
@@ -218,4 +219,4 @@ def test_a_create_whose_reply_is_lost_is_found_again_with_its_key(proxied, redis
     token = retried.get_json()["player_token"]
     assert play(client, game_id, token, {"type": "draw"}).status_code == 200
     games = [key for key in redis_db.keys("game:*") if redis_db.type(key) == b"hash"]
-    assert games == [f"game:{{{game_id}}}".encode()]
+    assert games == [keys.game(game_id).encode()]

@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from service.app import close_app
 from service.engine import get_variant
 from tests.api.support import LogLines, as_move, auth, make_app, stored
 
@@ -155,5 +156,5 @@ def test_nothing_secret_leaves_the_server_before_the_end(redis_url, redis_db, lo
         assert not [w for w in opening if w in line], line
     requests = [json.loads(line) for line in lines if '"request"' in line]
     assert {r["game_id"] for r in requests if "game_id" in r} == {watcher.game["id"]}
-    app.extensions["game_store"].close()
+    close_app(app)
     assert 500 not in app.statuses

@@ -34,6 +34,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from service import keys
 from service.engine import (
     MOVE_TYPES,
     IllegalMoveError,
@@ -107,11 +108,11 @@ class ApiMachine(RuleBasedStateMachine):
         return State.from_dict(stored(self.redis, game.id)[1]["state"])
 
     def unchanged(self, game: Game, before) -> None:
-        assert (self.redis.hgetall(f"game:{{{game.id}}}"), stored_history(self.redis, game.id)) \
+        assert (self.redis.hgetall(keys.game(game.id)), stored_history(self.redis, game.id)) \
             == before
 
     def before(self, game: Game):
-        return self.redis.hgetall(f"game:{{{game.id}}}"), stored_history(self.redis, game.id)
+        return self.redis.hgetall(keys.game(game.id)), stored_history(self.redis, game.id)
 
     def remember(self, game: Game, key: str | None, method: str, url: str, body, response):
         if key is not None and response.status_code < 300:
@@ -243,7 +244,7 @@ class ApiMachine(RuleBasedStateMachine):
         response = self.write(game, "POST", f"{game.url}/undo", None, if_match=if_match,
                               keyed=keyed)
         if expected is not None:
-            self.problem(response, 409, expected)
+            self.problem(response, 422 if expected == "game_over" else 409, expected)
             self.unchanged(game, before_raw)
             return
         assert response.status_code == 200, response.get_data(as_text=True)

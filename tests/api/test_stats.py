@@ -7,6 +7,7 @@ import threading
 
 import pytest
 
+from service.app import close_app
 from service.engine.playout import hint_playout
 from tests.api.support import auth, create, make_app, play
 
@@ -122,4 +123,4 @@ def test_counts_are_right_under_concurrency(redis_url, clean_redis):
         assert stats["salic-law"] == dict(ZERO, created=1)  # one key, one game
         assert app.statuses.count(500) == 0
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)

@@ -2,6 +2,7 @@
 
 import pytest
 
+from service import keys
 from service.engine import Move
 from tests.api.support import (
     as_move,
@@ -143,15 +144,17 @@ def test_safe_undo_never_shows_a_card_twice_from_the_stock(client, redis_db):
     assert seen == [str(card) for card in reversed(stock)][:12]
 
 
-def test_undo_of_a_finished_game_is_409_game_over(client, redis_db):
+def test_undo_of_a_finished_game_is_422_game_over_like_a_move(client, redis_db):
     game, token, _ = create(client, "clock", seed=3, undo="full")
     play(client, game["id"], token, _card_move(client, game["id"]))
     play(client, game["id"], token, {"type": "resign"})
     before = snapshot(redis_db)
     response = undo(client, game["id"], token)
-    assert response.status_code == 409
+    assert response.status_code == 422
     assert response.get_json()["code"] == "game_over"
     assert snapshot(redis_db) == before
+    moved = play(client, game["id"], token, {"type": "resign"})
+    assert (moved.status_code, moved.get_json()["code"]) == (422, "game_over")
 
 
 @pytest.mark.cluster
@@ -202,7 +205,7 @@ def test_delete_removes_the_game_and_its_history(client, redis_db):
     # Redis; on a cluster one per slot, next to the games it counts).
     assert not redis_db.keys(f"*{gid}*")
     left = {key.decode() for key in redis_db.keys("*")}
-    assert {key for key in left if not key.startswith("stats")} == {f"game:{{{_other['id']}}}"}
+    assert {key for key in left if not key.startswith(keys.STATS)} == {keys.game(_other["id"])}
     assert 1 <= len(left) - 1 <= 2
     assert redis_db.dbsize() == len(left)
     for suffix in ("", "/moves", "/history"):

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from service.app import create_app
+from service.app import close_app, create_app
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -107,7 +107,7 @@ def live_server(redis_url):
     app = create_app({"REDIS_URL": redis_url, "RATELIMIT_ENABLED": False})
     with LiveServer(app) as server:
         yield server
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 class Pages:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from service.api.web import CONTENT_TYPES, WEB_DIR
-from service.app import create_app
+from service.app import close_app, create_app
 
 FILES = sorted(p.name for p in WEB_DIR.iterdir() if p.is_file())
 
@@ -18,7 +18,7 @@ FILES = sorted(p.name for p in WEB_DIR.iterdir() if p.is_file())
 def client(redis_url):
     app = create_app({"TESTING": True, "REDIS_URL": redis_url, "RATELIMIT_ENABLED": False})
     yield app.test_client()
-    app.extensions["game_store"].close()
+    close_app(app)
 
 
 def fetch(client, path, **options):

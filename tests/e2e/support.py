@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import requests
 
-from service.devserver import GUNICORN_COMMAND
+from service.launch import start_gunicorn, stop_gunicorn
 from service.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -39,8 +38,7 @@ class Gunicorn:
 
     def __enter__(self) -> Gunicorn:
         with open(self.log, "wb") as sink:
-            self.process = subprocess.Popen([sys.executable, "-m", *GUNICORN_COMMAND], cwd=ROOT,
-                                            env=self.env, stdout=sink, stderr=subprocess.STDOUT)
+            self.process = start_gunicorn(self.env, output=sink)
         deadline = time.monotonic() + 30
         workers = int(self.env["WEB_CONCURRENCY"])
         while True:
@@ -56,12 +54,7 @@ class Gunicorn:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_gunicorn(self.process)
         if exc_info[0] is None:
             self.check_log()
 

@@ -20,6 +20,7 @@ import pytest
 import requests
 from redis.crc import key_slot
 
+from service.launch import new_secret_key
 from tests.e2e.support import Gunicorn
 from tests.e2e.test_events_e2e import Follower
 
@@ -30,10 +31,10 @@ STREAM = {"Accept": "text/event-stream"}
 def servers(redis_cluster, tmp_path_factory):
     """Two servers (one worker each) on the cluster: their base URLs."""
     logs = tmp_path_factory.mktemp("gunicorn-cluster")
-    with Gunicorn(redis_cluster.url, logs / "a.log", WEB_CONCURRENCY="1",
-                  SSE_HEARTBEAT_SECONDS="0.5") as first, \
-            Gunicorn(redis_cluster.url, logs / "b.log", WEB_CONCURRENCY="1",
-                     SSE_HEARTBEAT_SECONDS="0.5") as second:
+    shared = {"WEB_CONCURRENCY": "1", "SSE_HEARTBEAT_SECONDS": "0.5",
+              "SECRET_KEY": new_secret_key()}  # replicas share their server key
+    with Gunicorn(redis_cluster.url, logs / "a.log", **shared) as first, \
+            Gunicorn(redis_cluster.url, logs / "b.log", **shared) as second:
         yield first.base, second.base
 
 

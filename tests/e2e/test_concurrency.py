@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from service import keys
 from service.engine import Move, get_variant
 from tests.e2e.support import Gunicorn, in_processes
 
@@ -186,4 +187,4 @@ def test_racing_retries_of_one_keyed_create_make_one_game(server, clean_redis):
     games = [key for key in clean_redis.keys("game:*") if clean_redis.type(key) == b"hash"]
     assert len(games) == 1
     created = _json(answers[0][1])
-    assert games == [f"game:{{{created['game']['id']}}}".encode()]
+    assert games == [keys.game(created["game"]["id"]).encode()]

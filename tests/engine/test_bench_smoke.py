@@ -18,3 +18,20 @@ def test_dispatcher_runs_one_benchmark_by_name_and_refuses_unknown_ones(capsys):
     assert "\nclock " in capsys.readouterr().out
     assert bench_main(["no-such-bench"]) == 2
     assert "unknown benchmark" in capsys.readouterr().err
+
+
+def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys):
+    output = tmp_path / "RESULTS.md"
+    output.write_text("# Benchmark results\n\nother sections stay\n")
+    argv = ["solver", "--seeds", "1", "--first", "2", "--budget", "2", "--processes", "1",
+            "--variant", "salic-law", "--output", str(output)]
+    assert bench_main(argv) == 0
+    assert bench_main([*argv, "--no-bots"]) == 0
+    out = capsys.readouterr().out
+    # Deal 2 of Salic Law is won (the solution tests replay its line).
+    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in out
+    text = output.read_text()
+    assert text.startswith("# Benchmark results\n\nother sections stay\n")
+    assert text.count("<!-- solver table: begin -->") == 1
+    assert text.count("| salic-law | 1 |") == 1
+    assert "| – | – |" in text  # the second run, without bots, replaced the first

@@ -4,10 +4,12 @@ exhaust."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from service.engine import LOST as LOST_STATUS
-from service.engine import RESIGN, Move, get_variant
+from service.engine import RESIGN, Card, Move, get_variant
 from service.engine import WON as WON_STATUS
 from service.engine.solver import (
     LOST,
@@ -22,6 +24,7 @@ from service.engine.solver import (
     solve_state,
 )
 
+from . import solver_positions
 from .positions import VARIANT_IDS
 
 
@@ -64,3 +67,61 @@ def test_a_finished_game_needs_no_search():
     assert solve_state(lost).searched == 0
     resigned, _ = state.apply(Move(RESIGN))
     assert solve_state(resigned, max_positions=50).result == UNDECIDED
+
+
+def _agree(states, budget: int) -> dict[str, int]:
+    """Solve each position with the variant's search and with the plain exhaustive
+    search; where the exhaustive search settles it, both must say the same.  Returns
+    how many positions each result settled."""
+    settled = {WON: 0, LOST: 0}
+    for state in states:
+        plain, _moves = exhaustive_search(state, Budget(budget, 60))
+        if plain == UNDECIDED:
+            continue
+        solution = solve_state(state, max_seconds=60)
+        assert solution.result == plain, state.to_dict()
+        if solution.result == WON:
+            _replays_to_a_win(state, solution)
+        settled[plain] += 1
+    return settled
+
+
+@pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2)])
+def test_salic_law_search_agrees_with_the_exhaustive_search(left, stock, lanes):
+    rng = random.Random(f"salic {left} {stock}")
+    settled = _agree((solver_positions.salic_law(rng, left, stock, lanes)
+                      for _ in range(15)), 30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 1, settled
+
+
+@pytest.mark.parametrize(("left", "stock"), [(10, 0), (12, 3)])
+def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
+    rng = random.Random(f"four corners {left} {stock}")
+    settled = _agree((solver_positions.four_corners(rng, left, stock) for _ in range(20)),
+                     30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 2, settled
+
+
+@pytest.mark.parametrize(("left", "stock", "talon"), [(14, 4, 4), (20, 6, 6), (20, 0, 8)])
+def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon):
+    rng = random.Random(f"clock {left} {stock} {talon}")
+    settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
+                     30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 3, settled
+
+
+def test_a_draw_that_buries_its_own_card_is_recognised():
+    # Foundations I (6C up to A) and IX (2C up to 9) both want an 8C after a 7C; with
+    # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
+    # it may.
+    from service.engine.clock import BASES, _buries_itself, _code
+
+    tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
+    tops[8] = 6
+    seven, eight = _code(Card(7, "C")), _code(Card(8, "C"))
+    assert _buries_itself(eight, bytes((seven, seven)), bytes(tops))
+    assert not _buries_itself(eight, bytes((seven,)), bytes(tops))
+    assert not _buries_itself(eight, bytes((seven, eight, seven)), bytes(tops[:8] + [7] + tops[9:]))

@@ -1,0 +1,45 @@
+"""The refusals of the service (not of the rules), each defined once: every place that
+refuses for the same reason answers the same status and code (docs/architecture.md,
+"Refusals")."""
+
+from __future__ import annotations
+
+
+class GameError(Exception):
+    """A refusal: HTTP status, stable code, detail."""
+
+    def __init__(self, status: int, code: str, detail: str):
+        super().__init__(detail)
+        self.status = status
+        self.code = code
+        self.detail = detail
+
+
+def game_not_found(game_id: str | None = None) -> GameError:
+    named = f" {game_id!r}" if game_id is not None else " with this id"
+    return GameError(404, "game_not_found", f"there is no game{named}")
+
+
+def wrong_token() -> GameError:
+    return GameError(403, "wrong_token", "this is not the player token of the game")
+
+
+def version_mismatch(detail: str) -> GameError:
+    return GameError(412, "version_mismatch", detail)
+
+
+def idempotency_key_reused() -> GameError:
+    return GameError(422, "idempotency_key_reused",
+                     "this Idempotency-Key was used with another request body")
+
+
+def game_over(status: str, what: str) -> GameError:
+    """A write that a finished game refuses (undo, autoplay): 409, like every state of
+    the game that forbids the write; a move on a finished game is the rules' refusal
+    (422 ``game_over`` of the engine)."""
+    return GameError(409, "game_over", f"the game is {status}: {what}")
+
+
+def write_conflict(attempts: int) -> GameError:
+    return GameError(409, "write_conflict",
+                     f"the game kept changing: gave up after {attempts} attempts")

@@ -1,0 +1,129 @@
+"""The application between HTTP and the rules engine: what each endpoint of a game does.
+
+Nothing here knows Flask.  The views validate a request, call one method of
+:class:`Games` and send what it returns.  A read returns ``(version, body)``; a write
+runs one command (:mod:`service.game.commands`) through the write pipeline
+(:mod:`service.game.pipeline`) and returns a :class:`~service.game.idempotency.Reply`.
+Refusals are :class:`~service.game.errors.GameError` or the engine's
+``IllegalMoveError``; storage failures are the store's ``StorageUnavailable``.
+"""
+
+from __future__ import annotations
+
+from service import keys
+from service.engine import State, variants
+from service.engine.help import hint as engine_hint
+from service.engine.moves import Move
+from service.game import commands
+from service.game.errors import game_not_found
+from service.game.idempotency import IdempotencyRecords, Reply
+from service.game.pipeline import Pipeline, Write
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.store import GameStore
+
+#: Why a hint suggests an action move (when no card move helps).
+_ACTION_REASONS = {
+    "deal": "no card move helps now: deal the next card",
+    "draw": "no card move helps now: draw the next stock card onto the talon",
+    "refill": "no card move helps now: refill the short packets from the stock",
+}
+_STAT_NAMES = ("created", "won", "lost", "resigned")
+
+
+def _listed(state: State, move: Move) -> dict:
+    """``move`` as ``GET .../moves`` lists it: a card move names its ``card``."""
+    listed = move.to_dict()
+    card = state.card_of(move)
+    if card is not None:
+        listed["card"] = str(card)
+    return listed
+
+
+class Games:
+    """Create, read and change games stored in a :class:`GameStore`."""
+
+    def __init__(self, store: GameStore, *, secret_key: str, retries: int = 16):
+        self.store = store
+        self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
+
+    # --- reads ----------------------------------------------------------------------
+    def _load(self, game_id: str) -> StoredGame:
+        game = self.store.load(game_id)
+        if game is None:
+            raise game_not_found(game_id)
+        return game
+
+    def get(self, game_id: str) -> tuple[int, dict]:
+        game = self._load(game_id)
+        return game.version, game.public(game_id)
+
+    def legal_moves(self, game_id: str) -> tuple[int, dict]:
+        game = self._load(game_id)
+        state = game.record.engine_state()
+        moves = [_listed(state, move) for move in state.legal_moves()]
+        return game.version, {"version": game.version, "moves": moves}
+
+    def history(self, game_id: str) -> tuple[int, dict]:
+        found = self.store.load_with_journal(game_id)
+        if found is None:
+            raise game_not_found(game_id)
+        game, journal = found
+        moves = [{"version": version, "move": step.move.to_dict(),
+                  "events": [event.to_dict() for event in step.events]}
+                 for version, step in replay(game, journal)[0].history]
+        return game.version, {"moves": moves}
+
+    def hint(self, game_id: str) -> tuple[int, dict]:
+        """``{"move": ListedMove | None, "reason": str}``, from what the player sees only:
+        the engine's hint (a card move), else the action move (deal, draw, refill) when
+        no card move helps, else null."""
+        game = self._load(game_id)
+        state = game.record.engine_state()
+        if state.is_over:
+            return game.version, {"move": None, "reason": f"the game is over ({state.status})"}
+        found = engine_hint(state)
+        if found is not None:
+            return game.version, {"move": _listed(state, found.move), "reason": found.reason}
+        action = next((move for move in state.legal_moves() if move.type in _ACTION_REASONS),
+                      None)
+        if action is not None:
+            return game.version, {"move": action.to_dict(),
+                                  "reason": _ACTION_REASONS[action.type]}
+        return game.version, {"move": None,
+                              "reason": "no move helps now: only moves that bring nothing "
+                                        "home are left (or resign)"}
+
+    def stats(self) -> dict:
+        """Per variant: games created, won, lost, resigned, and won / finished."""
+        counters = self.store.stats()
+        result = []
+        for variant in variants():
+            row = {"variant": variant.id}
+            for name in _STAT_NAMES:
+                row[name] = max(0, counters.get(keys.stat(variant.id, name), 0))
+            finished = row["won"] + row["lost"] + row["resigned"]
+            row["win_rate"] = row["won"] / finished if finished else None
+            result.append(row)
+        return {"variants": result}
+
+    # --- writes ---------------------------------------------------------------------
+    def create(self, write: Write, variant_id: str, seed: int | None, undo: str) -> Reply:
+        return self.pipeline.create(
+            write, lambda _game, _journal, at: commands.create(variant_id, seed, undo, at))
+
+    def move(self, game_id: str, write: Write, move: Move, *, card: str | None = None
+             ) -> Reply:
+        return self.pipeline.write(
+            game_id, write, lambda game, _journal, at: commands.move(game, move, at, card=card))
+
+    def undo(self, game_id: str, write: Write) -> Reply:
+        return self.pipeline.write(game_id, write, commands.undo, journal=True)
+
+    def autoplay(self, game_id: str, write: Write) -> Reply:
+        return self.pipeline.write(
+            game_id, write, lambda game, _journal, at: commands.autoplay(game, at))
+
+    def delete(self, game_id: str, write: Write) -> Reply:
+        return self.pipeline.write(
+            game_id, write, lambda game, _journal, _at: commands.delete(game))

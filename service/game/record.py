@@ -1,0 +1,136 @@
+"""The game record: the one place that knows what a game stores and what a client sees.
+
+A :class:`GameRecord` is stored as JSON in the game's hash (:mod:`service.keys`) next to
+its version and its journal.  It holds secrets: the engine snapshot (with the stock
+order), the seed (when the server chose it), the salt and the player token's SHA-256.
+:meth:`GameRecord.public` renders the Game of ``openapi.yaml`` without them: the seed
+only when the client chose it or the game is over, the salt only when it is over, the
+stock's count but never its cards.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from service.engine import PLAYING, STOCK, InvalidMoveError, State, Variant, get_variant
+from service.engine.cards import split_codes
+
+UNDO_POLICIES = ("full", "safe", "off")
+DEFAULT_UNDO = "safe"
+
+
+class CorruptGame(RuntimeError):
+    """A stored game that does not parse or does not replay: a bug or a damaged store."""
+
+
+def now() -> str:
+    """The current UTC time as ``2026-11-29T16:04:00.123Z``."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def deal_commitment(variant_id: str, seed: int, salt: str) -> str:
+    """The SHA-256 of ``"<variant>:<seed>:<salt>"``, lowercase hex (docs/rules.md)."""
+    return hashlib.sha256(f"{variant_id}:{seed}:{salt}".encode()).hexdigest()
+
+
+def token_hash(token: str) -> str:
+    """How a player token is stored: its SHA-256, never the token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class GameRecord:
+    """What is stored of a game besides its version and journal.
+
+    ``state`` is the engine snapshot (:meth:`State.to_dict`), kept as the dict it is
+    stored as: reading a game never builds an engine state.  ``token`` is the SHA-256 of
+    the player token; ``moves`` counts the moves not undone, ``undos`` the undos."""
+
+    variant: str
+    seed: int
+    chosen: bool  # the client chose the seed
+    salt: str
+    commitment: str
+    token: str
+    undo: str
+    undos: int
+    moves: int
+    created: str
+    updated: str
+    state: dict
+
+    # --- stored form ----------------------------------------------------------------
+    @classmethod
+    def from_json(cls, data: dict) -> GameRecord:
+        try:
+            return cls(**data)
+        except TypeError as error:
+            raise CorruptGame(f"a stored game record has the wrong fields: {error}") from None
+
+    def to_json(self) -> dict:
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+
+    def replace(self, **changes) -> GameRecord:
+        return dataclasses.replace(self, **changes)
+
+    # --- reading --------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return self.state["status"]
+
+    @property
+    def is_over(self) -> bool:
+        return self.status != PLAYING
+
+    @property
+    def game_variant(self) -> Variant:
+        return get_variant(self.variant)
+
+    def engine_state(self) -> State:
+        """The engine's position (with the stock order: never for a client)."""
+        try:
+            return State.from_dict(self.state)
+        except (InvalidMoveError, KeyError, TypeError) as error:
+            raise CorruptGame(f"a stored game snapshot is corrupt: {error!r}") from None
+
+    def public(self, game_id: str, version: int) -> dict:
+        """The Game of ``openapi.yaml``, without anything secret: the snapshot's piles
+        are printed card codes, shown as they are."""
+        variant = self.game_variant
+        over = self.is_over
+        texts = self.state["piles"]
+        game = {
+            "id": game_id,
+            "variant": variant.id,
+            "version": version,
+            "status": self.status,
+            "seed": self.seed if self.chosen or over else None,
+            "salt": self.salt if over else None,
+            "deal_commitment": self.commitment,
+            "undo": self.undo,
+            "undos": self.undos,
+            "moves_made": self.moves,
+            "piles": [
+                {"id": spec.id, "kind": spec.kind, "count": len(text) // 2,
+                 "cards": [] if spec.kind == STOCK else split_codes(text)}
+                for spec, text in zip(variant.layout, texts, strict=True)
+            ],
+        }
+        game.update(variant.public_fields(self.state["turn"], len(texts[variant.stock]) // 2))
+        game["created_at"] = self.created
+        game["updated_at"] = self.updated
+        return game
+
+
+@dataclass(frozen=True, slots=True)
+class StoredGame:
+    """A game as the repository holds it: its version and its record."""
+
+    version: int
+    record: GameRecord
+
+    def public(self, game_id: str) -> dict:
+        return self.record.public(game_id, self.version)

@@ -1,0 +1,57 @@
+"""The names of everything the service keeps in Redis, defined once.
+
+The service, the tests and the benchmark build every key and channel name with these
+functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
+
+- :func:`game` HASH: field :data:`VERSION` the version, :data:`RECORD` the game record
+  (JSON, :class:`service.game.record.GameRecord`), :data:`JOURNAL` the journal
+  (:mod:`service.engine.journal`);
+- :func:`write_idempotency` STRING: the sealed first answer of a write with an
+  ``Idempotency-Key`` (:mod:`service.game.idempotency`);
+- :func:`create_idempotency` STRING: the same for ``POST /v1/games``.  The record is
+  scoped by the key alone: the key chooses the new game's id
+  (:meth:`service.game.idempotency.IdempotencyRecords.game_id`), so the record is found
+  from the key and lives in the game's hash slot;
+- :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
+  one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
+  (:func:`service.cluster.stats_key`);
+- :func:`channel`: the game's pub/sub channel (no key, no memory).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+#: Fields of a game's hash.
+VERSION, RECORD, JOURNAL = "v", "d", "j"
+#: The statistics counters of every variant.
+STATS = "stats"
+#: A ``SCAN MATCH`` pattern for every key of every game (its hash and its idempotency
+#: records), the game id between the braces.
+GAME_KEYS = "game:{*"
+
+
+def game(game_id: str) -> str:
+    return f"game:{{{game_id}}}"
+
+
+def channel(game_id: str) -> str:
+    return f"game:{{{game_id}}}:feed"
+
+
+def key_digest(idempotency_key: str) -> str:
+    """How an Idempotency-Key appears in a key name: its SHA-256, never the key."""
+    return hashlib.sha256(idempotency_key.encode()).hexdigest()
+
+
+def write_idempotency(game_id: str, idempotency_key: str) -> str:
+    return f"game:{{{game_id}}}:idem:{key_digest(idempotency_key)}"
+
+
+def create_idempotency(game_id: str, idempotency_key: str) -> str:
+    return f"game:{{{game_id}}}:idem:create:{key_digest(idempotency_key)}"
+
+
+def stat(variant_id: str, name: str) -> str:
+    """The field of :data:`STATS` that counts ``name`` (created, won, lost, resigned)."""
+    return f"{variant_id}:{name}"

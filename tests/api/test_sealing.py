@@ -1,0 +1,97 @@
+"""The stored first answer of an idempotent create holds the player token: Redis holds it
+sealed with the server's SECRET_KEY (AES-GCM), so neither a dump of Redis nor a dump
+plus the (guessable) Idempotency-Key gives the token away; and production refuses to
+start without a SECRET_KEY."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import orjson
+import pytest
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.hashes import SHA256
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from service import keys
+from service.app import close_app, create_app
+from service.config import Config
+from service.game.idempotency import IdempotencyRecords
+from tests.api.support import snapshot
+
+LOW_ENTROPY_KEY = "1"
+
+
+def _values(dump: dict) -> list[bytes]:
+    found = []
+    for value in dump.values():
+        found.extend(value.values() if isinstance(value, dict) else [value])
+    return [value for value in found if isinstance(value, bytes)]
+
+
+def _candidate_keys(idempotency_key: str) -> list[bytes]:
+    """Keys that someone who knows only the Idempotency-Key could try."""
+    raw = idempotency_key.encode()
+    hkdf = [HKDF(algorithm=SHA256(), length=32, salt=None, info=info).derive(raw)
+            for info in (b"", b"patience-server: idempotency records")]
+    return [hashlib.sha256(raw).digest(), *hkdf]
+
+
+def _shake_unseal(secret: str, blob: bytes) -> bytes:
+    """A key stream derived from the Idempotency-Key alone, over a leading nonce."""
+    nonce, sealed = blob[:16], blob[16:]
+    pad = hashlib.shake_256(b"patience-create\n" + nonce + secret.encode()).digest(len(sealed))
+    return bytes(a ^ b for a, b in zip(sealed, pad, strict=True))
+
+
+def test_a_redis_dump_of_an_idempotent_create_does_not_give_the_token_away(app, client,
+                                                                           redis_db):
+    response = client.post("/v1/games", json={"variant": "clock"},
+                           headers={"Idempotency-Key": LOW_ENTROPY_KEY})
+    assert response.status_code == 201
+    token = response.get_json()["player_token"]
+    dump = snapshot(redis_db)
+    values = _values(dump)
+    for form in (token.encode(), base64.b64encode(token.encode())):
+        assert not any(form in value for value in values)
+    game_id = response.get_json()["game"]["id"]
+    record = orjson.loads(dump[keys.create_idempotency(game_id, LOW_ENTROPY_KEY).encode()])
+    assert set(record) == {"request", "token", "answer"}
+    blob = base64.b64decode(record["answer"])
+    # Nothing derived from the Idempotency-Key alone opens it.
+    for key in _candidate_keys(LOW_ENTROPY_KEY):
+        for context in (b"", LOW_ENTROPY_KEY.encode(), f"\n{LOW_ENTROPY_KEY}".encode()):
+            with pytest.raises(InvalidTag):
+                AESGCM(key).decrypt(blob[:12], blob[12:], context)
+    assert token.encode() not in _shake_unseal(LOW_ENTROPY_KEY, blob)
+    # The server key does open it, to the first answer with the token.
+    records = IdempotencyRecords(app.config["SECRET_KEY"])
+    reply = records.open(orjson.dumps(record), game_id=None, idempotency_key=LOW_ENTROPY_KEY,
+                         request=record["request"], token=None)
+    assert reply.body == response.get_data()
+    assert orjson.loads(reply.body)["player_token"] == token
+    # The key chose the game's id, under the server key: the id does not tell the key.
+    assert records.game_id(LOW_ENTROPY_KEY, 0) == game_id
+    assert IdempotencyRecords("x" * 32).game_id(LOW_ENTROPY_KEY, 0) != game_id
+    # Under another server key it does not open.
+    with pytest.raises(RuntimeError, match="SECRET_KEY"):
+        IdempotencyRecords("x" * 32).open(orjson.dumps(record), game_id=None,
+                                          idempotency_key=LOW_ENTROPY_KEY,
+                                          request=record["request"], token=None)
+
+
+@pytest.mark.parametrize("secret", [None, "", "too-short"])
+def test_production_refuses_to_start_without_a_long_secret_key(monkeypatch, secret):
+    monkeypatch.setattr(Config, "SECRET_KEY", secret)
+    with pytest.raises(RuntimeError, match="SECRET_KEY must be set"):
+        create_app()
+
+
+def test_an_app_for_tests_without_a_secret_key_makes_its_own(redis_url):
+    app = create_app({"TESTING": True, "REDIS_URL": redis_url, "SECRET_KEY": None})
+    try:
+        assert len(app.config["SECRET_KEY"]) >= 32
+    finally:
+        close_app(app)

@@ -1,0 +1,209 @@
+"""The README runs: every shell block, in order, against a live server, outputs compared.
+
+How to write README.md so that this test understands it (keep to it when you add a
+section):
+
+- A fenced block whose language is ``sh`` (or ``bash``, ``shell``) is **run**: all of
+  them, in the order of the file, in one bash session (``set -eo pipefail``, so a failing
+  command fails the test), in a temporary directory, against a gunicorn and a Redis of
+  this test's own.  ``http://127.0.0.1:8000`` in them becomes that server's URL.
+- A block that must not run (``make run``, ``docker ...``, anything that starts a server
+  or needs what a test machine lacks) is fenced as ``console``: shown, never run.  Other
+  languages (``js``, ``json``, ``yaml``, none) are not shell and are never run.
+- Inside a run block, lines starting with ``#>`` are the **output** of the commands
+  above them (since the previous ``#>`` lines): ``#> text`` is one line, a bare ``#>`` an
+  empty line.  The test compares the output with them after masking, on both sides,
+  what changes from run to run: game ids and tokens (20 or more URL-safe characters
+  with upper and lower case letters), times (ISO 8601), SHA-256 digests (64 hex digits)
+  and salts (32 hex digits).  ``...`` in an expected line stands for any text.
+  Commands without ``#>`` lines after them are run, their output is not compared.
+- A command with ``--max-time`` (a stream that stays open, such as an SSE ``curl -N``)
+  may end by that timeout: curl's exit code 28 is not a failure.
+- The commands need ``curl`` and ``jq`` (Debian packages; ``.ci/run`` installs them):
+  without them the test is skipped, and says why.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+README = ROOT / "README.md"
+RUN_LANGUAGES = {"sh", "bash", "shell"}
+README_BASE = "http://127.0.0.1:8000"
+FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
+MARKER = "__readme_segment_done__"
+SEGMENT_TIMEOUT = 60
+#: A stream the README cuts with --max-time 2 is noticed gone at the next heartbeat,
+#: which comes before the server stops (and after the README's shortest --max-time).
+API_ENV = {"SSE_HEARTBEAT_SECONDS": "3"}
+
+_URLSAFE = "A-Za-z0-9_-"
+MASKS = [
+    (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)?"), "<time>"),
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])"), "<sha256>"),
+    (re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])"), "<salt>"),
+    (re.compile(rf"(?<![{_URLSAFE}])(?=[{_URLSAFE}]*[A-Z])(?=[{_URLSAFE}]*[a-z])"
+                rf"[{_URLSAFE}]{{20,}}(?![{_URLSAFE}])"), "<id>"),
+]
+
+
+def _mask(text: str) -> str:
+    for pattern, replacement in MASKS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def _clean(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.rstrip().splitlines())
+
+
+def run_blocks(text: str) -> list[tuple[int, list[str]]]:
+    """``(line number of the first line, lines)`` of every block to run, in order."""
+    blocks, current, start, language = [], None, 0, None
+    for number, line in enumerate(text.splitlines(), 1):
+        fence = FENCE.match(line)
+        if current is None and fence:
+            current, start, language = [], number + 1, fence.group(1).lower()
+        elif current is not None and line.strip() == "```":
+            if language in RUN_LANGUAGES:
+                blocks.append((start, current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
+def segments(start: int, lines: list[str]):
+    """``(line number, commands, expected lines or None)``: the commands before each run
+    of ``#>`` lines, with those lines."""
+    found, commands, expected, first = [], [], [], start
+    for offset, line in enumerate(lines):
+        if line.startswith("#>"):
+            expected.append(line[3:] if line.startswith("#> ") else line[2:])
+            continue
+        if expected:
+            found.append((first, commands, expected))
+            commands, expected, first = [], [], start + offset
+        commands.append(line)
+    if commands or expected:
+        found.append((first, commands, expected or None))
+    return found
+
+
+def _expected_pattern(expected: list[str]) -> re.Pattern:
+    text = _clean(_mask("\n".join(expected)))
+    return re.compile(".*?".join(re.escape(part) for part in text.split("...")), re.DOTALL)
+
+
+class Shell:
+    """One bash session fed segment after segment; each answers its output and status."""
+
+    def __init__(self, cwd: Path):
+        self.process = subprocess.Popen(
+            ["bash", "--noprofile", "--norc"], cwd=cwd, stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=dict(os.environ, LC_ALL="C"))
+        self.selector = selectors.DefaultSelector()
+        self.selector.register(self.process.stdout, selectors.EVENT_READ)
+        self.run("set -eo pipefail")
+
+    def run(self, script: str) -> str:
+        self.process.stdin.write(f"{script}\nprintf '\\n{MARKER}\\n'\n".encode())
+        self.process.stdin.flush()
+        output = b""
+        deadline = time.monotonic() + SEGMENT_TIMEOUT
+        while not output.endswith(f"\n{MARKER}\n".encode()):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"no end after {SEGMENT_TIMEOUT} s; output so far:\n"
+                                     + output.decode(errors="replace"))
+            if not self.selector.select(remaining):
+                continue
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            if not chunk:  # the shell exited: a command failed under set -e
+                self.process.wait(5)
+                raise AssertionError(f"a command failed (exit {self.process.returncode}); "
+                                     f"output:\n{output.decode(errors='replace')}")
+            output += chunk
+        text = output.decode()
+        return text[: -len(f"\n{MARKER}\n")]
+
+    def close(self) -> None:
+        self.selector.close()
+        self.process.stdin.close()
+        self.process.wait(10)
+        self.process.stdout.close()
+
+
+def _prepare(command_lines: list[str], base: str) -> str:
+    script = "\n".join(command_lines).replace(README_BASE, base)
+    # A stream cut by --max-time ends with curl's exit code 28, which is how it ends.
+    return re.sub(r"^(.*--max-time.*[^\\])$", r"\1 || [ $? -eq 28 ]", script, flags=re.M)
+
+
+@pytest.mark.timeout(180)
+def test_every_shell_block_of_the_readme_runs_and_prints_what_it_shows(api, tmp_path):
+    missing = [tool for tool in ("curl", "jq", "bash", "sha256sum") if not shutil.which(tool)]
+    if missing:
+        pytest.skip(f"README TEST SKIPPED: {', '.join(missing)} missing (apt-get install -y "
+                    "curl jq; .ci/run does it before make test)")
+    blocks = run_blocks(README.read_text())
+    assert len(blocks) >= 3, "the README's walkthrough blocks are not fenced as sh"
+    shell = Shell(tmp_path)
+    compared = 0
+    mismatches = []
+    try:
+        for start, lines in blocks:
+            for line, commands, expected in segments(start, lines):
+                output = shell.run(_prepare(commands, api.base))
+                if expected is None:
+                    continue
+                compared += 1
+                if not _expected_pattern(expected).fullmatch(_clean(_mask(output))):
+                    mismatches.append(f"README.md line {line}: expected\n"
+                                      + "\n".join(f"#> {e}".rstrip() for e in expected)
+                                      + "\nbut the commands printed\n"
+                                      + "\n".join(f"#> {o}".rstrip()
+                                                  for o in output.rstrip().splitlines()))
+    finally:
+        shell.close()
+    assert mismatches == [], "\n\n".join(mismatches)
+    assert compared >= 10
+
+
+def test_the_readme_test_reads_blocks_and_outputs_as_documented():
+    text = "\n".join([
+        "```console", "make run", "```",
+        "```sh", "echo one", "#> one", "echo two; echo", "#> t...", "#>", "true", "```",
+        "```js", "x()", "```",
+    ])
+    (start, lines), = run_blocks(text)
+    assert start == 5
+    assert segments(start, lines) == [(5, ["echo one"], ["one"]),
+                                      (7, ["echo two; echo"], ["t...", ""]),
+                                      (10, ["true"], None)]
+    assert _expected_pattern(["t...", ""]).fullmatch(_clean("two\n"))
+    assert not _expected_pattern(["one"]).fullmatch("two")
+    token = "q7Z2xV9mK4pL8nR3tW6yB1cD5fG0hJ2kM7sA9uE4wQx"
+    assert _mask(f'{{"id":"Vx3kQ9rT2mLpW8nB4yZc1A","t":"{token}"}}') == \
+        '{"id":"<id>","t":"<id>"}'
+    assert _mask("idempotency_key_reused foundation-12") == \
+        "idempotency_key_reused foundation-12"
+    assert _mask("2026-11-29T16:04:00.123Z") == "<time>"
+    assert _prepare(["curl -sN --max-time 2 http://127.0.0.1:8000/x"], "http://h:1") == \
+        "curl -sN --max-time 2 http://h:1/x || [ $? -eq 28 ]"
+
+
+def test_the_readme_speaks_of_the_api_not_of_python_names():
+    # Clients read GET /v1/variants (autoplay_rule, hint_rule), not the engine's code.
+    text = README.read_text()
+    for name in ("is_safe_home", "safe_moves", "endgame_line"):
+        assert name not in text, name
