@@ -1,4 +1,4 @@
-"""The reference endpoints of the performance issue, served by the same stack.
+"""The reference endpoints: the floor of the stack, served like the service.
 
 A move request is measured against what the stack itself can do on the same machine in
 the same run: ``python -m bench http`` serves this app with the production

@@ -16,7 +16,7 @@ from bench.__main__ import BENCHMARKS
 @pytest.fixture(scope="module")
 def wrk():
     try:
-        return bench_http.find_wrk()  # installs Debian's wrk when root and it is missing
+        return bench_http.find_wrk()
     except bench_http.Unavailable as error:
         pytest.skip(f"!!! wrk IS NOT AVAILABLE, THE HTTP BENCHMARK IS NOT EXERCISED: {error}")
 

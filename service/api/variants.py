@@ -8,7 +8,7 @@ from service.engine import variants
 
 bp = Blueprint("variants", __name__, url_prefix="/v1/variants")
 
-# The same for every request: serialised once (variants() lists them in API.md's order).
+# The same for every request: serialised once (variants() lists them in their declared order).
 _VARIANTS = orjson.dumps({"variants": [variant.describe() for variant in variants()]})
 
 

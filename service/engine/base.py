@@ -159,8 +159,9 @@ class Variant:
     """The base game: a table of piles, a deal, legal moves and their application.
 
     A variant fills in the class attributes and overrides the rule hooks ``_deal``,
-    ``_check_pile_move``, ``_check_action``, ``_perform``, ``_pile_moves``,
-    ``_actions`` and ``_is_won``.  The public hooks under "help, search and
+    ``_check_pile_move``, ``_perform``, ``_pile_moves`` and ``_is_won``, and
+    ``_actions`` and ``_check_action`` unless its actions need only a card in the
+    stock.  The public hooks under "help, search and
     presentation" have a default that suits a variant without the feature; a variant
     overrides the ones its rules call for.
     """
@@ -273,14 +274,18 @@ class Variant:
         raise NotImplementedError
 
     def _actions(self, state: State) -> tuple[str, ...]:
-        """The legal action moves (deal, draw, refill) of ``state``."""
-        raise NotImplementedError
+        """The legal action moves (deal, draw, refill) of ``state``; by default every
+        action of the variant while the stock has cards."""
+        return self.actions if state.piles[self.stock] else ()
 
     def _check_pile_move(self, state: State, source: int, target: int) -> None:
         raise NotImplementedError
 
     def _check_action(self, state: State, action: str) -> None:
-        raise NotImplementedError
+        """Refuse the action move ``action`` if it is illegal; by default an action
+        needs a card in the stock."""
+        if not state.piles[self.stock]:
+            fail("stock_empty", f"{action}: the stock is empty")
 
     def _perform(self, state: State, table: _Table, move: Move) -> int:
         """Carry out a checked move on ``table``; return the new turn counter."""

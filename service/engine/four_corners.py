@@ -132,13 +132,6 @@ class FourCorners(Variant):
                 if q != p:
                     yield p, q
 
-    def _actions(self, state: State) -> tuple[str, ...]:
-        return (DEAL,) if state.piles[STOCK_PILE] else ()
-
-    def _check_action(self, state: State, action: str) -> None:
-        if not state.piles[STOCK_PILE]:
-            fail("stock_empty", "deal: the stock is empty")
-
     def _check_pile_move(self, state: State, source: int, target: int) -> None:
         ids, piles = self.pile_ids, state.piles
         if source not in PACKETS:
@@ -188,12 +181,9 @@ class FourCorners(Variant):
 
 
     # --- help, search and presentation hooks ----------------------------------------
-    def next_deal(self, state: State) -> str | None:
-        """The packet the next dealt card lands on; None once the stock is empty."""
-        return PACKET_IDS[state.turn] if state.piles[STOCK_PILE] else None
-
     def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
-        """``next_deal``: :meth:`next_deal` of the position."""
+        """``next_deal``: the packet the next dealt card lands on; None once the stock is
+        empty."""
         return {"next_deal": PACKET_IDS[turn] if stock_count else None}
 
     def moves_reveal_stock(self, state: State) -> bool:

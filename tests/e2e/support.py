@@ -13,72 +13,37 @@ import textwrap
 import time
 from pathlib import Path
 
-import requests
-
-from service.launch import start_gunicorn, stop_gunicorn
+from service import launch
 from service.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
-class Gunicorn:
-    """``python -m gunicorn -c gunicorn.conf.py 'service.app:create_app()'`` on a free
-    port, with ``env`` on top of this process's environment."""
+class Gunicorn(launch.Gunicorn):
+    """The service's gunicorn (:mod:`service.launch`, the command of `make run`) on a
+    free port, with ``env`` on top of this process's environment, its output in ``log``;
+    on a clean exit its log must show no traceback, 500 or worker timeout."""
 
     def __init__(self, redis_url: str, log: Path, **env: str):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        self.env = dict(os.environ, HOST="127.0.0.1", PORT=str(self.port),
-                        REDIS_URL=redis_url, LOG_LEVEL="WARNING", WEB_CONCURRENCY="2",
-                        GUNICORN_THREADS="8", RATELIMIT_DEFAULT="100000 per minute")
-        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.env.update(env)
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Gunicorn:
-        with open(self.log, "wb") as sink:
-            self.process = start_gunicorn(self.env, output=sink)
-        deadline = time.monotonic() + 30
-        workers = int(self.env["WEB_CONCURRENCY"])
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            try:
-                if requests.get(f"{self.base}/healthz", timeout=1).status_code == 200 \
-                        and len(self.workers()) == workers:
-                    break
-            except (requests.ConnectionError, requests.Timeout):
-                pass  # not listening yet, or a worker still loading the app
-            assert time.monotonic() < deadline, "gunicorn did not start\n" + self.log.read_text()
-            time.sleep(0.1)
-        return self
+        environ = dict(os.environ, HOST="127.0.0.1", PORT=str(self.port),
+                       REDIS_URL=redis_url, LOG_LEVEL="WARNING", WEB_CONCURRENCY="2",
+                       GUNICORN_THREADS="8", RATELIMIT_DEFAULT="100000 per minute")
+        environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        environ.update(env)
+        super().__init__(environ, output=log, workers=int(environ["WEB_CONCURRENCY"]))
 
     def __exit__(self, *exc_info) -> None:
-        stop_gunicorn(self.process)
+        self.stop()
         if exc_info[0] is None:
             self.check_log()
 
     def check_log(self) -> None:
-        text = self.log.read_text(errors="replace")
+        text = self.log()
         assert "Traceback" not in text, text[-5000:]
         assert '"status": 500' not in text, text[-5000:]
         assert "WORKER TIMEOUT" not in text, text[-5000:]
-
-    def workers(self) -> list[int]:
-        """The pids of the master's worker processes."""
-        master = self.process.pid
-        found = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == master:
-                found.append(int(entry))
-        return sorted(found)
 
     def connection(self) -> Connection:
         return Connection(self)

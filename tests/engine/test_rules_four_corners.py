@@ -5,7 +5,7 @@ import pytest
 
 from service.engine import LOST, WON, Move, holds_every_card, new_game, shuffled_pack
 from tests.engine.positions import assert_refused, craft, events_text, text, walk
-from tests.notation import cards_on
+from tests.notation import cards_on, next_deal
 
 ORDER = ("corner-tl", "left-1", "left-2", "left-3", "left-4", "corner-bl",
          "corner-tr", "right-1", "right-2", "right-3", "right-4", "corner-br")
@@ -44,11 +44,11 @@ def test_opening_round_and_dealing_follow_the_order(seed):
         assert text(state, pid) == "".join(cards), pid
     assert all(len(cards_on(state, packet)) == 1 for packet in ORDER)
     assert state.turn == 0
-    assert state.variant.next_deal(state) == "corner-tl"
+    assert next_deal(state) == "corner-tl"
     # then each deal serves the next packet in turn, round after round
     for n in range(40):
         packet = ORDER[n % 12]
-        assert state.variant.next_deal(state) == packet
+        assert next_deal(state) == packet
         state, step = state.apply(Move("deal"))
         assert events_text(step) == reference_deal(pack, piles, packet)
         assert state.turn == (n + 1) % 12
@@ -58,7 +58,7 @@ def test_a_whole_deal_without_play_puts_every_card_in_place():
     state = new_game("four-corners", 8)
     while state.stock_count:
         state = state.apply(Move("deal"))[0]
-    assert state.variant.next_deal(state) is None
+    assert next_deal(state) is None
     assert holds_every_card(state)
     for foundation in FOUNDATIONS:
         assert len(cards_on(state, foundation)) == 1  # only the first ace or king of each suit
@@ -70,7 +70,7 @@ def test_first_ace_or_king_goes_straight_up_and_the_packet_gets_the_next_card():
     for seed in range(40):
         state = new_game("four-corners", seed)
         while state.stock_count:
-            packet = state.variant.next_deal(state)
+            packet = next_deal(state)
             before = state
             state, step = state.apply(Move("deal"))
             *automatic, last = step.events
@@ -103,7 +103,7 @@ def test_replacement_after_a_packet_plays_to_a_foundation():
             assert all(event.source == "stock" for event in dealt)
             assert dealt[-1].target == step.move.source or not after.stock_count
             assert after.turn == state.turn
-            assert after.variant.next_deal(after) in (state.variant.next_deal(state), None)
+            assert next_deal(after) in (next_deal(state), None)
     assert replaced > 50
 
 
@@ -113,7 +113,7 @@ def test_replacement_on_a_crafted_position():
     after, step = state.apply(Move.parse("left-1>ace-1"))
     assert events_text(step) == ["2S:left-1>ace-1", "5D:stock>left-1"]
     assert (text(after, "left-1"), after.turn) == ("9D5D", 6)
-    assert after.variant.next_deal(after) == "corner-tr"
+    assert next_deal(after) == "corner-tr"
 
 
 def test_replacement_may_send_an_ace_up_first():
@@ -198,8 +198,8 @@ def test_lost_when_no_move_is_left():
 
 def test_next_deal_is_none_once_the_stock_is_empty():
     state = craft("four-corners", {"corner-tl": "5S", "stock": "9C"}, turn=11)
-    assert state.variant.next_deal(state) == "corner-br"
+    assert next_deal(state) == "corner-br"
     after, step = state.apply(Move("deal"))
     assert events_text(step) == ["9C:stock>corner-br"]
-    assert after.variant.next_deal(after) is None
+    assert next_deal(after) is None
     assert after.turn == 0

@@ -1,6 +1,6 @@
--- wrk script of `python -m bench http` (bench/http.py writes the data files).
+-- wrk script of `python -m bench http` (bench/http/client.py writes the data files).
 --
---   wrk -t T -c C ... -s bench/http.lua URL -- MODE FILE EXPECTED_STATUS
+--   wrk -t T -c C ... -s bench/http/wrk.lua URL -- MODE FILE EXPECTED_STATUS
 --
 -- MODE:
 --   paths  FILE: GET every path of FILE (one a line) in turn, each thread from its own

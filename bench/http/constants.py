@@ -1,0 +1,33 @@
+"""What the HTTP benchmark aims at and how big it is: targets, sizes, names, paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.walks import VARIANT_IDS
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+#: The report (``--output``): written whole on every run.
+RESULTS = ROOT / "bench" / "RESULTS.md"
+HOST = "127.0.0.1"
+#: The variants whose games are created and played: every one the engine registers.
+VARIANTS = VARIANT_IDS
+#: The service's targets (README "Performance"): the rate of an endpoint over the rate
+#: of ``/healthz`` in the same round, per Redis persistence; the p99 of a move; the Redis
+#: memory of a game after ``MEMORY_MOVES`` moves.
+TARGETS = {
+    ("always", "post_moves"): 0.30,
+    ("always", "get_game"): 0.70,
+    ("off", "post_moves"): 0.42,
+}
+TARGET_MOVE_P99_MS = 30.0
+TARGET_BYTES_PER_GAME = 4096
+MEMORY_MOVES = 100
+#: The reference endpoints (bench/toy.py), served like the service.
+TOY_APP = "bench.toy:create_app()"
+#: A generous ceiling of moves per second, to make the walks long enough.
+MAX_MOVE_RATE = 3000
+PERSISTENCE = {
+    "always": "Redis AOF, appendfsync always (docker-compose.yml)",
+    "off": "Redis persistence off (no AOF, no RDB)",
+}

@@ -1,0 +1,258 @@
+"""The Markdown report (bench/RESULTS.md): what one persistence setting measured
+(:class:`Outcome`) and the tables written from it."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from bench.http.constants import (
+    MEMORY_MOVES,
+    PERSISTENCE,
+    TARGET_BYTES_PER_GAME,
+    TARGET_MOVE_P99_MS,
+    TARGETS,
+    VARIANTS,
+)
+from bench.http.memory import Memory
+from bench.http.service import describe_workers
+from bench.http.wrk import Run, round_seconds
+from service.launch import GUNICORN_COMMAND
+
+
+@dataclass
+class Outcome:
+    persistence: str
+    settings: dict
+    runs: list[Run] = field(default_factory=list)
+    floor: float = 0.0
+    streams: dict | None = None
+    stream_runs: list[Run] = field(default_factory=list)
+    memory: list[Memory] = field(default_factory=list)
+    toy_runs: list[Run] = field(default_factory=list)  # the reference endpoints
+    #: key -> its rate over its floor's (/healthz, or /toy/json for the reference
+    #: endpoints) in each round
+    ratios: dict[str, list[float]] = field(default_factory=dict)
+    redis_version: str = "?"
+    log_problems: str = ""
+
+    def ratio(self, key: str) -> float:
+        """The median over the rounds of the endpoint's rate over its floor's."""
+        found = self.ratios.get(key)
+        return statistics.median(found) if found else 0.0
+
+
+def _ms(value: float) -> str:
+    return f"{value:.1f}" if value >= 10 else f"{value:.2f}"
+
+
+def summary(run: Run) -> str:
+    return (f" {run.rps:,.0f} requests/s, p50 {_ms(run.p50_ms)} ms, p99 {_ms(run.p99_ms)} ms, "
+            f"{run.errors} errors; CPU per request: gunicorn {run.worker_cpu_us:,.0f} µs, "
+            f"Redis {run.redis_cpu_us:,.0f} µs, wrk {run.wrk_cpu_us:,.0f} µs; "
+            f"other processes {run.others:.2f} cores")
+
+
+def runs_table(runs: list[Run], floor: float, *, versus: dict[str, Run] | None = None,
+               floor_name: str = "/healthz",
+               ratios: dict[str, list[float]] | None = None) -> str:
+    head = (f"| endpoint | requests/s | ratio to {floor_name} | p50 ms | p99 ms | errors "
+            "| CPU µs/request: gunicorn | Redis | wrk | other processes |")
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    if versus is not None:
+        head += " vs. no streams |"
+        rule += "---:|"
+    lines = [head, rule]
+    for run in runs:
+        ratio = f"{run.rps / floor:.2f}" if floor else "?"
+        rounds = (ratios or {}).get(run.key)
+        if rounds:
+            ratio = f"{statistics.median(rounds):.2f}"
+            if len(rounds) > 1:
+                ratio += f" ({min(rounds):.2f}–{max(rounds):.2f})"
+        errors = str(run.errors) + (f" ({run.detail})" if run.detail else "")
+        line = (f"| {run.label} | {run.rps:,.0f} | {ratio} | {_ms(run.p50_ms)} | "
+                f"{_ms(run.p99_ms)} | {errors} | {run.worker_cpu_us:,.0f} | "
+                f"{run.redis_cpu_us:,.0f} | {run.wrk_cpu_us:,.0f} | {run.others:.2f} cores |")
+        if versus is not None:
+            before = versus.get(run.key)
+            line += f" {run.rps / before.rps:.2f} |" if before and before.rps else " ? |"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def toy_comparison(outcome: Outcome) -> str:
+    """The service's endpoints as a share of the reference endpoint that does the same
+    Redis work."""
+    runs = {r.key: r for r in outcome.runs}
+    toys = {r.key: r for r in outcome.toy_runs}
+    parts = []
+    for mine, theirs, what in (("healthz", "toy_json", "`/healthz` / `/toy/json`"),
+                               ("get_game", "toy_read", "`GET /v1/games/<id>` / `/toy/read`"),
+                               ("post_moves", "toy_write",
+                                "`POST .../moves` / `/toy/write`")):
+        if mine in runs and theirs in toys and toys[theirs].rps:
+            parts.append(f"{what} {runs[mine].rps / toys[theirs].rps:.2f}")
+    write = toys.get("toy_write")
+    text = "Requests/s of the service against the reference: " + "; ".join(parts) + "."
+    if write is not None:
+        text += (f" The reference write's own p99 at these connections: "
+                 f"{_ms(write.p99_ms)} ms (p50 {_ms(write.p50_ms)} ms).")
+    return text
+
+
+def targets_table(outcomes: list[Outcome], connections: int) -> str:
+    lines = ["| target | measured | met |", "|---|---:|---|"]
+    by = {(o.persistence, r.key): (o, r) for o in outcomes for r in o.runs}
+    names = {"post_moves": "`POST .../moves`", "get_game": "`GET /v1/games/<id>`"}
+    for (persistence, key), target in TARGETS.items():
+        found = by.get((persistence, key))
+        what = f"{names[key]} / `/healthz`, persistence {persistence}, ≥ {target:.2f}"
+        if found is None:
+            lines.append(f"| {what} | not measured | – |")
+            continue
+        outcome, run = found
+        ratio = outcome.ratio(key)
+        lines.append(f"| {what} | {ratio:.2f} | {'yes' if ratio >= target else 'NO'} |")
+    found = by.get(("always", "post_moves"))
+    if found is not None:
+        run = found[1]
+        met = run.p99_ms < TARGET_MOVE_P99_MS
+        lines.append(f"| p99 of `POST .../moves`, {connections} connections, persistence "
+                     f"always, < {TARGET_MOVE_P99_MS:.0f} ms | {_ms(run.p99_ms)} ms | "
+                     f"{'yes' if met else 'NO'} |")
+    memory = [m for o in outcomes for m in o.memory if m.moves == MEMORY_MOVES]
+    if memory:
+        worst = max(memory, key=lambda m: m.mean)
+        met = worst.mean <= TARGET_BYTES_PER_GAME
+        lines.append(f"| Redis memory per game after {MEMORY_MOVES} moves ≤ 4 KiB "
+                     f"(worst variant, mean) | {worst.mean:,.0f} B ({worst.variant}) | "
+                     f"{'yes' if met else 'NO'} |")
+    return "\n".join(lines)
+
+
+def memory_table(memory: list[Memory]) -> str:
+    lines = ["| variant | moves | games | keys per game | bytes per game (mean) | largest | "
+             "`game:{id}` | other keys |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for m in memory:
+        lines.append(f"| {m.variant} | {m.moves} | {m.games} | {m.keys:.1f} | {m.mean:,.0f} | "
+                     f"{m.largest:,} | {m.record:,.0f} | {m.other:,.0f} |")
+    return "\n".join(lines)
+
+
+def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: str) -> str:
+    first = outcomes[0]
+    settings = first.settings
+    out = [
+        "# Benchmark results",
+        "",
+        f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
+        "(`make bench` runs it after the engine and bots benchmarks); regenerated on every "
+        "run. Times are reported, never checked: nothing fails on them.",
+        "",
+        "## Machine",
+        "",
+        "| CPU | cores | Python | Redis | Redis files on | wrk | load average before |",
+        "|---|---:|---|---|---|---|---|",
+        f"| {machine['cpu']} | {machine['cores']} | {machine['python']} | "
+        f"{first.redis_version} | {machine['filesystem']} | {machine['wrk']} | "
+        f"{machine['load']} |",
+        "",
+        "wrk runs on the same machine as gunicorn and Redis and takes its share of the "
+        "cores; ratios to `/healthz` measured in the same run are what compares across "
+        "machines.",
+        "",
+        "## Configuration",
+        "",
+        f"- gunicorn: `{' '.join(GUNICORN_COMMAND)}` with `gunicorn.conf.py` as it is: "
+        f"**{describe_workers(settings)}** (worker class `{settings['worker_class']}`, "
+        f"keep-alive {settings['keepalive']} s); `RATELIMIT_ENABLED=false` (the limiter "
+        "would add its own Redis round trip to every request), everything else the "
+        "production defaults: `LOG_LEVEL=INFO` (one JSON line per request, to a file), "
+        "Prometheus metrics shared by the workers (`PROMETHEUS_MULTIPROC_DIR`).",
+        f"- wrk: {args.connections} connections on {args.threads} threads, request timeout "
+        "5 s; `bench/http/wrk.lua` makes every request. "
+        f"**{args.rounds} rounds**: each loads every endpoint in turn, {args.warmup} s of "
+        "warm-up (discarded) then "
+        f"{round_seconds(args)} s, so that a slower or faster spell "
+        "of the machine falls on all of them. Requests/s and CPU are over all rounds; an "
+        "endpoint's ratio is the median over the rounds of its rate over the floor's in "
+        "the same round (the rounds' lowest and highest in brackets); p50 and p99 are the "
+        "median of the rounds'.",
+        "- Redis: its own redis-server per persistence setting, on a free port, data in a "
+        "temporary directory.",
+        f"- Games: {len(VARIANTS)} variants; `POST .../moves` walks "
+        f"{args.connections * args.games_per_connection} games ({args.games_per_connection} "
+        "per connection, at most one move of a game in flight), each through a "
+        "precomputed sequence of legal moves (`bench/walks.py`) with `If-Match`; the reads "
+        "go over every game.",
+        "- The stack's floor (unless `--no-toy`): alongside the service, the same "
+        "gunicorn config serves `bench/toy.py`, the reference endpoints (a bare Flask "
+        "JSON answer; a 1 KiB JSON value read from Redis; "
+        "read and written back with a Lua compare-and-set), over 1,024 keys, against its "
+        "own Redis of the same persistence, loaded in the same rounds with the same wrk "
+        "settings.",
+        "",
+        "## Throughput and latency",
+        "",
+        "CPU per request is what each process used during the measured run divided by the "
+        "requests answered (from /proc: gunicorn's master and workers, redis-server, wrk); "
+        "*other processes* is how many cores the rest of the machine kept busy meanwhile "
+        "(anything well above 0 means the run shared the machine and its numbers are low).",
+        "",
+    ]
+    for outcome in outcomes:
+        out += [f"### {PERSISTENCE[outcome.persistence]}", "",
+                runs_table(outcome.runs, outcome.floor, ratios=outcome.ratios), ""]
+        if outcome.log_problems:
+            out += [f"**The gunicorn log shows problems:** {outcome.log_problems}", ""]
+        if outcome.toy_runs:
+            out += [f"The stack's own floor, {outcome.persistence}: the reference endpoints "
+                    "(`bench/toy.py`: no request log, metrics, CORS, "
+                    "validation or engine) served by the same gunicorn config against its "
+                    "own Redis of the same persistence, in the same rounds:", "",
+                    runs_table(outcome.toy_runs, outcome.toy_runs[0].rps,
+                               floor_name="`/toy/json`", ratios=outcome.ratios), "",
+                    toy_comparison(outcome), ""]
+    for outcome in outcomes:
+        if outcome.streams is None:
+            continue
+        s = outcome.streams
+        out += [f"### Short requests with {s['count']} event streams open "
+                f"({outcome.persistence})", ""]
+        if not s["available"]:
+            out += ["The service has no events feed yet (`GET /v1/games/<id>/events` "
+                    "answers 404): not measured.", ""]
+            continue
+        before = {r.key: r for r in outcome.runs}
+        out += [
+            f"{s['count']} `GET /v1/games/<id>/events` with `Accept: text/event-stream` "
+            f"were opened on games being played; {s['opened']} answered 200 within "
+            f"{s['open_timeout']:g} s, {s['refused']} answered otherwise, {s['ended']} were "
+            f"closed by the end; {s['events']:,} events were received while the requests "
+            "below ran.",
+            "",
+            runs_table(outcome.stream_runs, outcome.floor, versus=before),
+            "",
+        ]
+    out += ["## Targets", "", targets_table(outcomes, args.connections), ""]
+    memory = [m for o in outcomes for m in o.memory]
+    if memory:
+        out += [
+            "## Redis memory per game",
+            "",
+            "`MEMORY USAGE <key> SAMPLES 0` of every key of a game (every key with its hash "
+            "tag `{<id>}`: `game:{<id>}`, the hash of the version, the record and the "
+            "journal, from which the history and the events feed are replayed; any other, "
+            "such as an idempotency record), added up, for games just "
+            f"created with `POST /v1/games`, then after {MEMORY_MOVES} moves of a walk "
+            "(no undo, no Idempotency-Key).",
+            "",
+            memory_table(memory),
+            "",
+        ]
+    if profile:
+        out += ["## Profile of the request path", "", profile.strip(), ""]
+    return "\n".join(out)
