@@ -21,7 +21,6 @@ import http.client
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -32,44 +31,24 @@ from pathlib import Path
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from service.launch import start_gunicorn, stop_gunicorn
+from service import launch
 from service.redis_server import LocalCluster, RedisServer, free_port
 
 HOST = "127.0.0.1"
 
 
-class Server:
-    """gunicorn (production config, ``workers`` workers) on a free port with ``env``."""
+class Server(launch.Gunicorn):
+    """The service's gunicorn (:mod:`service.launch`, production config, ``workers``
+    workers) on a free port with ``env``, ready once ``/readyz`` answers."""
 
     def __init__(self, redis_url: str, log: Path, *, workers: int = 1, threads: int = 8,
                  **env: str):
         self.port = free_port(HOST)
-        self.log = log
-        self.env = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=redis_url,
-                        WEB_CONCURRENCY=str(workers), GUNICORN_THREADS=str(threads),
-                        RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING", **env)
-        self.env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Server:
-        with open(self.log, "wb") as sink:
-            self.process = start_gunicorn(self.env, output=sink)
-        deadline = time.monotonic() + 30
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"gunicorn exited:\n{self.log.read_text()[-3000:]}")
-            with contextlib.suppress(OSError, http.client.HTTPException), \
-                    Http(self.port) as client:
-                if client.call("GET", "/readyz")[0] == 200:
-                    return self
-            if time.monotonic() > deadline:
-                self.__exit__()
-                raise RuntimeError(f"gunicorn not ready:\n{self.log.read_text()[-3000:]}")
-            time.sleep(0.1)
-
-    def __exit__(self, *_exc_info) -> None:
-        if self.process is not None:
-            stop_gunicorn(self.process)
+        environ = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=redis_url,
+                       WEB_CONCURRENCY=str(workers), GUNICORN_THREADS=str(threads),
+                       RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING", **env)
+        environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        super().__init__(environ, output=log, ready_path="/readyz", workers=workers)
 
 
 class Http:
