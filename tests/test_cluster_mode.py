@@ -1,0 +1,67 @@
+"""service.cluster on the session's Redis Cluster: the URL, a node for a pattern
+subscription (a PUBLISH on any master reaches it), redirections after a slot moved."""
+
+import pytest
+import redis
+
+from service.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
+from service.store import GameStore
+
+
+def _options():
+    return GameStore.client_options({"REDIS_SOCKET_TIMEOUT": 1.0, "REDIS_CONNECT_TIMEOUT": 1.0,
+                                     "REDIS_HEALTH_CHECK_INTERVAL": 30})
+
+
+def test_cluster_urls_name_their_nodes_and_credentials():
+    assert is_cluster_url("redis+cluster://a:1")
+    assert not is_cluster_url("redis://a:1/0")
+    assert parse_cluster_url("redis+cluster://a:7000,b:7001, c:7002") == (
+        [("a", 7000), ("b", 7001), ("c", 7002)], {})
+    assert parse_cluster_url("redis+cluster://u:p%40ss@a:1") == (
+        [("a", 1)], {"username": "u", "password": "p@ss"})
+    for wrong in ("redis://a:1", "redis+cluster://a", "redis+cluster://a:x,b:2"):
+        with pytest.raises(ValueError, match="URL"):
+            parse_cluster_url(wrong)
+
+
+def test_any_node_hears_what_every_master_publishes(redis_cluster):
+    connections = ClusterConnections(redis_cluster.url, _options())
+    try:
+        listener = connections.any_node(socket_timeout=5)
+        pubsub = listener.pubsub()
+        pubsub.psubscribe("game:{*}:feed")
+        assert pubsub.get_message(timeout=2)["type"] == "psubscribe"
+        for master in redis_cluster.masters():
+            with redis.Redis(port=master.port) as client:
+                client.publish(f"game:{{from-{master.port}}}:feed", "1")
+        heard = set()
+        while len(heard) < 3:
+            message = pubsub.get_message(ignore_subscribe_messages=True, timeout=2)
+            assert message is not None, heard
+            heard.add(message["channel"])
+        assert heard == {f"game:{{from-{m.port}}}:feed".encode()
+                         for m in redis_cluster.masters()}
+        pubsub.close()
+        listener.close()
+    finally:
+        connections.close()
+
+
+def test_a_command_follows_a_moved_slot(redis_cluster):
+    """The slot map of the connections is stale on purpose: MOVED sets it right."""
+    connections = ClusterConnections(redis_cluster.url, _options())
+    try:
+        key = "game:{moved}"
+        connections.execute("SET", key, "1")
+        manager = connections.client.nodes_manager
+        slot = connections.client.keyslot(key)
+        owner = manager.slots_cache[slot][0]
+        other = next(node for node in manager.nodes_cache.values()
+                     if node.name != owner.name and node.server_type == "primary")
+        manager.slots_cache[slot] = [other]  # as if the slot had moved
+        assert connections.execute("GET", key) == b"1"
+        assert manager.slots_cache[slot][0].name == owner.name
+        connections.execute("DEL", key)
+    finally:
+        connections.close()
