@@ -23,7 +23,6 @@ kept in a hash of the game's own slot, so the write script touches one slot, and
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import weakref
@@ -36,7 +35,6 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     MovedError,
-    RedisClusterException,
     ResponseError,
     SlotNotCoveredError,
     TryAgainError,
@@ -219,29 +217,6 @@ class ClusterConnections:
                 time.sleep(RETRY_PAUSE)
                 waited += RETRY_PAUSE
         raise redirect
-
-    def any_node(self, **options) -> redis.Redis:
-        """A new client (the caller closes it) of a node that answers PING now, with
-        ``options`` on top of the store's: for a pattern subscription, which hears every
-        ``PUBLISH`` of the cluster on any node.  The nodes the slot map knows come
-        first, then those of the URL; raises the last error if none answers."""
-        addresses = []
-        with contextlib.suppress(redis.RedisError, RedisClusterException, OSError):
-            addresses = [(node.host, node.port)
-                         for node in self.client.nodes_manager.nodes_cache.values()]
-        nodes, credentials = parse_cluster_url(self._url)
-        merged = dict(self.options, **credentials, **options)
-        failure: BaseException = redis.ConnectionError("no node of the cluster is known")
-        for host, port in dict.fromkeys([*addresses, *nodes]):
-            client = redis.Redis(host=host, port=port, **merged)
-            try:
-                client.ping()
-            except (redis.RedisError, OSError) as error:
-                client.close()
-                failure = error
-                continue
-            return client
-        raise failure
 
     def execute(self, *args):
         """One command (its key: the first, or the first of an EVAL's keys)."""

@@ -8,11 +8,10 @@ which holds the stock order and never leaves the server) and its journal
 (:mod:`service.engine.journal`: one short token per version, every move and undo since
 the deal, from which the history and the events feed are replayed).  Next to it: the
 idempotency record of each write sent with an ``Idempotency-Key`` (kept
-``IDEMPOTENCY_TTL_SECONDS``; for ``POST /v1/games`` the key chooses the new game's id,
-see :meth:`service.game.idempotency.IdempotencyRecords.game_id`, so that record lives in
-the game's slot too), and the statistics counters: one hash on one Redis; on a Redis
-Cluster one hash per slot, in the slot of the games it counts
-(:func:`service.cluster.stats_key`), summed on read.
+``IDEMPOTENCY_TTL_SECONDS``; for ``POST /v1/games`` in the slot of the game it made,
+whose id the key claimed first, :meth:`GameStore.create_target`), and the statistics
+counters: one hash on one Redis; on a Redis Cluster one hash per slot, in the slot of
+the games it counts (:func:`service.cluster.stats_key`), summed on read.
 
 Every write of a game is one call of one Lua script (:data:`_COMMIT`), on one hash slot:
 it answers a stored idempotency record instead of writing, refuses a changed version,
@@ -22,7 +21,8 @@ on the game's channel (a delete publishes ``deleted``).  With ``REDIS_WAIT_REPLI
 (1 on a cluster) a ``WAIT`` follows on the same connection, and the write is
 acknowledged only once that many replicas have it.  Reads are one round trip.  The
 commands of the request path (a read, a write's script) go over one connection per
-thread (:class:`_ThreadConnections`; on a cluster, per thread and master:
+thread (:class:`_ThreadConnections`; a bounded pool where gevent patches the process,
+in the events worker group; on a cluster, one connection per thread and master:
 :class:`service.cluster.ClusterConnections`), the others over redis-py's pool (a
 RedisCluster on a cluster).  Every Redis failure surfaces as
 :class:`StorageUnavailable`.
@@ -101,6 +101,20 @@ elseif ARGV[2] ~= current then
   redis.call('PUBLISH', ARGV[9], ARGV[2])
 end
 return {'ok', ARGV[2]}
+"""
+
+# KEYS: the create target of an Idempotency-Key.  ARGV: 1 the id to claim, 2 its TTL.
+# Answers the id in force: the one claimed first (its expiry written again, for a WAIT
+# to confirm), else ARGV[1].
+_CLAIM = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return ARGV[1]
 """
 
 # KEYS: an idempotency record.  Writes its expiry again, for WAIT to confirm.
@@ -235,6 +249,75 @@ class _ThreadConnections:
             connection.disconnect()
 
 
+class _PooledConnections:
+    """The commands of the request path over a bounded pool, for a process patched by
+    gevent (the events worker group): there a "thread" is a greenlet, one per request
+    and per open stream, and a connection each would mean one per stream."""
+
+    def __init__(self, url: str, options: dict, size: int = 512):
+        self._pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=size, timeout=options.get("socket_timeout"), **options)
+
+    def execute(self, *args):
+        connection = self._pool.get_connection()
+        try:
+            connection.send_command(*args)
+            return connection.read_response()
+        except redis.ResponseError:
+            raise
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+
+    def transaction(self, *commands) -> list:
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(
+                connection.pack_commands([("MULTI",), *commands, ("EXEC",)]))
+            replies = [connection.read_response() for _ in range(len(commands) + 2)]
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+        return replies[-1]
+
+    def run(self, _key, commands: list[tuple]) -> list:
+        """``commands`` sent together on one connection of the pool (one round trip):
+        their replies, errors as exception objects."""
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError as error:
+                    replies.append(error)
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+        return replies
+
+    def close(self) -> None:
+        self._pool.disconnect()
+
+
+def _request_connections(url: str, options: dict):
+    """Per-thread connections, or a pool where threads are gevent's greenlets."""
+    try:
+        from gevent import monkey
+    except ImportError:
+        return _ThreadConnections(url, options)
+    if monkey.is_module_patched("threading"):
+        return _PooledConnections(url, options)
+    return _ThreadConnections(url, options)
+
+
 class GameStore:
     """Games in Redis.  ``init_app(app)`` builds the client from the app's config and
     registers the store as ``app.extensions["game_store"]``."""
@@ -246,9 +329,11 @@ class GameStore:
         self.wait_replicas = 0
         self.wait_timeout_ms = 0
         self._client: redis.Redis | None = None
-        self._fast: _ThreadConnections | cluster.ClusterConnections | None = None
+        self._fast: (_ThreadConnections | _PooledConnections | cluster.ClusterConnections
+                     | None) = None
         self._commit_sha = ""
         self._touch_sha = ""
+        self._claim_sha = ""
         if app is not None:
             self.init_app(app)
 
@@ -261,7 +346,7 @@ class GameStore:
             self._fast = cluster.ClusterConnections(url, options)
         else:
             self._client = redis.Redis.from_url(url, **options)
-            self._fast = _ThreadConnections(url, options)
+            self._fast = _request_connections(url, options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
         wait = config.get("REDIS_WAIT_REPLICAS")
@@ -269,6 +354,7 @@ class GameStore:
         self.wait_timeout_ms = max(1, int(config["REDIS_WAIT_TIMEOUT_MS"]))
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
         self._touch_sha = hashlib.sha1(_TOUCH.encode()).hexdigest()
+        self._claim_sha = hashlib.sha1(_CLAIM.encode()).hexdigest()
         app.extensions[EXTENSION] = self
 
     @property
@@ -444,9 +530,30 @@ class GameStore:
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
+    def create_target(self, idempotency_key: str, game_id: str) -> str:
+        """The id of the game a create with ``idempotency_key`` makes: ``game_id``,
+        unless an earlier request with the key claimed another (for as long as
+        idempotency records are kept).  The claim comes before the game is stored, in a
+        key of its own (its slot is not the game's): a request that dies between the
+        two leaves a claimed id without a game, which the retry then stores.  Its
+        retries thus find the game, and its record in the game's slot, from the key
+        alone; nothing derives the id from the key.  Confirmed by the replicas like a
+        write."""
+        key = keys.create_target(idempotency_key)
+        command = ("EVALSHA", self._claim_sha, 1, key, game_id, self.idempotency_ttl)
+        if self.wait_replicas:
+            found = self._confirmed(key, command, _CLAIM)
+        else:
+            try:
+                found = self._fast.execute(*command)
+            except NoScriptError:  # a new or restarted Redis: nothing ran
+                found = self._fast.execute("EVAL", _CLAIM, *command[2:])
+        return found.decode() if isinstance(found, bytes) else found
+
+    @_storage_errors
     def created_response(self, game_id: str, idempotency_key: str) -> bytes | None:
-        """The stored first answer of a create with this key whose game got ``game_id``
-        (the id the key chose)."""
+        """The stored first answer of a create with this key, whose game is
+        ``game_id`` (:meth:`create_target`)."""
         record_key = keys.create_idempotency(game_id, idempotency_key)
         first = self._fast.execute("GET", record_key)
         if first is not None:

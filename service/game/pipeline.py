@@ -57,8 +57,9 @@ class Pipeline:
         self.retries = max(1, retries)
 
     def create(self, write: Write, command: Command) -> Reply:
-        """Store the new game of ``command`` under a fresh id (random; with an
-        Idempotency-Key, chosen by the key: :meth:`IdempotencyRecords.game_id`)."""
+        """Store the new game of ``command`` under a fresh random id (with an
+        Idempotency-Key, the one the key's first request claimed:
+        :meth:`GameStore.create_target`)."""
         return self._run(None, write, command, journal=False)
 
     def write(self, game_id: str, write: Write, command: Command, *,
@@ -71,10 +72,11 @@ class Pipeline:
         creating = game_id is None
         hashed_token = None if creating else token_hash(write.token)
         key = write.idempotency_key
-        for attempt in range(self.retries):
-            if creating:  # an id of 128 random bits, or chosen by the Idempotency-Key
-                game_id = (secrets.token_urlsafe(16) if key is None
-                           else self.records.game_id(key, attempt))
+        for _attempt in range(self.retries):
+            if creating:  # 128 random bits; with a key, the id its first request claimed
+                game_id = secrets.token_urlsafe(16)
+                if key is not None:
+                    game_id = self.store.create_target(key, game_id)
                 view = WriteView(None, "", key and self.store.created_response(game_id, key))
             else:
                 view = self.store.load_for_write(game_id, key, journal=journal)

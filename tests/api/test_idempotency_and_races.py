@@ -157,7 +157,7 @@ def test_a_retried_create_gets_the_same_game_and_token(client, redis_db):
     token = first.get_json()["player_token"]
     values = snapshot(redis_db).values()
     assert not any(token.encode() in value for value in values if isinstance(value, bytes))
-    # The record lives in the game's slot: the key of a create chooses the game's id.
+    # The record lives in the game's slot; the key's first request claimed the id.
     game_id = first.get_json()["game"]["id"]
     record_key = keys.create_idempotency(game_id, KEY)
     assert record_key.startswith(f"game:{{{game_id}}}:")

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from service import keys
 from service.app import close_app
 from service.redis_server import RedisServer
 from tests.api.support import auth, make_app, stored
@@ -55,12 +56,15 @@ def test_an_unconfirmed_write_is_503_and_its_retry_replays_once_confirmed(master
     client = app.test_client()
     db = master.client()
     try:
-        # No replica: the create is stored on the master, but not acknowledged.
+        # No replica: the create's claim of an id is on the master only, so it stops
+        # there, unacknowledged, before the game is stored.
         create = {"variant": "salic-law", "seed": 3, "undo": "full"}
         refused = client.post("/v1/games", json=create, headers={"Idempotency-Key": "c"})
         _problem(refused, 503, "storage_unavailable")
         assert refused.headers["Retry-After"] == "1"
-        assert len(db.keys("game:{*}")) == 1
+        claimed = db.get(keys.create_target("c"))
+        assert claimed is not None
+        assert db.keys("game:{*}") == []
         # Still no replica: the retry finds the record but cannot confirm it either.
         _problem(client.post("/v1/games", json=create, headers={"Idempotency-Key": "c"}),
                  503, "storage_unavailable")
@@ -69,7 +73,8 @@ def test_an_unconfirmed_write_is_503_and_its_retry_replays_once_confirmed(master
         created = client.post("/v1/games", json=create, headers={"Idempotency-Key": "c"})
         assert created.status_code == 201, created.get_data(as_text=True)
         game_id, token = created.get_json()["game"]["id"], created.get_json()["player_token"]
-        assert db.keys("game:{*}") == [f"game:{{{game_id}}}".encode()]  # one game
+        assert game_id.encode() == claimed  # the id the first request claimed
+        assert db.keys("game:{*}") == [keys.game(game_id).encode()]  # one game
         assert stored(db, game_id)[0] == 0
         with replica.client() as copy:
             assert copy.hget(f"game:{{{game_id}}}", "v") == b"0"
