@@ -25,6 +25,7 @@ from bench.http.measure import measure, run_profile
 from bench.http.report import report, targets_table
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
+from bench.solver import carry_solver_table
 from bench.walks import long_walks
 from service.redis_server import RedisServerError, find_redis_server
 
@@ -128,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
                                           PERSISTENCE[persistence])
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    if args.output.exists():  # the solver's win-rate table lives in the same file
+        text = carry_solver_table(args.output.read_text(), text)
     args.output.write_text(text)
     print()
     print(targets_table(outcomes, args.connections))

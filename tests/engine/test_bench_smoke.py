@@ -35,3 +35,12 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
     assert text.count("<!-- solver table: begin -->") == 1
     assert text.count("| salic-law | 1 |") == 1
     assert "| – | – |" in text  # the second run, without bots, replaced the first
+
+
+def test_a_rewritten_results_file_keeps_the_solver_table():
+    from bench.solver import BEGIN, END, carry_solver_table
+
+    old = f"# Benchmark results\n\nold http tables\n\n{BEGIN}\n| solver |\n{END}\n"
+    new = "# Benchmark results\n\nnew http tables\n"
+    assert carry_solver_table(old, new) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
+    assert carry_solver_table("no table", new) == new
