@@ -530,6 +530,13 @@ class GameStore:
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
+    def claimed_target(self, idempotency_key: str) -> str | None:
+        """The id that a create with ``idempotency_key`` claimed, if one did
+        (:meth:`create_target`)."""
+        found = self._fast.execute("GET", keys.create_target(idempotency_key))
+        return None if found is None else found.decode()
+
+    @_storage_errors
     def create_target(self, idempotency_key: str, game_id: str) -> str:
         """The id of the game a create with ``idempotency_key`` makes: ``game_id``,
         unless an earlier request with the key claimed another (for as long as

@@ -74,9 +74,8 @@ class Pipeline:
         key = write.idempotency_key
         for _attempt in range(self.retries):
             if creating:  # 128 random bits; with a key, the id its first request claimed
-                game_id = secrets.token_urlsafe(16)
-                if key is not None:
-                    game_id = self.store.create_target(key, game_id)
+                game_id = (key is not None and self.store.claimed_target(key)) \
+                    or secrets.token_urlsafe(16)
                 view = WriteView(None, "", key and self.store.created_response(game_id, key))
             else:
                 view = self.store.load_for_write(game_id, key, journal=journal)
@@ -86,6 +85,8 @@ class Pipeline:
             current = None if creating else self._admit(game_id, write, view.game,
                                                         hashed_token)
             change = command(current, view.journal, now())
+            if creating and key is not None:  # a change to store: claim its id for the key
+                game_id = self.store.create_target(key, game_id)
             reply = _reply(game_id, change)
             first = None
             if key is not None:
