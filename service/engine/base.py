@@ -178,6 +178,8 @@ class Variant:
     order: ClassVar[int] = 100
     #: The action move types (besides card moves and resign) this variant knows.
     actions: ClassVar[tuple[str, ...]] = ()
+    #: Why a hint suggests each action move, when no card move helps.
+    action_reasons: ClassVar[dict[str, str]] = {}
     #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
     turns: ClassVar[int] = 0
     layout: tuple[PileSpec, ...]

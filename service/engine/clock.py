@@ -83,6 +83,10 @@ class Clock(Variant):
         "move helps: refill or draw, whichever is legal, else no move.")
     order = 1
     actions = (DRAW, REFILL)
+    action_reasons = {
+        DRAW: "no card move helps now: draw the next stock card onto the talon",
+        REFILL: "no card move helps now: refill the short packets from the stock",
+    }
     layout = _layout()
     table = (12.0, 11.4)
 

@@ -70,6 +70,7 @@ class FourCorners(Variant):
         "else no move.")
     order = 3
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     turns = len(PACKETS)
     layout = _layout()
     table = (6.0, 6.5)

@@ -56,6 +56,7 @@ class SalicLaw(Variant):
         "else no move.")
     order = 2
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
     table = (9.5, 8.0)
 

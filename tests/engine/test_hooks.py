@@ -57,3 +57,10 @@ def test_the_clock_hints_a_marriage_that_leaves_a_packet_short():
         "moving 4S onto packet-2 leaves packet-1 short, so the stock refills it")
     bigger = clock({"packet-1": "KHQHJH4S", "packet-2": "2D3D5S"})
     assert bigger.variant.idle_move_reason(bigger, source, target) is None
+
+
+def test_every_action_of_a_variant_has_a_hint_reason():
+    for variant in variants():
+        assert set(variant.action_reasons) == set(variant.actions), variant.id
+        assert all(reason.startswith("no card move helps now: ")
+                   for reason in variant.action_reasons.values())
