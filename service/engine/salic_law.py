@@ -55,6 +55,10 @@ class SalicLaw(Variant):
         "most cards home (a bounded breadth-first search). When no card move helps: deal, "
         "else no move.")
     order = 2
+    rule_codes = {
+        "king_cannot_move": "Salic Law: a king never leaves its pile",
+        "not_a_free_king": "Salic Law: the target king pile holds more than its king",
+    }
     actions = (DEAL,)
     action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
