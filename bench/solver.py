@@ -7,8 +7,9 @@ and the random bot (as ``python -m bench bots`` plays them) play the same seeds.
 table goes to ``bench/RESULTS.md`` (between its solver markers, the rest of the file
 untouched) and to standard output.
 
-    python -m bench solver [--seeds N] [--first SEED] [--budget SECONDS]
-                           [--processes N] [--variant ID] [--no-bots] [--output PATH]
+    python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
+                           [--budget SECONDS] [--processes N] [--variant ID]
+                           [--no-bots] [--output PATH]
 
 The default is the full table: seeds 0..999 of each variant, 10 s per deal, two
 processes (one per core of the machine it was written for).  A deal is searched by one
@@ -90,17 +91,19 @@ def summarise(rows: list[dict]) -> dict:
 
 def table(summaries: dict[str, dict], args) -> list[str]:
     """The Markdown lines of the table (without the markers)."""
-    first, last = args.first, args.first + args.seeds - 1
+    seeds = "; ".join(f"{variant_id} {args.first}..{args.first + count - 1}"
+                      for variant_id, count in args.counts.items())
+    extra = "".join(f" --seeds-for {option}" for option in args.seeds_for)
     lines = [
         "## How often can these games be won",
         "",
-        f"Written by `python -m bench solver --seeds {args.seeds} --first {args.first} "
+        f"Written by `python -m bench solver --seeds {args.seeds}{extra} --first {args.first} "
         f"--budget {args.budget:g} --processes {args.processes}` on "
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({platform.python_implementation()} "
         f"{platform.python_version()}, {os.cpu_count()} cores, load average before "
         f"{' '.join(f'{x:.2f}' for x in args.load)}).",
         "",
-        f"Seeds {first}..{last} of each variant.  The solver searches each deal with the "
+        f"Seeds: {seeds}.  The solver searches each deal with the "
         f"whole deal known (stock order included), at most {args.budget:g} s per deal on one "
         "core: **won** (a winning line exists; the line is replayed through the engine), "
         "**proved lost** (every line searched, up to pruning proved sound), **undecided** "
@@ -148,6 +151,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench solver", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", type=int, default=1000, help="deals per variant")
+    parser.add_argument("--seeds-for", action="append", default=[], metavar="ID=N",
+                        help="deals of one variant, instead of --seeds (repeatable)")
     parser.add_argument("--first", type=int, default=0, help="first seed")
     parser.add_argument("--budget", type=float, default=10.0, help="seconds per deal")
     parser.add_argument("--processes", type=int, default=2)
@@ -158,8 +163,14 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     args.load = os.getloadavg()
     chosen = [v.id for v in variants() if not args.variant or v.id in args.variant]
+    args.counts = dict.fromkeys(chosen, args.seeds)
+    for option in args.seeds_for:
+        variant_id, _, count = option.partition("=")
+        if variant_id not in args.counts or not count.isdigit():
+            parser.error(f"--seeds-for {option!r}: ID=N with one of {', '.join(chosen)}")
+        args.counts[variant_id] = int(count)
     tasks = [(variant_id, seed, args.budget, args.bots) for variant_id in chosen
-             for seed in range(args.first, args.first + args.seeds)]
+             for seed in range(args.first, args.first + args.counts[variant_id])]
     started = time.perf_counter()
     rows: list[dict] = []
     with ProcessPoolExecutor(max_workers=args.processes) as pool:

@@ -185,10 +185,23 @@ class _SalicSearch:
     **Equal positions are searched once**: the table of searched positions is keyed on
     the foundation tops sorted, the stock's length, the newest king pile (while the
     stock lasts, the deal lands there) and the other king piles sorted (they differ
-    only in their place in the row).  Of the moves home, one per rank is tried from
-    each distinct pile content, onto one foundation of the right top; a card laid on a
-    bare king goes onto one bare king (bare kings are interchangeable), never from a
-    pile holding only that card over its king (that only swaps which king is bare).
+    only in their place in the row).  Of the moves home, one is tried from each
+    distinct pile content, onto one foundation of the right top (foundations with the
+    same top are interchangeable, and so are bare kings).
+
+    **Cards go onto bare kings only to send the card they uncover home at once**: the
+    search tries, from each pile, laying its top d cards onto d bare kings when the
+    card under them goes home right after (d = 1, 2, ... as bare kings allow), and no
+    other move onto a bare king.  Any winning line can be put in that form.  Take a
+    card X laid from pile P onto bare king B, and delay that move until just before the
+    next move of the card X uncovered on P (which must move: every card goes home).
+    Meanwhile P's top is X again, which only adds moves; B stays bare, which L did not
+    use (B held X); if X moves on from B in between (home, or onto another bare king),
+    it makes that move from P instead and the move onto B is dropped.  Repeating this
+    from the last such move of the line backwards leaves every move onto a bare king
+    followed at once by a move of the card it uncovered: onto another bare king
+    (the same again) or home, which ends the chain.  A pile's last card laid on a bare
+    king only swaps which king is bare, so it is never needed.
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen")
@@ -279,22 +292,33 @@ class _SalicSearch:
                 return False
         if self.stock:
             return self.deal()
-        bare = next((k for k, pile in enumerate(piles) if len(pile) == 1), None)
-        if bare is None:
+        bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
+        if not bare:
             return False
         tried.clear()
-        for k, pile in enumerate(piles):            # a card onto a bare king
+        for k, pile in enumerate(piles):            # cards onto bare kings, then one home
             if len(pile) < 3 or (content := bytes(pile)) in tried:
                 continue
             tried.add(content)
-            piles[bare].append(pile.pop())
-            line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[KINGS[bare]]))
-            if self.visit():
-                return True
-            line.pop()
-            pile.append(piles[bare].pop())
-            if budget.out:
-                return False
+            for depth in range(1, min(len(bare), len(pile) - 2) + 1):
+                rank = pile[-1 - depth]
+                if rank - 1 not in found:
+                    continue
+                for b in bare[:depth]:
+                    piles[b].append(pile.pop())
+                    line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[KINGS[b]]))
+                f = found.index(rank - 1)
+                found[f] = pile.pop()
+                line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+                if self.visit():
+                    return True
+                pile.append(found[f])
+                found[f] -= 1
+                for b in reversed(bare[:depth]):
+                    pile.append(piles[b].pop())
+                del line[len(line) - depth - 1:]
+                if budget.out:
+                    return False
         return False
 
     def deal(self) -> bool:
