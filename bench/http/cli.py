@@ -41,7 +41,8 @@ def unavailable() -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options of ``python -m bench http``, checked."""
     parser = argparse.ArgumentParser(prog="python -m bench http", description=DESCRIPTION)
     parser.add_argument("--duration", type=int, default=12,
                         help="seconds of measurement per endpoint, over all rounds "
@@ -81,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             or args.games_per_connection < 1 or args.memory_games < 1 \
             or args.memory_played < 1:
         parser.error("durations, connections and game counts must be positive")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         wrk = find_wrk()
     except Unavailable as error:
