@@ -55,8 +55,8 @@ def create_app(test_config: dict | None = None) -> Flask:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
     _init_limiter(app)
     # CORS headers only for the requests that ask (a browser sends Origin with every
-    # cross-origin request): working them out for every other request cost about 30 µs
-    # of CPU each.  Answers therefore vary with Origin, and say so for caches.
+    # cross-origin request): working them out for every other request would cost CPU for
+    # nothing.  Answers therefore vary with Origin, and say so for caches.
     CORS(app, origins="*", send_wildcard=True, always_send=False,
          methods=["GET", "POST", "DELETE", "OPTIONS"], allow_headers=CORS_ALLOW_HEADERS,
          expose_headers=CORS_EXPOSE_HEADERS, max_age=600)

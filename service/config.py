@@ -25,7 +25,7 @@ class Config:
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.
     GAME_TTL_SECONDS = env_int("GAME_TTL_SECONDS", 30 * 24 * 60 * 60)
-    #: How long an Idempotency-Key is remembered (API.md: 24 hours).
+    #: How long an Idempotency-Key is remembered (24 hours, as openapi.yaml says).
     IDEMPOTENCY_TTL_SECONDS = env_int("IDEMPOTENCY_TTL_SECONDS", 24 * 60 * 60)
     #: The server key that seals the stored first answers of idempotent writes (at least 32
     #: characters, the same for every worker and replica); required outside tests.
@@ -48,7 +48,7 @@ class Config:
     SSE_MAX_SECONDS = env_float("SSE_MAX_SECONDS", 3600.0)
 
     # --- HTTP ---------------------------------------------------------------------------
-    #: API.md: a body over 16 KiB is refused with 413 (also for chunked bodies).
+    #: A body over 16 KiB is refused with 413 (also a chunked one).
     MAX_CONTENT_LENGTH = 16 * 1024
     #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
     #: Off by default, so a client cannot choose its own rate-limit key.

@@ -4,34 +4,32 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True,
+             "0": False, "false": False, "no": False, "off": False}
+
+
+def _env(name: str, default: T, parse: Callable[[str], T], expected: str) -> T:
+    """``parse`` of the variable ``name`` (``default`` when unset or blank)."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return parse(value)
+    except (ValueError, KeyError):
+        raise ValueError(f"{name} must be {expected}, not {value!r}") from None
 
 
 def env_int(name: str, default: int | None) -> int | None:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"{name} must be an integer, not {value!r}") from None
+    return _env(name, default, int, "an integer")
 
 
 def env_float(name: str, default: float) -> float:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ValueError(f"{name} must be a number, not {value!r}") from None
+    return _env(name, default, float, "a number")
 
 
 def env_bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name, "").strip().lower()
-    if not value:
-        return default
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be true or false, not {value!r}")
+    return _env(name, default, lambda value: _BOOLEANS[value.lower()], "true or false")

@@ -132,10 +132,10 @@ def _stored(version: bytes | None, record: bytes | None) -> StoredGame | None:
 class _ThreadConnections:
     """One redis-py connection per thread for the commands of the request path.
 
-    redis-py's pooled client spends about 40 µs of CPU per command on taking a
-    connection from the pool and giving it back (a lock, a readiness poll, bookkeeping),
-    twice what the command itself costs on the client (measured on 2 cores: 63 against
-    23 µs for an HMGET).  A gthread worker keeps its threads, so each thread keeps a
+    redis-py's pooled client spends more CPU per command on taking a connection from the
+    pool and giving it back (a lock, a readiness poll, bookkeeping) than on the command
+    itself (README, "Performance", has the figures).  A gthread worker keeps its
+    threads, so each thread keeps a
     connection of its own instead and sends on it directly, with the same options (the
     socket timeouts, no retry).  Like the pool, it checks before each command that the
     connection has nothing unread and was not closed by the server (a restarted Redis),

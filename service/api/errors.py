@@ -35,6 +35,7 @@ TITLES = {
     "undo_blocked": "This move cannot be taken back",
     "undo_disabled": "Undo is off for this game",
     "game_over": "The game is over",
+    "card_mismatch": "Another card would move",
     "write_conflict": "The game kept changing",
     "version_mismatch": "The game is not at the version of If-Match",
     "body_too_large": "The body is larger than 16 KiB",
@@ -87,7 +88,8 @@ def _validation(error: ValidationError) -> Response:
 
 
 def _invalid_move(error: InvalidMoveError) -> Response:
-    return problem(400, "invalid_request", error.message, errors={"_schema": [error.message]})
+    return problem(400, "invalid_request", error.message,
+                   errors=error.fields or {"_schema": [error.message]})
 
 
 def _illegal_move(error: IllegalMoveError) -> Response:

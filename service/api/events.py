@@ -29,8 +29,8 @@ def _after() -> int:
     if after is not None and (not _VERSION.fullmatch(after) or int(after) > MAX_VERSION):
         # checked even when Last-Event-ID overrides it: a wrong query is always refused
         raise ValidationError({"after": ["Must be an integer 0 .. 9223372036854775807."]})
-    last = request.headers.get("Last-Event-ID", "").strip()
-    if last:
+    last = request.headers.get("Last-Event-ID")
+    if last is not None:
         if not _VERSION.fullmatch(last) or int(last) > MAX_VERSION:
             raise BadRequest(400, "invalid_header",
                              "Last-Event-ID must be a version (an integer 0 .. 2**63-1)")

@@ -3,7 +3,7 @@
 
 from flask import Blueprint
 
-from service.api.http import checked_id, games, json_response, send, write_request
+from service.api.http import checked_id, games, json_response, read_game, send, write_request
 from service.api.schemas import undo_schema
 
 bp = Blueprint("help", __name__)
@@ -11,14 +11,13 @@ bp = Blueprint("help", __name__)
 
 @bp.get("/v1/games/<game_id>/hint")
 def hint(game_id):
-    version, body = games().hint(checked_id(game_id))
-    return json_response(body, version=version)
+    return read_game(games().hint, game_id)
 
 
 @bp.post("/v1/games/<game_id>/autoplay")
 def autoplay(game_id):
     # The body is empty or {}, like undo's.
-    write, _ = write_request("autoplay", undo_schema, optional=True)
+    write, _ = write_request("autoplay", undo_schema.load, optional=True)
     return send(games().autoplay(checked_id(game_id), write))
 
 

@@ -8,6 +8,8 @@ invalid UTF-8, lone surrogates, NaN and nesting deeper than 1024), and an object
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 import orjson
 from flask import Response, current_app, request
@@ -110,13 +112,15 @@ def idempotency_key() -> str | None:
     return key
 
 
-def write_request(kind: str, schema=None, *, optional: bool = False, token: bool = True):
+def write_request(kind: str, load: Callable[[dict], Any] | None = None, *,
+                  optional: bool = False, token: bool = True) -> tuple[Write, Any]:
     """Check a write: token (401, unless ``token`` is false: a create), headers (400),
-    body (415, 413, 400); return the :class:`Write` and the loaded body."""
+    body (415, 413, 400, through ``load``); return the :class:`Write` and what ``load``
+    made of the body (None without ``load``: no body)."""
     bearer = bearer_token() if token else None
     versions, key = (if_match() if token else None), idempotency_key()
-    body = read_json(optional=optional) if schema is not None else {}
-    loaded = schema.load(body) if schema is not None else None
+    body = read_json(optional=optional) if load is not None else {}
+    loaded = load(body) if load is not None else None
     return Write(bearer, versions, key, request_hash(kind, body)), loaded
 
 
@@ -135,6 +139,13 @@ def json_response(payload, status: int = 200, *, version: int | None = None) -> 
     if version is not None:
         response.headers["ETag"] = etag(version)
     return response
+
+
+def read_game(read: Callable[[str], tuple[int, dict]], game_id: str) -> Response:
+    """The answer to a read of one game (``read`` is a method of :class:`Games`): its
+    body, with the game's version as the ETag."""
+    version, body = read(checked_id(game_id))
+    return json_response(body, version=version)
 
 
 def send(reply: Reply) -> Response:

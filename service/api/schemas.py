@@ -1,20 +1,13 @@
-"""Request schemas (marshmallow), instantiated once.  Unknown fields are refused."""
+"""Request bodies: marshmallow schemas, instantiated once (unknown fields are refused),
+and :func:`load_move`, where the engine checks the move."""
 
-from marshmallow import (
-    RAISE,
-    Schema,
-    ValidationError,
-    fields,
-    post_load,
-    validate,
-    validates_schema,
-)
+from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
-from service.engine import MOVE, MOVE_TYPES, Move, variants
+from service.engine import ALL_CARDS, MOVE, InvalidMoveError, Move, variants
 from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
 
 MAX_SEED = 2**64 - 1
-MAX_PILE_ID = 32
+CARD_CODES = frozenset(str(card) for card in ALL_CARDS)
 
 
 class StrictSchema(Schema):
@@ -45,30 +38,23 @@ class CreateGameSchema(StrictSchema):
     undo = fields.String(load_default=DEFAULT_UNDO, validate=validate.OneOf(UNDO_POLICIES))
 
 
-class MoveSchema(StrictSchema):
-    """One Move of API.md: ``{"type": "move", "from": ..., "to": ...}`` or a bare type."""
-
-    type = fields.String(required=True, validate=validate.OneOf(MOVE_TYPES))
-    source = fields.String(data_key="from", validate=validate.Length(1, MAX_PILE_ID))
-    target = fields.String(data_key="to", validate=validate.Length(1, MAX_PILE_ID))
-
-    @validates_schema
-    def _piles_match_the_type(self, data, **_kwargs):
-        if data["type"] == MOVE:
-            missing = {"from": ["A card move needs a pile id."]} if "source" not in data else {}
-            if "target" not in data:
-                missing["to"] = ["A card move needs a pile id."]
-            if missing:
-                raise ValidationError(missing)
-            return
-        named = {key: [f"A {data['type']!r} move names no piles."]
-                 for key, attr in (("from", "source"), ("to", "target")) if attr in data}
-        if named:
-            raise ValidationError(named)
-
-    @post_load
-    def _make_move(self, data, **_kwargs) -> Move:
-        return Move(data["type"], data.get("source"), data.get("target"))
+def load_move(body: dict) -> tuple[Move, str | None]:
+    """``POST .../moves``: the move, checked by the engine alone (``Move.from_dict``, which
+    names every wrong field), and its ``card`` precondition (a card move may carry it, as
+    ``GET .../moves`` lists it; None when absent)."""
+    fields = dict(body)
+    has_card = fields.get("type") == MOVE and "card" in fields
+    card = fields.pop("card", None) if has_card else None
+    problems = {}
+    try:
+        move = Move.from_dict(fields)
+    except InvalidMoveError as error:
+        problems.update(error.fields or {"_schema": [error.message]})
+    if has_card and (not isinstance(card, str) or card not in CARD_CODES):
+        problems["card"] = ["A card code: rank of A23456789TJQK, then suit of SHDC."]
+    if problems:
+        raise ValidationError(problems)
+    return move, card
 
 
 class UndoSchema(StrictSchema):
@@ -76,5 +62,4 @@ class UndoSchema(StrictSchema):
 
 
 create_game_schema = CreateGameSchema()
-move_schema = MoveSchema()
 undo_schema = UndoSchema()

@@ -41,7 +41,12 @@ class EngineError(ValueError):
 
 
 class InvalidMoveError(EngineError):
-    """Malformed input: not a move, not a card, not a snapshot."""
+    """Malformed input: not a move, not a card, not a snapshot.  ``fields`` names the
+    wrong fields of a move's JSON shape, each with its messages (empty if none applies)."""
+
+    def __init__(self, code: str, message: str, fields: dict[str, list[str]] | None = None):
+        super().__init__(code, message)
+        self.fields = fields or {}
 
 
 class IllegalMoveError(EngineError):

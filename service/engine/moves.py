@@ -14,7 +14,6 @@ DRAW = "draw"
 REFILL = "refill"
 RESIGN = "resign"
 MOVE_TYPES = (MOVE, DEAL, DRAW, REFILL, RESIGN)
-_ACTIONS = frozenset((DEAL, DRAW, REFILL, RESIGN))
 _MAX_PILE_ID = 32
 
 
@@ -32,18 +31,9 @@ class Move:
     target: str | None = None
 
     def __post_init__(self):
-        if self.type == MOVE:
-            for pile in (self.source, self.target):
-                if not isinstance(pile, str) or not 0 < len(pile) <= _MAX_PILE_ID:
-                    raise InvalidMoveError(
-                        "invalid_move", "a card move needs a 'from' and a 'to' pile id")
-        elif self.type in _ACTIONS:
-            if self.source is not None or self.target is not None:
-                raise InvalidMoveError(
-                    "invalid_move", f"a {self.type!r} move names no piles")
-        else:
-            raise InvalidMoveError(
-                "invalid_move", f"{self.type!r} is not a move type ({', '.join(MOVE_TYPES)})")
+        problems = _field_problems(self.type, self.source, self.target)
+        if problems:
+            raise InvalidMoveError("invalid_move", _sentence(problems), problems)
 
     @classmethod
     def parse(cls, text: str) -> Move:
@@ -55,15 +45,20 @@ class Move:
     @classmethod
     def from_dict(cls, data: dict) -> Move:
         """The move in its JSON shape (docs/rules.md, "Moves"); ``InvalidMoveError`` when
-        malformed."""
-        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
-            raise InvalidMoveError("invalid_move", "a move is an object with a 'type'")
-        allowed = {"type", "from", "to"} if data["type"] == MOVE else {"type"}
-        extra = set(data) - allowed
-        if extra:
-            raise InvalidMoveError(
-                "invalid_move", f"unexpected field(s) {sorted(extra)} in a {data['type']!r} move")
-        return cls(data["type"], data.get("from"), data.get("to"))
+        malformed, its ``fields`` naming every wrong field.  This is the one check of a
+        posted move: the HTTP layer calls it."""
+        if not isinstance(data, dict):
+            raise InvalidMoveError("invalid_move", "a move is a JSON object")
+        kind = data.get("type")
+        problems = _field_problems(kind, data.get("from"), data.get("to"))
+        if "type" not in problems:
+            allowed = ("type", "from", "to") if kind == MOVE else ("type",)
+            for name in data:
+                if name not in allowed and name not in problems:
+                    problems[name] = [f"A {kind!r} move has no field {name!r}."]
+        if problems:
+            raise InvalidMoveError("invalid_move", _sentence(problems), problems)
+        return cls(kind, data.get("from"), data.get("to"))
 
     def to_dict(self) -> dict:
         if self.type == MOVE:
@@ -75,6 +70,27 @@ class Move:
 
     def __repr__(self) -> str:
         return f"Move.parse({str(self)!r})"
+
+
+def _field_problems(kind, source, target) -> dict[str, list[str]]:
+    """What is wrong with a move of type ``kind`` from ``source`` to ``target``, by the
+    field of its JSON shape (``type``, ``from``, ``to``); empty when it is well formed."""
+    if not isinstance(kind, str) or kind not in MOVE_TYPES:
+        named = repr(kind) if isinstance(kind, str) and len(kind) <= _MAX_PILE_ID else "this"
+        return {"type": [f"{named} is not a move type ({', '.join(MOVE_TYPES)})."]}
+    problems = {}
+    for name, pile in (("from", source), ("to", target)):
+        if kind == MOVE:
+            if not isinstance(pile, str) or not 0 < len(pile) <= _MAX_PILE_ID:
+                problems[name] = [f"A card move needs a 'from' and a 'to' pile id of 1 to "
+                                  f"{_MAX_PILE_ID} characters."]
+        elif pile is not None:
+            problems[name] = [f"A {kind!r} move names no piles."]
+    return problems
+
+
+def _sentence(problems: dict[str, list[str]]) -> str:
+    return " ".join(message for messages in problems.values() for message in messages)
 
 
 class Event(NamedTuple):

@@ -1,4 +1,4 @@
-// Card codes of API.md ("7H", "TD", "QS"): rank character + suit character.
+// Card codes of the API (openapi.yaml, "Card": "7H", "TD", "QS"): rank character + suit character.
 
 export const SUITS = {
   S: { symbol: "\u2660", name: "spades", red: false },

@@ -125,7 +125,7 @@ def test_a_bad_after_is_400_invalid_request(client, after):
     assert "after" in body["errors"]
 
 
-@pytest.mark.parametrize("value", ["x", "-1", "1 2", "9223372036854775808"])
+@pytest.mark.parametrize("value", ["x", "-1", "1 2", "", "9223372036854775808"])
 def test_a_bad_last_event_id_is_400_invalid_header(client, value):
     gid, _token = _clock_42(client)
     for headers in ({}, STREAM):

@@ -132,7 +132,11 @@ def test_illegal_moves_are_422_with_the_rule_and_change_nothing(client, redis_db
         ({"type": "draw", "from": "stock"}, {"from"}),
         ({"type": "draw", "to": "talon"}, {"to"}),
         ({"type": "resign", "why": "bored"}, {"why"}),
-        ({"type": "move", "from": "packet-1", "to": "packet-2", "card": "KS"}, {"card"}),
+        ({"type": "move", "from": "packet-1", "to": "packet-2", "card": "K"}, {"card"}),
+        ({"type": "move", "from": "packet-1", "to": "packet-2", "card": None}, {"card"}),
+        ({"type": "move", "from": "packet-1", "card": "KS"}, {"to"}),
+        ({"type": "move", "card": 7}, {"from", "to", "card"}),
+        ({"type": "draw", "card": "KS"}, {"card"}),
         ({"type": None}, {"type"}),
     ],
 )
@@ -145,6 +149,52 @@ def test_malformed_moves_are_400_with_field_errors(client, redis_db, move, field
     assert problem["code"] == "invalid_request"
     assert set(problem["errors"]) == fields
     assert snapshot(redis_db) == before
+
+
+# --- a listed move sent back as it is: its card is a precondition -----------------------
+def test_a_listed_move_sent_back_with_its_card_is_applied(client, redis_db):
+    game, token, _ = create(client, "clock", seed=42)
+    listed = next(m for m in legal(client, game["id"]) if m["type"] == "move")
+    response = play(client, game["id"], token, listed)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json()["events"][0] == {"card": listed["card"], "from": listed["from"],
+                                                "to": listed["to"]}
+    assert stored(redis_db, game["id"])[0] == 1
+    assert [step.move.to_dict() for _version, step in stored_history(redis_db, game["id"])] \
+        == [as_move(listed)]
+
+
+def test_a_move_whose_card_is_not_the_one_that_would_move_is_409_card_mismatch(client,
+                                                                                redis_db):
+    game, token, _ = create(client, "clock", seed=42)
+    gid = game["id"]
+    listed = next(m for m in legal(client, gid) if m["type"] == "move")
+    state = stored_state(redis_db, gid)
+    other = next(str(card) for pile in state.piles for card in pile
+                 if str(card) != listed["card"])
+    before = snapshot(redis_db)
+    response = play(client, gid, token, {**listed, "card": other}, If_Match='"0"')
+    assert response.status_code == 409
+    problem = response.get_json()
+    assert problem["code"] == "card_mismatch"
+    assert problem["type"] == "urn:patience:problem:card_mismatch"
+    assert other in problem["detail"]
+    assert listed["card"] in problem["detail"]
+    assert snapshot(redis_db) == before
+    # A stale client: the card left its pile, the listed move no longer takes it.
+    assert play(client, gid, token, listed).status_code == 200
+    stale = play(client, gid, token, listed)
+    assert stale.status_code == 409
+    assert stale.get_json()["code"] == "card_mismatch"
+    assert stored(redis_db, gid)[0] == 1
+
+
+def test_a_card_on_a_move_from_an_unknown_pile_is_the_rules_refusal(client):
+    game, token, _ = create(client, "clock", seed=42)
+    response = play(client, game["id"], token,
+                    {"type": "move", "from": "nowhere", "to": "foundation-1", "card": "7C"})
+    assert response.status_code == 422
+    assert response.get_json()["code"] == "unknown_pile"
 
 
 def test_a_move_body_must_be_a_json_object(client, redis_db):
