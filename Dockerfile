@@ -8,7 +8,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PORT=8000 \
     OPENAPI_PATH=/app/openapi.yaml
 
-RUN useradd --system --uid 10001 --user-group --no-create-home app
+RUN useradd --system --uid 10001 --user-group --no-create-home app \
+    && mkdir -p /run/patience && chown app:app /run/patience
 
 WORKDIR /app
 COPY . .

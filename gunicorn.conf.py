@@ -17,15 +17,17 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
 # per Redis, add Redis capacity, not workers.
 workers = env_int("WEB_CONCURRENCY", 4)
-# gthread: every request, an events stream (Server-Sent Events) too, runs on one of the
-# worker's threads, so an open stream ties up one thread, never a worker.  Threads are
-# cheap (started on demand, mostly waiting on a socket), hence many of them; each worker
-# admits at most SSE_MAX_STREAMS streams (default: its threads less a reserve of a
-# quarter, at least 4), so threads are always left to answer moves.  The worker's main
-# loop, not the request threads, tells the arbiter it is alive: `timeout` never kills a
-# long-lived stream.  (No gevent: no monkey-patching of redis-py, prometheus-client and
-# flask-limiter, and a CPU-bound hint search cannot freeze every stream of a worker.)
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "gthread"
+# gthread (service.handoff.HandoffWorker): every request runs on one of the worker's
+# threads.  With EVENTS_HANDOFF_SOCKET set (`make run`), an events stream is handed to the
+# events worker group (gunicorn.events.conf.py: gevent, the same app), where it costs a
+# few kilobytes instead of a thread; moves and reads stay here, on threads, without
+# monkey-patching.  Without it, an open stream ties up one thread, never a worker:
+# threads are cheap (started on demand, mostly waiting on a socket), hence many of them;
+# each worker admits at most SSE_MAX_STREAMS streams (default: its threads less a reserve
+# of a quarter, at least 4), so threads are always left to answer moves.  The worker's
+# main loop, not the request threads, tells the arbiter it is alive: `timeout` never
+# kills a long-lived stream.
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.handoff.HandoffWorker"
 threads = env_int("GUNICORN_THREADS", 64)
 os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
 timeout = env_int("GUNICORN_TIMEOUT", 30)

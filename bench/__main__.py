@@ -13,6 +13,7 @@ BENCHMARKS: dict[str, str] = {
     "bots": "bench.bots",
     "http": "bench.http",
     "solver": "bench.solver",
+    "follow": "bench.follow",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

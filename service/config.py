@@ -40,12 +40,20 @@ class Config:
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
     SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
-    #: ``too_many_streams``.  Each open stream takes one thread of a gthread worker, so
-    #: gunicorn.conf.py sets it below the worker's thread count (GUNICORN_THREADS).
+    #: ``too_many_streams``.  A gthread worker that serves streams itself gives each one
+    #: a thread, so gunicorn.conf.py sets it below the worker's thread count
+    #: (GUNICORN_THREADS); gunicorn.events.conf.py sets it from EVENTS_MAX_STREAMS.
     SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.
     SSE_MAX_SECONDS = env_float("SSE_MAX_SECONDS", 3600.0)
+    #: Frames a stream served by a thread may have waiting to be sent; past it the stream
+    #: drops them and catches up from the game's journal once its client reads again.
+    SSE_BACKLOG = env_int("SSE_BACKLOG", 256)
+    #: Bytes an events worker keeps for a stream whose client does not read (what its
+    #: socket does not take); past it, or after a heartbeat period, the connection is
+    #: closed and the client resumes with Last-Event-ID.
+    SSE_BACKLOG_BYTES = env_int("SSE_BACKLOG_BYTES", 64 * 1024)
 
     # --- HTTP ---------------------------------------------------------------------------
     #: A body over 16 KiB is refused with 413 (also a chunked one).

@@ -5,17 +5,26 @@ default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to t
 Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
 ``var/secret-key``; generated on the first run, readable by its owner only), so
 idempotent retries survive a restart.  Then
-it runs gunicorn (:func:`service.launch.start_gunicorn`) on ``127.0.0.1:$PORT``
-(default 8000), forwards SIGINT / SIGTERM / SIGHUP to it, waits for it to exit and stops
-Redis last.
+it runs the two gunicorn groups of the same app (:func:`service.launch.start_gunicorn`):
+the events group (``gunicorn.events.conf.py``, gevent workers holding the Server-Sent
+Events streams) and the request group (``gunicorn.conf.py``, gthread workers) on
+``127.0.0.1:$PORT`` (default 8000), which hands every events stream to the events group
+over a Unix socket (:mod:`service.handoff`): one address for clients.  It raises its
+open-file limit to the hard limit first (each stream holds a connection), forwards
+SIGINT / SIGTERM / SIGHUP to both groups, waits for them to exit (if one exits, it stops
+the other) and stops Redis last.
 """
 
 from __future__ import annotations
 
 import os
+import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 from service.env import env_int
@@ -51,6 +60,20 @@ def secret_key(path: Path) -> str:
     return key
 
 
+def raise_open_files() -> int:
+    """Raise this process's soft limit of open files to its hard limit (the gunicorn
+    groups inherit it): an events stream holds a connection, a file descriptor."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as error:
+            log(f"could not raise the open-file limit from {soft}: {error}")
+    return soft
+
+
 def main() -> int:
     port = _int_env("PORT", 8000)
     env = dict(os.environ, HOST=HOST, PORT=str(port))
@@ -59,19 +82,22 @@ def main() -> int:
         env["SECRET_KEY"] = secret_key(key_file)
         log(f"SECRET_KEY from {key_file}")
     received: list[int] = []
-    gunicorn: subprocess.Popen[bytes] | None = None
+    groups: list[subprocess.Popen[bytes]] = []
     redis_server: RedisServer | None = None
+    run_dir = Path(tempfile.mkdtemp(prefix="patience-run-"))
 
     def forward(signum: int, _frame: object) -> None:
         received.append(signum)
-        if gunicorn is not None and gunicorn.poll() is None:
-            # SIGHUP would make gunicorn reload; a closed terminal means stop.
-            gunicorn.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
+        for group in groups:
+            if group.poll() is None:
+                # SIGHUP would make gunicorn reload; a closed terminal means stop.
+                group.send_signal(signal.SIGTERM if signum == signal.SIGHUP else signum)
 
     for signum in STOP_SIGNALS:
         signal.signal(signum, forward)
 
     try:
+        log(f"open-file limit {raise_open_files()}")
         if not os.environ.get("REDIS_URL"):
             data_dir = Path(os.environ.get("REDIS_DATA_DIR") or ROOT / "var" / "redis")
             try:
@@ -91,45 +117,75 @@ def main() -> int:
         if received:
             return 0
 
-        gunicorn = start_gunicorn(env)
-        log(f"gunicorn pid {gunicorn.pid} serving http://{HOST}:{port}")
+        handoff = run_dir / "events.sock"
+        env["EVENTS_HANDOFF_SOCKET"] = str(handoff)
+        env.setdefault("EVENTS_BIND", f"unix:{run_dir / 'events-http.sock'}")
+        # Both groups add their metrics up in one place.
+        env.setdefault("PROMETHEUS_MULTIPROC_DIR", str(run_dir / "metrics"))
+        os.makedirs(env["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
+        events = start_gunicorn(env, events=True)
+        groups.append(events)
+        log(f"gunicorn events group pid {events.pid} ({env['EVENTS_BIND']}, streams handed "
+            f"over at {handoff})")
+        _wait_for_path(handoff, events)
+        if not received:
+            requests = start_gunicorn(env)
+            groups.append(requests)
+            log(f"gunicorn pid {requests.pid} serving http://{HOST}:{port}")
         if received:
             forward(received[-1], None)
-        return _wait(gunicorn, redis_server, received)
+        return _wait(groups, redis_server, received)
     finally:
-        if gunicorn is not None and gunicorn.poll() is None:
-            gunicorn.terminate()
+        for group in groups:
+            if group.poll() is None:
+                group.terminate()
+        for group in groups:
             try:
-                gunicorn.wait(40)
+                group.wait(40)
             except subprocess.TimeoutExpired:
-                gunicorn.kill()
-                gunicorn.wait()
+                group.kill()
+                group.wait()
         if redis_server is not None:
             redis_server.stop()
             log("redis-server stopped")
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _wait(
-    gunicorn: subprocess.Popen[bytes], redis_server: RedisServer | None, received: list[int]
-) -> int:
+def _wait_for_path(path: Path, group: subprocess.Popen[bytes], seconds: float = 15.0) -> None:
+    """Until the events group listens for hand-offs (a stream asked for before is served
+    by the request group itself)."""
+    deadline = time.monotonic() + seconds
+    while not path.exists() and group.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _wait(groups: list[subprocess.Popen[bytes]], redis_server: RedisServer | None,
+          received: list[int]) -> int:
     while True:
-        try:
-            code = gunicorn.wait(timeout=0.5)
-        except subprocess.TimeoutExpired:
-            if redis_server is not None and not redis_server.running and not received:
-                log(
-                    f"redis-server exited unexpectedly (status {redis_server.returncode}, "
-                    f"see {redis_server.log_path}); stopping gunicorn"
-                )
-                received.append(signal.SIGTERM)
-                gunicorn.terminate()
-                gunicorn.wait()
-                return 1
-            continue
-        log(f"gunicorn exited with status {code}")
-        if code < 0:
-            return 128 - code
-        return code
+        for group in groups:
+            code = group.poll()
+            if code is not None:
+                log(f"gunicorn pid {group.pid} exited with status {code}")
+                if not received:
+                    received.append(signal.SIGTERM)
+                for other in groups:
+                    if other.poll() is None:
+                        other.terminate()
+                        other.wait()
+                if code < 0:
+                    return 128 - code
+                return code
+        if redis_server is not None and not redis_server.running and not received:
+            log(
+                f"redis-server exited unexpectedly (status {redis_server.returncode}, "
+                f"see {redis_server.log_path}); stopping gunicorn"
+            )
+            received.append(signal.SIGTERM)
+            for group in groups:
+                group.terminate()
+                group.wait()
+            return 1
+        time.sleep(0.5)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,9 @@
 """The one way this project starts gunicorn: ``make run`` (:mod:`service.devserver`) calls
 :func:`start_gunicorn`; the end-to-end tests and the benchmark use :class:`Gunicorn`,
 which starts it the same way and waits until it answers.  The Dockerfile and
-docker-compose.yml run the same command line (tests/test_compose.py checks it)."""
+docker-compose.yml run the same command lines (tests/test_compose.py checks them): the
+request group's (:data:`GUNICORN_COMMAND`) and the events group's
+(:data:`EVENTS_COMMAND`, ``events=True``)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,8 @@ from pathlib import Path
 from service.redis_server import die_with_parent
 
 GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
+#: The events worker group: the same app, gevent workers that hold the events streams.
+EVENTS_COMMAND = ("gunicorn", "-c", "gunicorn.events.conf.py", "service.app:create_app()")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -28,16 +32,18 @@ def new_secret_key() -> str:
 
 
 def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
-                   output=None) -> subprocess.Popen:
-    """``python -m gunicorn -c gunicorn.conf.py <app>`` in the repository with ``env`` as
-    its whole environment (a fresh ``SECRET_KEY`` if it has none), its output to
-    ``output`` (a file; None: this process's), in a session of its own (signals reach it
-    only through the caller) that dies with the caller's thread."""
+                   output=None, events: bool = False) -> subprocess.Popen:
+    """``python -m gunicorn -c gunicorn.conf.py <app>`` (``gunicorn.events.conf.py`` with
+    ``events``) in the repository with ``env`` as its whole environment (a fresh
+    ``SECRET_KEY`` if it has none), its output to ``output`` (a file; None: this
+    process's), in a session of its own (signals reach it only through the caller) that
+    dies with the caller's thread."""
+    command = EVENTS_COMMAND if events else GUNICORN_COMMAND
     env = dict(env)
     if not env.get("SECRET_KEY"):
         env["SECRET_KEY"] = new_secret_key()
     return subprocess.Popen(
-        [sys.executable, "-m", *GUNICORN_COMMAND[:-1], app], cwd=ROOT, env=env,
+        [sys.executable, "-m", *command[:-1], app], cwd=ROOT, env=env,
         stdin=subprocess.DEVNULL, stdout=output,
         stderr=subprocess.STDOUT if output is not None else None,
         start_new_session=True, preexec_fn=die_with_parent())

@@ -18,7 +18,8 @@ the version, the record, the journal tokens, the statistics counter, the idempot
 record and the expiry together, then publishes the new version on the game's channel (a
 delete publishes ``deleted``).  Reads are one round trip.  The commands of the request
 path (a read, a write's script) go over one connection per thread
-(:class:`_ThreadConnections`), the others over redis-py's pool.  Every Redis failure
+(:class:`_ThreadConnections`; a bounded pool where gevent patches the process, in the
+events worker group), the others over redis-py's pool.  Every Redis failure
 surfaces as :class:`StorageUnavailable`.
 """
 
@@ -197,6 +198,56 @@ class _ThreadConnections:
             connection.disconnect()
 
 
+class _PooledConnections:
+    """The commands of the request path over a bounded pool, for a process patched by
+    gevent (the events worker group): there a "thread" is a greenlet, one per request
+    and per open stream, and a connection each would mean one per stream."""
+
+    def __init__(self, url: str, options: dict, size: int = 512):
+        self._pool = redis.BlockingConnectionPool.from_url(
+            url, max_connections=size, timeout=options.get("socket_timeout"), **options)
+
+    def execute(self, *args):
+        connection = self._pool.get_connection()
+        try:
+            connection.send_command(*args)
+            return connection.read_response()
+        except redis.ResponseError:
+            raise
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+
+    def transaction(self, *commands) -> list:
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(
+                connection.pack_commands([("MULTI",), *commands, ("EXEC",)]))
+            replies = [connection.read_response() for _ in range(len(commands) + 2)]
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+        return replies[-1]
+
+    def close(self) -> None:
+        self._pool.disconnect()
+
+
+def _request_connections(url: str, options: dict):
+    """Per-thread connections, or a pool where threads are gevent's greenlets."""
+    try:
+        from gevent import monkey
+    except ImportError:
+        return _ThreadConnections(url, options)
+    if monkey.is_module_patched("threading"):
+        return _PooledConnections(url, options)
+    return _ThreadConnections(url, options)
+
+
 class GameStore:
     """Games in Redis.  ``init_app(app)`` builds the client from the app's config and
     registers the store as ``app.extensions["game_store"]``."""
@@ -214,7 +265,7 @@ class GameStore:
         config = app.config
         options = self.client_options(config)
         self.client = redis.Redis.from_url(config["REDIS_URL"], **options)
-        self._fast = _ThreadConnections(config["REDIS_URL"], options)
+        self._fast = _request_connections(config["REDIS_URL"], options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()

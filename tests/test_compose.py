@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.launch import GUNICORN_COMMAND
+from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -62,6 +62,22 @@ def test_api_runs_the_devserver_gunicorn_command():
     assert GUNICORN_COMMAND[-1] == "service.app:create_app()"
     assert tuple(_words(_compose()["services"]["api"]["command"])) == GUNICORN_COMMAND
     assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
+
+
+def test_events_runs_the_devserver_events_command_and_shares_the_handoff_socket():
+    services = _compose()["services"]
+    events, api = services["events"], services["api"]
+    assert tuple(_words(events["command"])) == EVENTS_COMMAND
+    assert events["depends_on"]["redis"]["condition"] == "service_healthy"
+    socket_path = api["environment"]["EVENTS_HANDOFF_SOCKET"]
+    assert events["environment"]["EVENTS_HANDOFF_SOCKET"] == socket_path
+    directory = socket_path.rsplit("/", 1)[0]
+    mounts = {volume.split(":")[0] for volume in api["volumes"]
+              if volume.split(":")[1] == directory}
+    assert mounts
+    assert mounts == {volume.split(":")[0] for volume in events["volumes"]
+                                 if volume.split(":")[1] == directory}
+    assert "/healthz" in " ".join(_words(events["healthcheck"]["test"]))
 
 
 def test_api_waits_for_a_healthy_redis_and_is_configured_for_it():

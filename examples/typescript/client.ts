@@ -4,8 +4,8 @@
 //
 // `npm run generate` writes generated/openapi.d.ts with openapi-typescript; this file uses
 // only those types and `fetch`. It plays a game by following the server's hints: it
-// reads each answer's ETag and sends it back as If-Match, and a refused move arrives as
-// a typed problem (application/problem+json).
+// reads each answer's ETag and sends it back as If-Match, sends each card move with its
+// card, and a refused move arrives as a typed problem (application/problem+json).
 
 import type { components, paths } from "./generated/openapi";
 
@@ -80,11 +80,12 @@ export class PatienceClient {
   }
 }
 
-/** The move to post for a listed (hinted) move: a card move without its `card`. */
+/** The move to post for a listed (hinted) move: a card move keeps its `card`, which the
+ * server checks (409 card_mismatch when another card would move). */
 export function toMove(listed: ListedMove): Move {
   switch (listed.type) {
     case "move":
-      return { type: "move", from: listed.from, to: listed.to };
+      return { type: "move", from: listed.from, to: listed.to, card: listed.card };
     default:
       return listed;
   }
@@ -104,7 +105,8 @@ export async function playByHints(client: PatienceClient, variant: VariantId): P
       game = played.body.game;
       etag = played.etag ?? `"${game.version}"`;
     } catch (error) {
-      if (error instanceof ProblemError && error.problem.code === "version_mismatch") {
+      const stale = ["version_mismatch", "card_mismatch"];
+      if (error instanceof ProblemError && stale.includes(error.problem.code)) {
         const fresh = await client.read(game.id);
         if (fresh !== null) ({ body: game } = fresh);
         etag = `"${game.version}"`;

@@ -10,7 +10,7 @@ from marshmallow import ValidationError
 
 from service.api.errors import BadRequest, problem
 from service.api.http import JSON, checked_id, etag, json_response
-from service.events import MAX_VERSION, Feed, TooManyStreams
+from service.events import ATTACH_ENVIRON, MAX_VERSION, Feed, TooManyStreams
 
 EVENT_STREAM = "text/event-stream"
 _VERSION = re.compile(r"[0-9]{1,19}")
@@ -60,6 +60,7 @@ def follow_game(game_id):
         response = Response(status=204)
         del response.headers["Content-Type"]
         return response
+    stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
         response = Response(feed().frames(stream), mimetype=EVENT_STREAM)
         response.call_on_close(stream.release)

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from service.game.errors import idempotency_key_reused, wrong_token
+from service.game.errors import GameError, idempotency_key_reused, wrong_token
 
 _NONCE_BYTES = 12
 _KEY_INFO = b"patience-server: idempotency records"
@@ -55,10 +55,6 @@ def request_hash(kind: str, body: dict) -> str:
     return hashlib.sha256(kind.encode() + b"\n" + canonical).hexdigest()
 
 
-class UnreadableRecord(RuntimeError):
-    """A record sealed under another ``SECRET_KEY`` (or damaged)."""
-
-
 class IdempotencyRecords:
     """Seals and opens idempotency records with the server key."""
 
@@ -83,7 +79,9 @@ class IdempotencyRecords:
     def open(self, record: bytes, *, game_id: str | None, idempotency_key: str,
              request: str, token: str | None) -> Reply:
         """The first answer, for a retry: 403 ``wrong_token`` unless the retry carries the
-        same player token, 422 ``idempotency_key_reused`` unless the same body."""
+        same player token, 422 ``idempotency_key_reused`` unless the same body, or when
+        the record was sealed under another ``SECRET_KEY`` (the first answer is lost: the
+        client needs a new key, as for a key used with another body)."""
         data = orjson.loads(record)
         if data["token"] is not None and not hmac.compare_digest(data["token"], token or ""):
             raise wrong_token()
@@ -94,6 +92,8 @@ class IdempotencyRecords:
             plain = self._aead.decrypt(answer[:_NONCE_BYTES], answer[_NONCE_BYTES:],
                                        self._context(game_id, idempotency_key))
         except InvalidTag:
-            raise UnreadableRecord("an idempotency record does not open with this "
-                                   "SECRET_KEY (was it changed?)") from None
+            raise GameError(422, "idempotency_key_reused",
+                            "the first answer to this Idempotency-Key was sealed under "
+                            "another server key and cannot be sent again: use a new "
+                            "Idempotency-Key") from None
         return Reply.from_json(orjson.loads(plain))

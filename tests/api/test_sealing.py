@@ -18,8 +18,9 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from service import keys
 from service.app import close_app, create_app
 from service.config import Config
+from service.game.errors import GameError
 from service.game.idempotency import IdempotencyRecords
-from tests.api.support import snapshot
+from tests.api.support import make_app, snapshot
 
 LOW_ENTROPY_KEY = "1"
 
@@ -71,11 +72,13 @@ def test_a_redis_dump_of_an_idempotent_create_does_not_give_the_token_away(app, 
                          request=record["request"], token=None)
     assert reply.body == response.get_data()
     assert orjson.loads(reply.body)["player_token"] == token
-    # Under another server key it does not open.
-    with pytest.raises(RuntimeError, match="SECRET_KEY"):
+    # Under another server key it does not open: the retry is told to use a new key.
+    with pytest.raises(GameError) as refused:
         IdempotencyRecords("x" * 32).open(orjson.dumps(record), game_id=None,
                                           idempotency_key=LOW_ENTROPY_KEY,
                                           request=record["request"], token=None)
+    assert (refused.value.status, refused.value.code) == (422, "idempotency_key_reused")
+    assert "another server key" in refused.value.detail
 
 
 @pytest.mark.parametrize("secret", [None, "", "too-short"])
@@ -91,3 +94,23 @@ def test_an_app_for_tests_without_a_secret_key_makes_its_own(redis_url):
         assert len(app.config["SECRET_KEY"]) >= 32
     finally:
         close_app(app)
+
+
+def test_a_retry_after_the_server_key_changed_is_422_and_changes_nothing(clean_redis,
+                                                                         redis_url):
+    body = {"variant": "salic-law", "seed": 3}
+    headers = {"Idempotency-Key": LOW_ENTROPY_KEY}
+    before, after = (make_app(redis_url, SECRET_KEY=key * 32) for key in "ab")
+    try:
+        first = before.test_client().post("/v1/games", json=body, headers=headers)
+        assert first.status_code == 201
+        dump = snapshot(clean_redis)
+        retry = after.test_client().post("/v1/games", json=body, headers=headers)
+        assert retry.status_code == 422
+        assert retry.get_json()["code"] == "idempotency_key_reused"
+        assert snapshot(clean_redis) == dump
+        again = before.test_client().post("/v1/games", json=body, headers=headers)
+        assert again.get_data() == first.get_data()
+    finally:
+        close_app(before)
+        close_app(after)

@@ -5,9 +5,10 @@ into a temporary folder and must print nothing but its progress line: no warning
 dropped model or response.  The client is imported from there (its own dependencies,
 ``httpx`` and ``attrs``, are dev dependencies too) and plays one game of every variant
 to its end against a real gunicorn, through the generated functions only: it follows
-the server's hints (or deals, draws, refills when the hint says so), reads each
-answer's ``ETag`` and sends it back as ``If-Match``, lets autoplay play now and then,
-and meets a refused move, a stale ``If-Match`` and a ``304`` as typed answers.
+the server's hints (or deals, draws, refills when the hint says so), sends each card
+move with its ``card``, reads each answer's ``ETag`` and sends it back as ``If-Match``,
+lets autoplay play now and then, and meets a refused move, a wrong ``card``, a stale
+``If-Match`` and a ``304`` as typed answers.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def test_a_generated_client_plays_every_variant_to_its_end(client_package, api):
         assert listed.status_code == 200
         variants = listed.parsed.variants
         assert [v.id.value for v in variants] == ["clock", "salic-law", "four-corners"]
+        checked_card = []
         for variant in variants:
             assert all(isinstance(spec.id, m.PileId) for spec in variant.piles)
             assert variant.autoplay_rule
@@ -91,10 +93,13 @@ def test_a_generated_client_plays_every_variant_to_its_end(client_package, api):
             with client_package.AuthenticatedClient(
                     base_url=api.base, token=created.parsed.player_token,
                     raise_on_unexpected_status=True) as player:
-                _play_to_the_end(client, anyone, player, variant, created)
+                checked_card.append(_play_to_the_end(client, anyone, player, variant,
+                                                     created))
+        assert any(checked_card)  # a first hint was a card move somewhere
 
 
-def _play_to_the_end(client, anyone, player, variant, created):
+def _play_to_the_end(client, anyone, player, variant, created) -> bool:
+    """Play the created game to its end; True if a wrong ``card`` was tried."""
     m = client.m
     game = created.parsed.game
     assert created.headers["Location"] == f"/v1/games/{game.id}"
@@ -119,6 +124,7 @@ def _play_to_the_end(client, anyone, player, variant, created):
     assert refused.parsed.status == 422
 
     moves = 0
+    checked_card = False
     while game.status == m.GameStatus.PLAYING:
         hint = client.get_hint.sync_detailed(game.id, client=anyone)
         assert hint.status_code == 200
@@ -127,7 +133,18 @@ def _play_to_the_end(client, anyone, player, variant, created):
         if suggested is None or moves >= MAX_MOVES:
             move = m.ResignMove(type_="resign")
         elif isinstance(suggested, m.ListedCardMove):
-            move = m.CardMove(type_="move", from_=suggested.from_, to=suggested.to)
+            # With its card: a precondition the server checks (409 card_mismatch).
+            move = m.CardMove(type_="move", from_=suggested.from_, to=suggested.to,
+                              card=suggested.card)
+            if moves == 0:
+                other = "AS" if suggested.card != "AS" else "2S"
+                mismatch = client.play_move.sync_detailed(
+                    game.id, client=player, if_match=etag,
+                    body=m.CardMove(type_="move", from_=suggested.from_, to=suggested.to,
+                                    card=other))
+                assert mismatch.status_code == 409
+                assert mismatch.parsed.code == m.ProblemCode.CARD_MISMATCH
+                checked_card = True
         else:
             move = suggested  # deal, draw or refill
         played = client.play_move.sync_detailed(game.id, client=player, body=move,
@@ -165,3 +182,4 @@ def _play_to_the_end(client, anyone, player, variant, created):
     assert deleted.status_code == 204
     gone = client.get_game.sync_detailed(game.id, client=anyone)
     assert (gone.status_code, gone.parsed.code) == (404, m.ProblemCode.GAME_NOT_FOUND)
+    return checked_card

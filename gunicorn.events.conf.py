@@ -1,0 +1,115 @@
+"""gunicorn settings of the events worker group, all read from the environment.
+
+The events feed's Server-Sent Events streams (``GET /v1/games/<id>/events``) are served
+by gevent workers of the same app, where an idle stream costs a greenlet and a few
+kilobytes instead of a thread (service/handoff.py, service/feed.py):
+    gunicorn -c gunicorn.events.conf.py 'service.app:create_app()'
+
+It receives streams two ways: handed over by the gthread workers of gunicorn.conf.py
+through the Unix socket at ``EVENTS_HANDOFF_SOCKET`` (what `make run` sets up: one
+address for clients), and on its own address ``EVENTS_BIND`` (default 127.0.0.1:8001),
+where a load balancer may route the events path (docker-compose.yml).  It answers every
+other route too (it is the whole app), so a misrouted request still gets its answer.
+"""
+
+import os
+
+from service.env import env_int
+
+bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
+# One worker by default: a single process holds ten thousand idle streams on one core,
+# and every process holds one Redis subscription.  More workers spread the frames'
+# writing over more cores.
+workers = env_int("EVENTS_WORKERS", 1)
+worker_class = "service.events_worker.EventsWorker"
+# Streams each events worker holds at most (then 503 too_many_streams).  Each takes a
+# file descriptor: `make run` raises the open-file limit (service/devserver.py).
+max_streams = env_int("EVENTS_MAX_STREAMS", 16384)
+os.environ["SSE_MAX_STREAMS"] = str(max_streams)
+worker_connections = max_streams + 256
+timeout = env_int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
+
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
+if os.path.isdir("/dev/shm"):
+    worker_tmp_dir = "/dev/shm"
+control_socket_disable = True
+proc_name = "patience-events"
+
+if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    import tempfile
+
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+
+_handoff = {}
+
+
+def on_starting(server):
+    """Listen for handed-over connections before the workers start (they inherit it)."""
+    path = os.environ.get("EVENTS_HANDOFF_SOCKET")
+    if path:
+        from service.handoff import listen
+
+        _handoff["listener"] = listen(path)
+        _handoff["path"] = path
+
+
+def post_worker_init(worker):
+    """End this worker's streams first on SIGTERM (their clients resume with
+    Last-Event-ID), and serve the connections handed to it."""
+    import signal
+
+    import gevent
+
+    from service.events import stop_streams
+
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def stop_now():
+        stop_streams()
+        server = _handoff.get("server")
+        if server is not None:
+            server.close()  # no new hand-off: the gthread workers serve it or retry
+
+    def stop(signum, frame):
+        # In a greenlet of its own: the handler may interrupt one that holds a lock
+        # stop_streams() takes.
+        gevent.spawn(stop_now)
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, stop)
+    listener = _handoff.pop("listener", None)
+    if listener is not None:
+        import socket  # gevent's, once the worker has patched it
+
+        from service.events_worker import handoff_server
+
+        patched = socket.socket(listener.family, listener.type, fileno=listener.detach())
+        _handoff["server"] = handoff_server(patched, worker.wsgi, worker_connections)
+        _handoff["server"].start()
+
+
+def worker_exit(server, worker):
+    """Let the handed-over connections finish (their streams have ended)."""
+    handed = _handoff.get("server")
+    if handed is not None:
+        handed.stop(timeout=graceful_timeout)
+
+
+def child_exit(server, worker):
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server):
+    path = _handoff.get("path")
+    if path:
+        import contextlib
+
+        with contextlib.suppress(OSError):
+            os.unlink(path)

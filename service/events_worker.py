@@ -1,0 +1,126 @@
+"""The events worker group's gunicorn worker (gunicorn.events.conf.py): gevent, with
+streams that need no greenlet once they follow.
+
+:class:`EventsWorker` is gunicorn's gevent worker whose WSGI handler lets an events
+stream be *attached*: once a stream has sent what the client had not seen, the feed
+(:meth:`service.events.Feed.frames`) yields an :class:`~service.events.Attach` instead of
+waiting, and the handler gives the connection to the process's hub
+(:mod:`service.feed`), which writes every later frame to the socket itself.  The
+request's greenlet, its WSGI environment and its Flask objects are then gone: a
+following client costs its socket and a small record.  The same handler serves the
+connections handed over by the gthread workers (:func:`handoff_server`,
+:mod:`service.handoff`).
+
+Import it only where gevent patches the process (the gevent worker does it first).
+"""
+
+from __future__ import annotations
+
+import _socket
+import io
+import logging
+import os
+
+from gevent.pool import Pool
+from gevent.pywsgi import WSGIHandler, WSGIServer
+from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
+
+from service.handoff import receive
+
+# The app's modules (service.events and with it redis-py) are imported once gevent has
+# patched the worker process, not in gunicorn's master where this module is loaded.
+ATTACH_ENVIRON = "patience.attach"
+
+log = logging.getLogger("patience.events_worker")
+
+
+class _Attaching:
+    """A gevent WSGI handler that attaches events streams to the hub."""
+
+    def get_environ(self):
+        environ = super().get_environ()
+        environ[ATTACH_ENVIRON] = True
+        return environ
+
+    def process_result(self):
+        from service.events import Attach
+
+        for data in self.result:
+            if isinstance(data, Attach):
+                if not self.headers_sent:
+                    self.write(b"")
+                conn = _socket.socket(fileno=os.dup(self.socket.fileno()))
+                conn.setblocking(False)
+                data.attach(conn, chunked=bool(self.response_use_chunked))
+                self.close_connection = True  # this handler lets go of its copy
+                return
+            if data:
+                self.write(data)
+        if self.status and not self.headers_sent:
+            self.write(b"")
+        if self.response_use_chunked:
+            self._sendall(b"0\r\n\r\n")
+
+
+class AttachingHandler(_Attaching, WSGIHandler):
+    pass
+
+
+class AttachingPyWSGIHandler(_Attaching, PyWSGIHandler):
+    pass
+
+
+class EventsWorker(GeventPyWSGIWorker):
+    """gunicorn's gevent worker with :class:`AttachingPyWSGIHandler`."""
+
+    wsgi_handler = AttachingPyWSGIHandler
+
+
+class _Prefixed(io.RawIOBase):
+    """A connection's bytes: those read before the hand-off, then the socket's."""
+
+    def __init__(self, prefix: bytes, sock):
+        self._prefix = prefix
+        self._sock = sock
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._prefix:
+            count = min(len(buffer), len(self._prefix))
+            buffer[:count] = self._prefix[:count]
+            self._prefix = self._prefix[count:]
+            return count
+        return self._sock.recv_into(buffer)
+
+
+class _HandoffServer(WSGIServer):
+    def handle(self, channel, _address):
+        try:
+            connection, head = receive(channel)
+        except OSError as error:
+            log.warning("a hand-off failed: %s", error)
+            return
+        finally:
+            channel.close()
+        try:
+            peer = connection.getpeername()
+        except OSError:
+            connection.close()
+            return
+        rfile = io.BufferedReader(_Prefixed(head, connection), 1024)
+        try:
+            AttachingHandler(connection, peer, self, rfile).handle()
+        finally:
+            connection.close()
+
+
+def handoff_server(listener, application, pool_size: int) -> WSGIServer:
+    """A gevent WSGI server of ``application`` over the connections handed to
+    ``listener`` (a gevent socket)."""
+    server = _HandoffServer(listener, application, spawn=Pool(pool_size), log=None,
+                            environ={"SERVER_NAME": "localhost", "SERVER_PORT": "0",
+                                     "wsgi.multithread": True, "wsgi.multiprocess": True})
+    server.max_accept = 64
+    return server

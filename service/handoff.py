@@ -1,0 +1,149 @@
+"""Events streams handed from the request workers to the events workers, on one address.
+
+The service listens on one address, its gunicorn gthread workers' (gunicorn.conf.py),
+which answer moves and reads.  A request for an events stream (``GET
+/v1/games/<id>/events`` asking for ``text/event-stream``, without a body) is not served
+there: :class:`HandoffWorker` passes the client's connection (its file descriptor, over a
+Unix socket, with ``SCM_RIGHTS``) and the request's head to the events worker group
+(gunicorn.events.conf.py, gevent workers of the same app), and forgets the connection.
+An events worker serves the request on that connection as if it had accepted it
+(:class:`HandoffServer`): the same Flask app, the same answers, and a stream that costs a
+greenlet and a few kilobytes instead of a thread.  Nothing is proxied: after the
+hand-off the bytes go between the client and the events worker only.
+
+When no events group listens (``EVENTS_HANDOFF_SOCKET`` unset, or nothing at that path)
+the gthread worker serves the stream itself, as any other request (a thread per stream,
+``SSE_MAX_STREAMS`` per worker).  Behind a load balancer that routes the events path to
+the events group's own address (docker-compose.yml), no hand-off happens at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import socket
+import struct
+import time
+
+from gunicorn.workers.gthread import ThreadWorker
+from werkzeug.datastructures import MIMEAccept
+from werkzeug.http import parse_accept_header
+
+log = logging.getLogger("patience.handoff")
+
+#: The path of the Unix socket the events group receives connections on.
+ENV = "EVENTS_HANDOFF_SOCKET"
+_EVENTS_PATH = re.compile(r"/v1/games/[^/]+/events")
+_LENGTH = struct.Struct("!I")
+_MAX_HEAD = 1 << 20
+
+
+def wants_stream(accept: str | None) -> bool:
+    """Whether an ``Accept`` header asks for the event stream (the view's own test)."""
+    accepted = parse_accept_header(accept, MIMEAccept)
+    return accepted.best_match(["application/json", "text/event-stream"]) == \
+        "text/event-stream"
+
+
+def is_stream_request(method: str, path: str, headers: list[tuple[str, str]]) -> bool:
+    if method != "GET" or not _EVENTS_PATH.fullmatch(path):
+        return False
+    accept = None
+    for name, value in headers:
+        upper = name.upper()
+        if upper in ("CONTENT-LENGTH", "TRANSFER-ENCODING") and value.strip() not in ("", "0"):
+            return False  # a body: served where it was received
+        if upper == "ACCEPT":
+            accept = value if accept is None else f"{accept}, {value}"
+    return wants_stream(accept)
+
+
+def request_head(method: str, uri: str, version: tuple[int, int],
+                 headers: list[tuple[str, str]]) -> bytes:
+    lines = [f"{method} {uri} HTTP/{version[0]}.{version[1]}"]
+    lines.extend(f"{name}: {value}" for name, value in headers)
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def send(path: str, connection: socket.socket, data: bytes, *, wait: float = 10.0) -> None:
+    """Give ``connection`` and the bytes already read from it to the events group,
+    waiting up to ``wait`` seconds while its queue of hand-offs is full.  Raises OSError
+    when nothing takes it (the connection is then still the caller's)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as channel:
+        channel.settimeout(2.0)
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                channel.connect(path)
+                break
+            except BlockingIOError:  # the events workers' accept queue is full: wait
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+        message = _LENGTH.pack(len(data)) + data
+        sent = socket.send_fds(channel, [message], [connection.fileno()])
+        if sent < len(message):
+            channel.sendall(message[sent:])
+
+
+def receive(channel: socket.socket) -> tuple[socket.socket, bytes]:
+    """The connection and its bytes sent by :func:`send`."""
+    data, fds, _flags, _address = socket.recv_fds(channel, 65536, 1)
+    if not fds:
+        raise OSError("a hand-off without a connection")
+    connection = socket.socket(fileno=fds[0])
+    for extra in fds[1:]:
+        os.close(extra)
+    try:
+        while len(data) < _LENGTH.size:
+            more = channel.recv(65536)
+            if not more:
+                raise OSError("a truncated hand-off")
+            data += more
+        (length,) = _LENGTH.unpack_from(data)
+        if length > _MAX_HEAD:
+            raise OSError("an over-long hand-off")
+        while len(data) < _LENGTH.size + length:
+            more = channel.recv(65536)
+            if not more:
+                raise OSError("a truncated hand-off")
+            data += more
+    except BaseException:
+        connection.close()
+        raise
+    return connection, data[_LENGTH.size:_LENGTH.size + length]
+
+
+def listen(path: str) -> socket.socket:
+    """The events group's listening socket at ``path`` (a stale one is replaced)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o600)
+    listener.listen(4096)  # a burst of streams waits here (the kernel may cap it lower)
+    return listener
+
+
+# --- the gthread side --------------------------------------------------------------------
+
+class HandoffWorker(ThreadWorker):
+    """gunicorn's gthread worker that hands events streams to the events group."""
+
+    def handle_request(self, req, conn):
+        path = os.environ.get(ENV)
+        if path and not self.cfg.is_ssl and is_stream_request(req.method, req.path,
+                                                                req.headers):
+            data = request_head(req.method, req.uri, req.version, req.headers)
+            data += conn.parser.unreader.take_buffered()
+            try:
+                send(path, conn.sock, data)
+            except OSError as error:
+                log.warning("events group unreachable at %s (%s): serving the stream here",
+                            path, error)
+            else:
+                conn.sock.close()  # the events worker holds the connection now
+                return False
+        return super().handle_request(req, conn)
