@@ -14,6 +14,7 @@ BENCHMARKS: dict[str, str] = {
     "http": "bench.http",
     "solver": "bench.solver",
     "follow": "bench.follow",
+    "hints": "bench.hints",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

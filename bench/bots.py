@@ -1,8 +1,10 @@
 """Hint bot against random bot: win rates over the same deals of every variant.
 
 The random bot plays uniformly random legal moves (resigning after a long run without
-progress, see ``random_playout``); the hint bot follows ``GET .../hint``'s engine logic
-and deals, draws or refills only when no hint is left.  Both play the same seeds.
+progress, see ``random_playout``); the hint bot follows the quick heuristic hint (the
+fallback of ``GET .../hint``) and deals, draws or refills only when no hint is left.
+Both play the same seeds.  The hint the API gives, by sampled deals, is measured by
+``python -m bench hints``.
 Most of the time goes to the hint bots of Salic Law (its search home) and Four Corners
 (the endgame solver runs on every move once the stock is out): about three minutes for
 the default 200 seeds on two cores.
@@ -18,6 +20,7 @@ import statistics
 import time
 
 from service.engine import WON, variants
+from service.engine.help import heuristic_hint
 from service.engine.playout import cards_home, hint_playout, random_playout
 
 
@@ -35,7 +38,7 @@ def main(argv: list[str]) -> int:
                 if bot == "random":
                     state, _ = random_playout(variant.id, seed, random.Random(seed))
                 else:
-                    state, _ = hint_playout(variant.id, seed)
+                    state, _ = hint_playout(variant.id, seed, advise=heuristic_hint)
                 wins += state.status == WON
                 home.append(cards_home(state))
             print(f"{variant.id:<14}{bot:<8}{wins:>6}{wins / args.seeds:>10.1%}"

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from service.engine import WON as WON_STATUS
 from service.engine import variants
+from service.engine.help import heuristic_hint
 from service.engine.playout import hint_playout, random_playout
 from service.engine.solver import LOST, UNDECIDED, WON, solve
 
@@ -49,7 +50,8 @@ def _one(task: tuple[str, int, float, bool]) -> dict:
            "searched": solution.searched, "seconds": solution.seconds,
            "line": len(solution.line) if solution.line is not None else None}
     if bots:
-        row["hint"] = hint_playout(variant_id, seed)[0].status == WON_STATUS
+        row["hint"] = hint_playout(variant_id, seed, advise=heuristic_hint)[0].status \
+            == WON_STATUS
         row["random"] = random_playout(variant_id, seed, random.Random(seed))[0].status \
             == WON_STATUS
     return row
@@ -109,8 +111,9 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         "**proved lost** (every line searched, up to pruning proved sound), **undecided** "
         "(out of time).  The winnable share is at least won / deals (95 % Wilson interval "
         "given) and at most (won + undecided) / deals.  The bots play the same seeds: "
-        "the hint bot follows the hints, the random bot plays uniformly random legal "
-        "moves.",
+        "the hint bot follows the quick heuristic hints (the hint by sampled deals is "
+        "measured by `python -m bench hints`, in its own section), the random bot plays "
+        "uniformly random legal moves.",
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
         "winnable: won share, 95 % Wilson | at most | hint bot won | random bot won | "

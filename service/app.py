@@ -45,7 +45,8 @@ def create_app(test_config: dict | None = None) -> Flask:
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
-                                    retries=app.config["WRITE_RETRIES"])
+                                    retries=app.config["WRITE_RETRIES"],
+                                    hint_seconds=app.config["HINT_SECONDS"])
     app.extensions["feed"] = Feed(
         store, LiveFeed(app), heartbeat=app.config["SSE_HEARTBEAT_SECONDS"],
         retry_ms=app.config["SSE_RETRY_MS"], max_streams=app.config["SSE_MAX_STREAMS"],

@@ -32,6 +32,11 @@ class Config:
     SECRET_KEY = os.environ.get("SECRET_KEY") or None
     #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
     WRITE_RETRIES = env_int("WRITE_RETRIES", 16)
+    #: Wall-clock seconds a hint's search of sampled deals may take at most.  Its budget
+    #: of positions ends it first on a machine that keeps up, and then the same position
+    #: always gets the same hint; the clock only stops a search slowed by an overloaded
+    #: machine (its answer may then differ).
+    HINT_SECONDS = env_float("HINT_SECONDS", 0.8)
 
     # --- the events feed as Server-Sent Events ---------------------------------------------
     #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and

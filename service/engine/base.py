@@ -311,6 +311,17 @@ class Variant:
         player (autoplay plays only these).  Each variant defines it; none by default."""
         return False
 
+    def hidden_piles(self, state: State) -> tuple[int, ...]:
+        """The piles whose cards the player cannot see, only count (see
+        :mod:`.visible`): the stock by default."""
+        return (self.stock,)
+
+    def play_key(self, state: State) -> tuple:
+        """A key equal for two positions that play alike: the same moves up to pile ids,
+        the same outcome (the hint compares lines of play with it).  By default the
+        position itself; a variant whose piles become interchangeable says so."""
+        return state.piles, state.turn
+
     def moves_reveal_stock(self, state: State) -> bool:
         """Whether a card move may deal from the stock in reply (Four Corners)."""
         return False

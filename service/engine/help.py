@@ -1,25 +1,36 @@
 """Help for players: a hint and the safe autoplay, from what the player can see.
 
-Neither function ever looks at the order of the stock: a hint weighs only the face-up
-piles, and the moves it simulates are moves between face-up piles, which deal nothing.
-Where a variant can search a position with every card face up
-(:meth:`Variant.endgame_line`, Four Corners once the stock is out), the hint follows the
-searched line instead.  Only the variants' public hooks are used here.
+:func:`hint` reads only the visible position (:mod:`.visible`): it deals the unseen
+cards in a few random orders seeded from that position, lets the solver search each of
+these sampled deals with every card known, and suggests the move that wins the most of
+them; when none is won within its budget it falls back on :func:`heuristic_hint`, the
+quick rules of thumb, which weigh only the face-up piles (the moves they simulate are
+moves between face-up piles, which deal nothing).  Where a variant can search a position
+with every card face up (:meth:`Variant.endgame_line`, Four Corners once the stock is
+out), the quick hint follows the searched line.  Only the variants' public hooks are
+used here.
 """
 
 from __future__ import annotations
 
+import random
+import time
 from collections import deque
 from dataclasses import dataclass
 
 from .base import PLAYING, State
 from .moves import MOVE, Line, Move, Step
+from .solver import LOST, WON, solve_state
+from .visible import VisibleView, visible_view
 
 
 @dataclass(frozen=True, slots=True)
 class Hint:
+    """A suggested move, the card it moves (None for an action move) and why, in the
+    player's words."""
+
     move: Move
-    card: str
+    card: str | None
     reason: str
 
 
@@ -69,9 +80,10 @@ def _search_home(state: State, budget: int = SEARCH_BUDGET) -> tuple[int, int, i
     return best
 
 
-def hint(state: State) -> Hint | None:
-    """One suggested card move, or None when no card move helps (then the player deals,
-    draws or refills, or the game is stuck).
+def heuristic_hint(state: State) -> Hint | None:
+    """The quick hint, from rules of thumb: one suggested card move, or None when no
+    card move helps (then the player deals, draws or refills, or the game is stuck).
+    :func:`hint` falls back on it when its sampled search learns nothing.
 
     In order of preference: a safe move home (see ``Variant.is_safe_home``); where the
     variant searches the position (``Variant.endgame_line``), the first move of the
@@ -178,3 +190,125 @@ def autoplay(state: State) -> tuple[State, list[Step]]:
         state, step = state.apply(moves[0])
         steps.append(step)
     return state, steps
+
+
+# --- the hint: the unseen cards sampled, each sample solved ---------------------------
+
+@dataclass(frozen=True, slots=True)
+class HintBudget:
+    """What one :func:`hint` may spend: ``samples`` orders of the unseen cards, each
+    searched by the solver for at most ``positions`` positions, and at most ``seconds``
+    of wall-clock time in all (a hard stop: the samples not searched by then count for
+    nothing).  The positions, not the clock, end a search on a machine that keeps up,
+    so the hint of a position is the same on every call."""
+
+    samples: int = 8
+    positions: int = 250
+    seconds: float = 0.8
+
+
+#: The budget of a hint served by the API.
+DEFAULT_BUDGET = HintBudget()
+
+
+def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
+    """The move a strong player would make, from what the player can see.
+
+    * With a single legal move, nothing is searched: the quick hint
+      (:func:`heuristic_hint`) answers, or None (the only move is the deal, draw or
+      refill).
+    * Otherwise the unseen cards are dealt in ``budget.samples`` random orders
+      (:meth:`VisibleView.sample`, seeded from the visible position only), and the
+      solver searches each sample with the whole deal known.  Each sample the solver
+      wins votes for the first move of its winning line; the move with the most votes
+      is the hint ("wins in 7 of 8 sampled deals").  With nothing unseen there is one
+      world to search, with the budget of all the samples.  A safe move home is
+      searched like any other move: which card goes home first, or whether to deal
+      first, can decide a game.
+    * When no sample is won within the budget, :func:`heuristic_hint` answers (a safe
+      move home first; its reason says so when every sample was proved lost).
+
+    The answer may be an action move (deal, draw, refill) when the winning lines start
+    with one; None means no card move helps and the player should deal, draw or refill.
+    Only :func:`visible_view` of ``state`` is read for the search: the hint cannot
+    depend on the stock order.
+    """
+    if state.status != PLAYING:
+        return None
+    moves = state.legal_moves()
+    if len(moves) <= 1:
+        return heuristic_hint(state)
+    view = visible_view(state)
+    votes, lost, searched = _sample_votes(view, budget)
+    if votes:
+        best = max(moves, key=lambda m: votes.get(m, 0))  # ties: the listing order
+        if votes.get(best):
+            return _voted_hint(view, state, best, votes[best], searched)
+    fallback = heuristic_hint(state)
+    if fallback is not None and searched and lost == searched:
+        worlds = (f"none of the {searched} sampled deals can be won" if view.unseen
+                  else "the game can no longer be won")
+        return Hint(fallback.move, fallback.card, f"{worlds}; {fallback.reason}")
+    return fallback
+
+
+def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int], int, int]:
+    """Search the samples of ``view``: ``(votes, lost, searched)``, the winning first
+    moves counted, how many samples were proved lost and how many were searched."""
+    deadline = time.perf_counter() + budget.seconds
+    rng = random.Random(view.seed())
+    samples = budget.samples if view.unseen else 1
+    positions = budget.positions if view.unseen else budget.positions * budget.samples
+    votes: dict[Move, int] = {}
+    lost = searched = 0
+    for _sample in range(samples):
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            break
+        world = view.sample(rng)
+        found = solve_state(world, max_positions=positions, max_seconds=left)
+        searched += 1
+        if found.result == WON and found.line:
+            first = _shortcut(world, found.line)
+            votes[first] = votes.get(first, 0) + 1
+        elif found.result == LOST:
+            lost += 1
+    return votes, lost, searched
+
+
+def _shortcut(world: State, line) -> Move:
+    """The move of ``world`` that reaches the furthest position of the winning ``line``
+    (engine steps from ``world``) in one step: the line's first move, unless a later
+    position of the line, or one that plays alike, is one move away.  A searched line
+    may wander (a card laid on one bare king, then on another); the shortcut skips the
+    detour, so that a player who follows hints is not sent round in circles."""
+    reached = {}
+    state = world
+    for i, step in enumerate(line, start=1):
+        state, _step = state.apply(step.move)
+        reached[state.variant.play_key(state)] = i
+    best, furthest = line[0].move, 1
+    for move in world.legal_moves():
+        after, _step = world.apply(move)
+        at = reached.get(after.variant.play_key(after), 0)
+        if at > furthest:
+            best, furthest = move, at
+    return best
+
+
+def _voted_hint(view: VisibleView, state: State, move: Move, wins: int,
+                searched: int) -> Hint:
+    """The hint of ``move``, which wins ``wins`` of the ``searched`` samples."""
+    card = state.card_of(move)
+    if move.type != MOVE:
+        what = {"deal": "deal the next card", "draw": "draw the next stock card",
+                "refill": "refill the short packets"}.get(move.type, move.type)
+    elif state.variant.index[move.target] in state.variant.foundations:
+        what = f"{card} goes home to {move.target}"
+    else:
+        what = f"moving {card} onto {move.target}"
+    if not view.unseen:
+        why = "the first move of a line that wins the game"
+    else:
+        why = f"wins in {wins} of {searched} sampled deals of the unseen cards"
+    return Hint(move, None if card is None else str(card), f"{what}: {why}")

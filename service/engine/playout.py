@@ -57,19 +57,27 @@ def random_playout(variant_id: str, seed: int, rng, max_idle: int = DEFAULT_MAX_
     return state, steps
 
 
-def hint_playout(variant_id: str, seed: int, max_steps: int = 5000) -> tuple[State, int]:
-    """Play deal ``seed`` by following hints: the hinted card move while there is one,
-    else the first action the variant allows (refill, draw or deal), else resign.
+def hint_playout(variant_id: str, seed: int, max_steps: int = 5000, *,
+                 advise=None) -> tuple[State, int]:
+    """Play deal ``seed`` by following hints: the hinted move while there is one, else
+    the first action the variant allows (refill, draw or deal), else resign.
 
-    Hints always make progress, so this ends by itself; ``max_steps`` is a guard only.
-    Returns ``(final_state, steps)`` like :func:`random_playout`.
+    ``advise`` is the hint function (default :func:`.help.hint`; the benchmark also
+    plays :func:`.help.heuristic_hint`).  Should a position come back, the quick
+    heuristic hint, which always makes progress, is followed there instead, so the game
+    ends; ``max_steps`` is a guard only.  Returns ``(final_state, steps)`` like
+    :func:`random_playout`.
     """
-    from .help import hint  # help builds on this module's callers; keep the import local
+    from .help import heuristic_hint, hint  # help builds on this module's callers
 
+    advise = advise or hint
     state = new_game(variant_id, seed)
     steps = 0
+    seen: set = set()
     while not state.is_over and steps < max_steps:
-        suggestion = hint(state)
+        key = (state.piles, state.turn)
+        suggestion = advise(state) if key not in seen else heuristic_hint(state)
+        seen.add(key)
         if suggestion is not None:
             move = suggestion.move
         else:

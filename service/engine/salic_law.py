@@ -50,10 +50,15 @@ class SalicLaw(Variant):
         "end at the jack, so any two with the same top are alike, and no card on the "
         "table is ever needed as a target (cards move only onto a bare king).")
     hint_rule = (
-        "More cards home, judged from the face-up cards only. In order: a move home; the "
-        "first move of the shortest line of card moves (onto bare kings) that brings the "
-        "most cards home (a bounded breadth-first search). When no card move helps: deal, "
-        "else no move.")
+        "The move that wins the most sampled deals: the unseen stock cards are dealt in 8 "
+        "random orders (the same ones for the same position), each order is searched with "
+        "every card known, and the hint is the move, a deal included, that starts a "
+        "winning line in the most of them (\"wins in 7 of 8 sampled deals\"); once the "
+        "stock is dealt out every card is in view and the one deal is searched. When no "
+        "sampled deal is won within the search budget, the quick hint, judged from the "
+        "face-up cards only. In order: a move home; the first move of the shortest line "
+        "of card moves (onto bare kings) that brings the most cards home (a bounded "
+        "breadth-first search). When no card move helps: deal, else no move.")
     order = 2
     rule_codes = {
         "king_cannot_move": "Salic Law: a king never leaves its pile",
@@ -142,6 +147,17 @@ class SalicLaw(Variant):
         return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
 
     # --- help, search and presentation hooks ----------------------------------------
+    def play_key(self, state: State) -> tuple:
+        """Once the stock is dealt out, the king piles play alike whatever their king (a
+        king never moves and takes a card only when bare) and in any order, and so do
+        the foundations (any suit, all up to a jack): the key is the cards on the kings,
+        sorted, and the foundation heights, sorted."""
+        piles = state.piles
+        if piles[STOCK_PILE]:
+            return piles, state.turn
+        return (tuple(sorted(piles[k][1:] for k in KINGS)),
+                tuple(sorted(len(piles[f]) for f in FOUNDATIONS)))
+
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
         """Every foundation move is safe: foundations ignore suit and all end at a jack,
         so two foundations with the same top are interchangeable, and a card on a king

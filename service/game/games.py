@@ -10,8 +10,11 @@ Refusals are :class:`~service.game.errors.GameError` or the engine's
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from service import keys
 from service.engine import State, variants
+from service.engine.help import DEFAULT_BUDGET
 from service.engine.help import hint as engine_hint
 from service.engine.moves import Move
 from service.game import commands
@@ -37,8 +40,10 @@ def _listed(state: State, move: Move) -> dict:
 class Games:
     """Create, read and change games stored in a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, *, secret_key: str, retries: int = 16):
+    def __init__(self, store: GameStore, *, secret_key: str, retries: int = 16,
+                 hint_seconds: float = DEFAULT_BUDGET.seconds):
         self.store = store
+        self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
         self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
 
     # --- reads ----------------------------------------------------------------------
@@ -76,7 +81,7 @@ class Games:
         state = game.record.engine_state()
         if state.is_over:
             return game.version, {"move": None, "reason": f"the game is over ({state.status})"}
-        found = engine_hint(state)
+        found = engine_hint(state, self.hint_budget)
         if found is not None:
             return game.version, {"move": _listed(state, found.move), "reason": found.reason}
         reasons = state.variant.action_reasons

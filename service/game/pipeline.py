@@ -76,18 +76,17 @@ class Pipeline:
                 view = WriteView(None, "", key and self.store.created_response(key))
             else:
                 view = self.store.load_for_write(game_id, key, journal=journal)
+            scope = None if creating else game_id  # of the idempotency record
             if view.first_response is not None:
-                return self._again(view.first_response, None if creating else game_id,
-                                   write, hashed_token)
+                return self._again(view.first_response, scope, write, hashed_token)
             current = None if creating else self._admit(game_id, write, view.game,
                                                         hashed_token)
             change = command(current, view.journal, now())
             reply = _reply(game_id, change)
             first = None
             if key is not None:
-                first = self.records.seal(reply, game_id=None if creating else game_id,
-                                          idempotency_key=key, request=write.request_hash,
-                                          token=hashed_token)
+                first = self.records.seal(reply, game_id=scope, idempotency_key=key,
+                                          request=write.request_hash, token=hashed_token)
             result = self.store.commit(
                 game_id, expected=None if creating else current.version,
                 version=change.version, record=change.record, journal=change.journal,
@@ -98,8 +97,7 @@ class Pipeline:
                 _count(change)
                 return reply
             if result.outcome == REPLAY:  # a racing request with the same key came first
-                return self._again(result.first_response, None if creating else game_id,
-                                   write, hashed_token)
+                return self._again(result.first_response, scope, write, hashed_token)
             if result.outcome == MISSING:
                 raise game_not_found(game_id)
             if result.outcome != CONFLICT:

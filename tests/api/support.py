@@ -36,7 +36,10 @@ def make_app(redis_url: str, **config):
     """An app for tests: rate limits off unless asked; its test client validates every
     response against openapi.yaml; ``app.statuses`` lists the status of every answer, so
     a test can check that none was a 500."""
-    settings = {"TESTING": True, "REDIS_URL": redis_url, "RATELIMIT_ENABLED": False}
+    # No wall clock on hints: under a loaded test machine a hint stays a function of the
+    # position (its budget of positions ends it).
+    settings = {"TESTING": True, "REDIS_URL": redis_url, "RATELIMIT_ENABLED": False,
+                "HINT_SECONDS": 60.0}
     settings.update(config)
     app = create_app(settings)
     app.test_client_class = ValidatingClient  # every answer is checked against openapi.yaml

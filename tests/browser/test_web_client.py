@@ -14,13 +14,13 @@ import pytest
 import requests
 
 from service.engine import Move, new_game
-from service.engine.help import hint as engine_hint
+from service.engine.help import heuristic_hint as engine_hint
 
 #: Deals where, playing the first listed card move (else the first action), two card
 #: moves and at least one deal / draw / refill come within a few steps (found with the
 #: engine).
 SEEDS = {"clock": 121, "salic-law": 292, "four-corners": 109}
-#: The Clock's deal 45 is won in 119 moves by following the engine's hints (and drawing
+#: The Clock's deal 45 is won in 119 moves by following the engine's quick hints (and drawing
 #: or refilling when there is none), deal 7 is lost in 75: the tests replay those lines.
 WON_CLOCK_SEED = 45
 LOST_CLOCK_SEED = 7
@@ -248,7 +248,7 @@ def test_play_a_game_of_each_variant_by_clicking(pages, api, live_server, artifa
 ])
 def test_a_finished_game_shows_its_banner_and_the_revealed_deal(
         pages, api, live_server, artifacts, seed, status, headline):
-    # The line: follow the engine's hints; draw or refill when there is none.
+    # The line: follow the engine's quick hints; draw or refill when there is none.
     state, line = new_game("clock", seed), []
     while state.status == "playing":
         found = engine_hint(state)

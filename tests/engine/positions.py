@@ -134,3 +134,33 @@ def clock(piles: dict[str, str], rest: str | None = "stock", **kwargs) -> State:
     """A crafted Clock position: the twelve bases on their foundations unless ``piles``
     says otherwise, the named piles, and every other card on ``rest``."""
     return craft("clock", {**CLOCK_BASES, **piles}, rest=rest, **kwargs)
+
+
+#: The Clock, deal 5: the moves to a position where the order of the eight stock cards
+#: decides the game (the deal's own order wins, another loses); from its visible
+#: position the sampled hint says "wins in 7 of 8 sampled deals".
+CLOCK_5_TO_A_GUESS = (
+    "packet-1>foundation-3", "packet-1>foundation-10", "packet-9>foundation-6",
+    "packet-10>foundation-12", "packet-1>packet-7", "packet-2>foundation-12",
+    "packet-2>foundation-9", "packet-2>foundation-8", "packet-10>foundation-10",
+    "packet-6>packet-7", "packet-10>foundation-12", "packet-11>foundation-4",
+    "packet-12>foundation-9", "refill", "packet-2>foundation-3", "packet-1>packet-6",
+    "packet-2>foundation-10", "packet-9>foundation-2", "packet-1>foundation-2",
+    "packet-1>foundation-11", "packet-2>packet-4", "packet-3>packet-12",
+    "packet-3>foundation-5", "packet-3>foundation-6", "packet-7>foundation-5",
+    "packet-7>foundation-5", "packet-7>foundation-5", "packet-7>foundation-8",
+    "packet-6>foundation-8", "packet-6>foundation-8", "packet-7>foundation-4",
+    "packet-12>foundation-8", "packet-12>foundation-8", "packet-11>foundation-8",
+    "packet-9>packet-4", "refill", "packet-6>foundation-12", "packet-3>foundation-1",
+    "packet-5>packet-12", "packet-5>foundation-7", "packet-6>foundation-7",
+    "packet-7>packet-11", "packet-7>foundation-4", "packet-7>foundation-2",
+    "packet-12>foundation-4", "packet-12>foundation-4", "refill", "packet-1>packet-12",
+    "packet-1>foundation-10", "packet-10>foundation-10", "packet-1>packet-7",
+    "packet-5>foundation-5", "packet-5>foundation-11", "packet-3>foundation-11",
+    "packet-10>foundation-3", "packet-5>foundation-3", "refill", "packet-3>foundation-1",
+    "packet-3>packet-1", "packet-3>packet-2", "packet-5>foundation-6",
+    "packet-9>foundation-1",
+)
+#: Another order of the same eight stock cards (top last), with which the position
+#: above is lost whatever the player does.
+CLOCK_5_LOSING_STOCK = "2D3HKCKSAC8CTC2H"

@@ -1,5 +1,6 @@
-"""The Four Corners endgame solver (service/engine/endgame.py) and the hints it gives
-once the stock is out: wins found, traps avoided, budget kept, no position twice."""
+"""The Four Corners endgame solver (service/engine/endgame.py) and the heuristic hints
+it gives once the stock is out: wins found, traps avoided, budget kept, no position
+twice."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from service.engine import MOVE, WON, Move, State, new_game
 from service.engine.endgame import SOLVER_BUDGET, _code, _packets_key, solve
 from service.engine.four_corners import ACES, KINGS, PACKETS
-from service.engine.help import hint
+from service.engine.help import heuristic_hint as hint
 from tests.engine.positions import craft
 
 RANKS = "A23456789TJQK"

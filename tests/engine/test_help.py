@@ -1,4 +1,5 @@
-"""Hints and autoplay: always legal, blind to the stock order, and safe as defined."""
+"""The quick heuristic hint (the fallback of the sampled hint, see test_hints_sampled.py)
+and autoplay: always legal, blind to the stock order, and safe as defined."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import random
 import pytest
 
 from service.engine import MOVE, Move, State, new_game
-from service.engine.help import autoplay, hint, safe_moves
+from service.engine.help import autoplay, safe_moves
+from service.engine.help import heuristic_hint as hint
 from tests.engine.positions import VARIANT_IDS, craft, walk
 
 

@@ -13,13 +13,14 @@ import functools
 import pytest
 
 from service.engine import get_variant, new_game
-from service.engine.help import autoplay, hint, safe_moves
+from service.engine.help import autoplay, heuristic_hint, safe_moves
 from tests.engine.positions import VARIANT_IDS, walk
 
 SAFE_WORDS = "nothing else will ever need it"
 
-#: A hint of each position once (a Four Corners endgame hint runs a search).
-_hint = functools.lru_cache(maxsize=None)(hint)
+#: A hint of each position once (a Four Corners endgame hint runs a search).  The quick
+#: hint: the sampled one answers a safe move exactly as it does (test_hints_sampled.py).
+_hint = functools.lru_cache(maxsize=None)(heuristic_hint)
 
 
 def _followed(variant_id: str, seed: int):

@@ -44,7 +44,7 @@ MARKER = "__readme_segment_done__"
 SEGMENT_TIMEOUT = 60
 #: A stream the README cuts with --max-time 2 is noticed gone at the next heartbeat,
 #: which comes before the server stops (and after the README's shortest --max-time).
-API_ENV = {"SSE_HEARTBEAT_SECONDS": "3"}
+API_ENV = {"SSE_HEARTBEAT_SECONDS": "3", "HINT_SECONDS": "60"}  # hints: no clock
 
 _URLSAFE = "A-Za-z0-9_-"
 MASKS = [
@@ -53,6 +53,9 @@ MASKS = [
     (re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])"), "<salt>"),
     (re.compile(rf"(?<![{_URLSAFE}])(?=[{_URLSAFE}]*[A-Z])(?=[{_URLSAFE}]*[a-z])"
                 rf"[{_URLSAFE}]{{20,}}(?![{_URLSAFE}])"), "<id>"),
+    # How many sampled deals the solver wins within a hint's budget grows as the solver
+    # gets stronger; the move and the words of the reason are compared.
+    (re.compile(r"wins in \d+ of (\d+) sampled deals"), r"wins in <n> of \1 sampled deals"),
 ]
 
 
