@@ -22,7 +22,7 @@ from bench.http.constants import (
 )
 from bench.http.machine import cpu_model, filesystem_of, load_average
 from bench.http.measure import measure, run_profile
-from bench.http.report import report, targets_table
+from bench.http.report import other_sections, report, targets_table
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
 from bench.walks import long_walks
@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
                                           PERSISTENCE[persistence])
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(text)
+    old = args.output.read_text() if args.output.exists() else ""
+    args.output.write_text(text + other_sections(old))
     print()
     print(targets_table(outcomes, args.connections))
     print(f"\nwrote {args.output}")

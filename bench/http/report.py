@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,6 +141,18 @@ def memory_table(memory: list[Memory]) -> str:
         lines.append(f"| {m.variant} | {m.moves} | {m.games} | {m.keys:.1f} | {m.mean:,.0f} | "
                      f"{m.largest:,} | {m.record:,.0f} | {m.other:,.0f} |")
     return "\n".join(lines)
+
+
+#: A section another benchmark keeps in the same report, between its markers.
+_SECTION = re.compile(r"<!-- (?P<name>[^>]+?): begin -->.*?<!-- (?P=name): end -->",
+                      re.DOTALL)
+
+
+def other_sections(old: str) -> str:
+    """The sections of the other benchmarks in the report ``old`` (each between
+    ``<!-- NAME: begin -->`` and ``<!-- NAME: end -->``, as they write them), to keep
+    after this benchmark's own text when it rewrites the report."""
+    return "".join(f"\n{match.group(0)}\n" for match in _SECTION.finditer(old))
 
 
 def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: str) -> str:
