@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from flask import Flask, request
+from flask.sessions import SessionInterface
 from flask_cors import CORS
 from flask_limiter import Limiter
 from werkzeug.exceptions import RequestTimeout
@@ -35,6 +36,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     if test_config is not None:
         app.config.from_mapping(test_config)
     _check_secret_key(app, testing=test_config is not None)
+    app.session_interface = _NoSessions()
     if app.config["TRUST_PROXY"]:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
     app.wsgi_app = _any_host(app.wsgi_app)
@@ -91,6 +93,18 @@ def _check_secret_key(app: Flask, *, testing: bool) -> None:
             f"SECRET_KEY must be set to a random string of at least {MIN_SECRET_KEY} "
             "characters, the same for every worker and replica (generate one with "
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
+
+
+class _NoSessions(SessionInterface):
+    """The API keeps no session: with ``SECRET_KEY`` set, Flask would otherwise look for a
+    signed session cookie on every request (``SECRET_KEY`` seals idempotency records
+    here, it signs no cookie)."""
+
+    def open_session(self, app, request):
+        return self.make_null_session(app)
+
+    def save_session(self, app, session, response) -> None:
+        return None
 
 
 def _vary_on_origin(response):

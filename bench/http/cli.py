@@ -133,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
                                           PERSISTENCE[persistence])
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
+    # The other benchmarks' sections (the solver's win-rate table, ...) stay.
     old = args.output.read_text() if args.output.exists() else ""
     args.output.write_text(text + other_sections(old))
     print()

@@ -14,6 +14,8 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.hashes import SHA256
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from flask import request
+from flask.sessions import NullSession
 
 from service import keys
 from service.app import close_app, create_app
@@ -114,3 +116,10 @@ def test_a_retry_after_the_server_key_changed_is_422_and_changes_nothing(clean_r
     finally:
         close_app(before)
         close_app(after)
+
+
+def test_the_secret_key_signs_no_session_cookie(app):
+    """SECRET_KEY seals idempotency records; the API has no session, so Flask never reads
+    or signs a session cookie (with a key set it would on every request)."""
+    with app.test_request_context("/v1/variants", headers={"Cookie": "session=eyJ4IjoxfQ.x.y"}):
+        assert isinstance(app.session_interface.open_session(app, request), NullSession)
