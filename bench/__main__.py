@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, str] = {
     "solver": "bench.solver",
     "follow": "bench.follow",
     "hints": "bench.hints",
+    "winnable": "bench.winnable",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

@@ -91,3 +91,20 @@ class Config:
     # Fail open: when the limiter's Redis is unreachable the request goes on unlimited
     # (and, if it needs storage, answers 503 from the game store) instead of failing.
     RATELIMIT_SWALLOW_ERRORS = True
+
+    # --- the solver: winnable deals and analyses (service/solving.py) -------------------
+    #: Proved-winnable seeds the worker keeps in the pool of each variant,
+    #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
+    WINNABLE_POOL = (os.environ.get("WINNABLE_POOL")
+                     or "clock=32,salic-law=32,four-corners=8")
+    #: Seconds and positions the worker's solver gives one deal while it fills a pool.
+    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 5.0)
+    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 2_000_000)
+    #: Seconds a creation with "winnable" searches itself when the pool is empty (then
+    #: 422 no_winnable_deal).
+    WINNABLE_SEARCH_SECONDS = env_float("WINNABLE_SEARCH_SECONDS", 1.5)
+    #: The analysis of a finished deal: the worker's budget, and the part of it that the
+    #: first request tries itself before it hands the search to the worker (0: none).
+    ANALYSIS_SECONDS = env_float("ANALYSIS_SECONDS", 10.0)
+    ANALYSIS_POSITIONS = env_int("ANALYSIS_POSITIONS", 2_000_000)
+    ANALYSIS_INLINE_SECONDS = env_float("ANALYSIS_INLINE_SECONDS", 0.5)
