@@ -78,8 +78,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
 def close_app(app: Flask) -> None:
     """Close the app's Redis connections (the game store's and the live feed's)."""
+    app.extensions["live_feed"].close()  # first: its hub reads the store
     app.extensions["game_store"].close()
-    app.extensions["live_feed"].close()
 
 
 #: The shortest ``SECRET_KEY`` accepted: a short key could be guessed from what Redis holds.
