@@ -15,6 +15,8 @@ BENCHMARKS: dict[str, str] = {
     "solver": "bench.solver",
     "follow": "bench.follow",
     "hints": "bench.hints",
+    "winnable": "bench.winnable",
+    "cluster": "bench.cluster",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

@@ -22,6 +22,8 @@ from service.config import Config
 from service.events import Feed
 from service.feed import LiveFeed
 from service.game.games import Games
+from service.solver_store import SolverStore
+from service.solving import Analyses, SolverSettings, Winnable
 from service.store import GameStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
@@ -46,9 +48,13 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
+    solver_store = SolverStore(store.client)
+    solver_settings = SolverSettings.from_config(app.config)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
                                     retries=app.config["WRITE_RETRIES"],
-                                    hint_seconds=app.config["HINT_SECONDS"])
+                                    hint_seconds=app.config["HINT_SECONDS"],
+                                    winnable=Winnable(solver_store, solver_settings))
+    app.extensions["analyses"] = Analyses(store, solver_store, solver_settings)
     app.extensions["feed"] = Feed(
         store, LiveFeed(app), heartbeat=app.config["SSE_HEARTBEAT_SECONDS"],
         retry_ms=app.config["SSE_RETRY_MS"], max_streams=app.config["SSE_MAX_STREAMS"],
@@ -72,8 +78,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
 def close_app(app: Flask) -> None:
     """Close the app's Redis connections (the game store's and the live feed's)."""
+    app.extensions["live_feed"].close()  # first: its hub reads the store
     app.extensions["game_store"].close()
-    app.extensions["live_feed"].close()
 
 
 #: The shortest ``SECRET_KEY`` accepted: a short key could be guessed from what Redis holds.

@@ -21,6 +21,11 @@ class Config:
     #: answers 408 and the connection closes, so a client that sends less than its
     #: Content-Length holds a gunicorn thread this long at most (0: no limit).
     BODY_TIMEOUT_SECONDS = env_float("BODY_TIMEOUT_SECONDS", 10.0)
+    #: Replicas that must confirm a write (Redis WAIT) before it is acknowledged; when
+    #: they do not within REDIS_WAIT_TIMEOUT_MS the write answers 503.  Default: 1 on a
+    #: Redis Cluster (REDIS_URL=redis+cluster://...), 0 on one Redis.
+    REDIS_WAIT_REPLICAS = env_int("REDIS_WAIT_REPLICAS", None)
+    REDIS_WAIT_TIMEOUT_MS = env_int("REDIS_WAIT_TIMEOUT_MS", 500)
     #: A pooled connection idle for longer than this is PINGed before use.
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.
@@ -91,3 +96,20 @@ class Config:
     # Fail open: when the limiter's Redis is unreachable the request goes on unlimited
     # (and, if it needs storage, answers 503 from the game store) instead of failing.
     RATELIMIT_SWALLOW_ERRORS = True
+
+    # --- the solver: winnable deals and analyses (service/solving.py) -------------------
+    #: Proved-winnable seeds the worker keeps in the pool of each variant,
+    #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
+    WINNABLE_POOL = (os.environ.get("WINNABLE_POOL")
+                     or "clock=32,salic-law=32,four-corners=8")
+    #: Seconds and positions the worker's solver gives one deal while it fills a pool.
+    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 5.0)
+    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 2_000_000)
+    #: Seconds a creation with "winnable" searches itself when the pool is empty (then
+    #: 422 no_winnable_deal).
+    WINNABLE_SEARCH_SECONDS = env_float("WINNABLE_SEARCH_SECONDS", 1.5)
+    #: The analysis of a finished deal: the worker's budget, and the part of it that the
+    #: first request tries itself before it hands the search to the worker (0: none).
+    ANALYSIS_SECONDS = env_float("ANALYSIS_SECONDS", 10.0)
+    ANALYSIS_POSITIONS = env_int("ANALYSIS_POSITIONS", 2_000_000)
+    ANALYSIS_INLINE_SECONDS = env_float("ANALYSIS_INLINE_SECONDS", 0.5)

@@ -4,15 +4,17 @@ Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DA
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
 Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
 ``var/secret-key``; generated on the first run, readable by its owner only), so
-idempotent retries survive a restart.  Then
-it runs the two gunicorn groups of the same app (:func:`service.launch.start_gunicorn`):
-the events group (``gunicorn.events.conf.py``, gevent workers holding the Server-Sent
-Events streams) and the request group (``gunicorn.conf.py``, gthread workers) on
-``127.0.0.1:$PORT`` (default 8000), which hands every events stream to the events group
-over a Unix socket (:mod:`service.handoff`): one address for clients.  It raises its
-open-file limit to the hard limit first (each stream holds a connection), forwards
-SIGINT / SIGTERM / SIGHUP to both groups, waits for them to exit (if one exits, it stops
-the other) and stops Redis last.
+idempotent retries survive a restart.  Then it starts the solver's worker
+(:func:`service.launch.start_worker`: the pools of winnable deals, the analyses; stopped
+after the groups) and runs the two gunicorn groups of the same app
+(:func:`service.launch.start_gunicorn`): the events group (``gunicorn.events.conf.py``,
+gevent workers holding the Server-Sent Events streams) and the request group
+(``gunicorn.conf.py``, gthread workers) on ``127.0.0.1:$PORT`` (default 8000), which
+hands every events stream to the events group over a Unix socket
+(:mod:`service.handoff`): one address for clients.  It raises its open-file limit to the
+hard limit first (each stream holds a connection), forwards SIGINT / SIGTERM / SIGHUP to
+both groups, waits for them to exit (if one exits, it stops the other) and stops Redis
+last.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 
 from service.env import env_int
-from service.launch import ROOT, new_secret_key, start_gunicorn
+from service.launch import ROOT, new_secret_key, start_gunicorn, start_worker, stop_gunicorn
 from service.redis_server import RedisServer, RedisServerError
 
 HOST = "127.0.0.1"
@@ -83,6 +85,7 @@ def main() -> int:
         log(f"SECRET_KEY from {key_file}")
     received: list[int] = []
     groups: list[subprocess.Popen[bytes]] = []
+    worker: subprocess.Popen[bytes] | None = None
     redis_server: RedisServer | None = None
     run_dir = Path(tempfile.mkdtemp(prefix="patience-run-"))
 
@@ -117,6 +120,8 @@ def main() -> int:
         if received:
             return 0
 
+        worker = start_worker(env)
+        log(f"worker pid {worker.pid} (winnable deals, analyses)")
         handoff = run_dir / "events.sock"
         env["EVENTS_HANDOFF_SOCKET"] = str(handoff)
         env.setdefault("EVENTS_BIND", f"unix:{run_dir / 'events-http.sock'}")
@@ -145,6 +150,8 @@ def main() -> int:
             except subprocess.TimeoutExpired:
                 group.kill()
                 group.wait()
+        if worker is not None:
+            stop_gunicorn(worker, 10)
         if redis_server is not None:
             redis_server.stop()
             log("redis-server stopped")

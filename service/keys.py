@@ -5,13 +5,27 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
 
 - :func:`game` HASH: field :data:`VERSION` the version, :data:`RECORD` the game record
   (JSON, :class:`service.game.record.GameRecord`), :data:`JOURNAL` the journal
-  (:mod:`service.engine.journal`);
+  (:mod:`service.engine.journal`), and once the game is over and analysed,
+  :data:`ANALYSIS` its analysis (the JSON answer of ``GET .../analysis``);
+- :func:`analysis_claim` STRING with an expiry: held while one analysis of the game is
+  under way (:mod:`service.solving`);
 - :func:`write_idempotency` STRING: the sealed first answer of a write with an
   ``Idempotency-Key`` (:mod:`service.game.idempotency`);
-- :func:`create_idempotency` STRING: the same for ``POST /v1/games``, which has no game
-  yet (the record is scoped by the key alone);
-- :data:`STATS` HASH: the statistics counters, fields :func:`stat`;
+- :func:`create_idempotency` STRING: the same for ``POST /v1/games``, in the slot of the
+  game it created;
+- :func:`create_target` STRING: the id of the game that a create with an
+  ``Idempotency-Key`` makes, claimed before the game is stored (a key of its own hash
+  tag, the key's digest), so that its retries find that game and its record;
+- :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
+  one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
+  (:func:`service.cluster.stats_key`);
 - :func:`channel`: the game's pub/sub channel (no key, no memory).
+
+The solver's keys (:mod:`service.solver_store`), each used by one-key commands only:
+
+- :func:`pool` SET, one per variant with the variant as hash tag: the proved-winnable
+  seeds not dealt yet (secret, like the stock of a game in play);
+- :data:`ANALYSIS_JOBS` LIST: ids of finished games whose analysis the worker computes.
 """
 
 from __future__ import annotations
@@ -19,7 +33,7 @@ from __future__ import annotations
 import hashlib
 
 #: Fields of a game's hash.
-VERSION, RECORD, JOURNAL = "v", "d", "j"
+VERSION, RECORD, JOURNAL, ANALYSIS = "v", "d", "j", "a"
 #: The statistics counters of every variant.
 STATS = "stats"
 #: A ``SCAN MATCH`` pattern for every key of every game (its hash and its idempotency
@@ -44,10 +58,27 @@ def write_idempotency(game_id: str, idempotency_key: str) -> str:
     return f"game:{{{game_id}}}:idem:{key_digest(idempotency_key)}"
 
 
-def create_idempotency(idempotency_key: str) -> str:
-    return f"create:idem:{key_digest(idempotency_key)}"
+def create_idempotency(game_id: str, idempotency_key: str) -> str:
+    return f"game:{{{game_id}}}:idem:create:{key_digest(idempotency_key)}"
+
+
+def create_target(idempotency_key: str) -> str:
+    return f"create:idem:{{{key_digest(idempotency_key)}}}"
 
 
 def stat(variant_id: str, name: str) -> str:
     """The field of :data:`STATS` that counts ``name`` (created, won, lost, resigned)."""
     return f"{variant_id}:{name}"
+
+
+def analysis_claim(game_id: str) -> str:
+    return f"game:{{{game_id}}}:analysing"
+
+
+def pool(variant_id: str) -> str:
+    """The pool of proved-winnable seeds of a variant (hash tag: the variant)."""
+    return f"pool:{{{variant_id}}}"
+
+
+#: The worker's list of analyses to compute.
+ANALYSIS_JOBS = "analysis:jobs"

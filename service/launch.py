@@ -3,7 +3,9 @@
 which starts it the same way and waits until it answers.  The Dockerfile and
 docker-compose.yml run the same command lines (tests/test_compose.py checks them): the
 request group's (:data:`GUNICORN_COMMAND`) and the events group's
-(:data:`EVENTS_COMMAND`, ``events=True``)."""
+(:data:`EVENTS_COMMAND`, ``events=True``).  The solver's worker (:mod:`service.worker`)
+is started the same way by :func:`start_worker`, and docker-compose.yml's ``worker``
+service runs its command line (:data:`WORKER_COMMAND`)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from service.redis_server import die_with_parent
 GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
 #: The events worker group: the same app, gevent workers that hold the events streams.
 EVENTS_COMMAND = ("gunicorn", "-c", "gunicorn.events.conf.py", "service.app:create_app()")
+#: The solver's worker (winnable deals, analyses).
+WORKER_COMMAND = ("python", "-m", "service.worker")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -59,6 +63,21 @@ def stop_gunicorn(process: subprocess.Popen, timeout: float = 30.0) -> int:
             process.kill()
             process.wait()
     return process.returncode
+
+
+def start_worker(env: dict[str, str], *, output=None) -> subprocess.Popen:
+    """``python -m service.worker`` in the repository with ``env`` as its whole
+    environment (a fresh ``SECRET_KEY`` if it has none: the worker writes no idempotency
+    record), its output to ``output`` as :func:`start_gunicorn` does; stop it with
+    :func:`stop_gunicorn` (SIGTERM ends it at once)."""
+    env = dict(env)
+    if not env.get("SECRET_KEY"):
+        env["SECRET_KEY"] = new_secret_key()
+    return subprocess.Popen(
+        [sys.executable, *WORKER_COMMAND[1:]], cwd=ROOT, env=env,
+        stdin=subprocess.DEVNULL, stdout=output,
+        stderr=subprocess.STDOUT if output is not None else None,
+        start_new_session=True, preexec_fn=die_with_parent())
 
 
 class GunicornError(RuntimeError):

@@ -121,8 +121,13 @@ def _finish(response: Response) -> Response:
     headers = response.headers
     headers["X-Request-ID"] = request_id
     status = response.status_code
-    # flask-limiter adds it to every answer (``in`` first: a missing key raises inside)
-    if status not in (429, 503) and "Retry-After" in headers:
+    # flask-limiter adds it to every answer (``in`` first: a missing key raises inside),
+    # and raises a view's own to its window's reset: a view that means its value says
+    # so in ``g.retry_after`` (an analysis under way).
+    own = getattr(state, "retry_after", None)
+    if own is not None:
+        headers["Retry-After"] = own
+    elif status not in (429, 503) and "Retry-After" in headers:
         del headers["Retry-After"]
     reset = headers.get("RateLimit-Reset")
     if reset and reset.isdigit():  # flask-limiter writes a timestamp; the draft: seconds

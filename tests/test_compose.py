@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND
+from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -62,6 +62,18 @@ def test_api_runs_the_devserver_gunicorn_command():
     assert GUNICORN_COMMAND[-1] == "service.app:create_app()"
     assert tuple(_words(_compose()["services"]["api"]["command"])) == GUNICORN_COMMAND
     assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
+
+
+def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis():
+    services = _compose()["services"]
+    worker = services["worker"]
+    assert WORKER_COMMAND == ("python", "-m", "service.worker")
+    assert tuple(_words(worker["command"])) == WORKER_COMMAND
+    assert worker["build"] == services["api"]["build"]  # the same image
+    assert worker["environment"]["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]
+    assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
+    assert worker["healthcheck"] == {"disable": True}  # the image's checks the API's port
+    assert worker["restart"] == "unless-stopped"
 
 
 def test_events_runs_the_devserver_events_command_and_shares_the_handoff_socket():

@@ -154,15 +154,18 @@ class DevServer:
 
 
 @pytest.mark.timeout(40)
-def test_devserver_runs_redis_and_gunicorn_then_stops_both(tmp_path):
-    server = DevServer(tmp_path, REDIS_DATA_DIR=str(tmp_path / "redis"))
+def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
+    server = DevServer(tmp_path, REDIS_DATA_DIR=str(tmp_path / "redis"),
+                       WINNABLE_POOL="salic-law=1", WINNABLE_DEAL_SECONDS="1")
     try:
-        response = server.wait_until_serving(("redis-server", "gunicorn"))
+        response = server.wait_until_serving(("redis-server", "worker", "gunicorn"))
         assert response.status_code == 200
         assert response.json() == {"status": "ok"}
         redis_url = re.search(r"at (redis://\S+)", server.text()).group(1)
         with redis.Redis.from_url(redis_url) as client:
             assert client.ping() is True
+            # The solver's worker fills the pool of winnable deals of that Redis.
+            _wait_for(lambda: client.scard("pool:{salic-law}") == 1, 20, "a winnable seed")
         assert (tmp_path / "redis" / "redis-server.log").exists()
         key_file = tmp_path / "secret-key"  # made on the first run, the owner's only
         assert key_file.stat().st_mode & 0o777 == 0o600
@@ -180,9 +183,10 @@ def test_devserver_runs_redis_and_gunicorn_then_stops_both(tmp_path):
 
 @pytest.mark.timeout(40)
 def test_devserver_uses_redis_url_and_leaves_no_orphan_when_killed(tmp_path, redis_url):
-    server = DevServer(tmp_path, REDIS_URL=redis_url, REDIS_DATA_DIR=str(tmp_path / "redis"))
+    server = DevServer(tmp_path, REDIS_URL=redis_url, REDIS_DATA_DIR=str(tmp_path / "redis"),
+                       WINNABLE_POOL="clock=0")
     try:
-        assert server.wait_until_serving(("gunicorn",)).json() == {"status": "ok"}
+        assert server.wait_until_serving(("worker", "gunicorn")).json() == {"status": "ok"}
         assert "REDIS_URL is set" in server.text()
         assert "redis-server pid" not in server.text()
         assert not (tmp_path / "redis").exists()

@@ -45,6 +45,8 @@ TITLES = {
     "rate_limited": "Too many requests",
     "storage_unavailable": "The game storage is unavailable",
     "too_many_streams": "Too many open event streams",
+    "no_winnable_deal": "No deal proved winnable could be found in time",
+    "game_not_over": "The game is not over",
     "internal_error": "Internal error",
 }
 

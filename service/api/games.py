@@ -11,7 +11,8 @@ bp = Blueprint("games", __name__, url_prefix="/v1/games")
 @bp.post("")
 def create_game():
     write, new = write_request("create", create_game_schema.load, token=False)
-    return send(games().create(write, new["variant"], new["seed"], new["undo"]))
+    return send(games().create(write, new["variant"], new["seed"], new["undo"],
+                               winnable=new["winnable"]))
 
 
 @bp.get("/<game_id>")

@@ -1,7 +1,7 @@
 """Request bodies: marshmallow schemas, instantiated once (unknown fields are refused),
 and :func:`load_move`, where the engine checks the move."""
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from service.engine import ALL_CARDS, MOVE, InvalidMoveError, Move, variants
 from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
@@ -27,6 +27,15 @@ class WholeInteger(fields.Integer):
         return super()._deserialize(value, attr, data, **kwargs)
 
 
+class StrictBoolean(fields.Boolean):
+    """JSON's true or false only: not 1, 0, "true" or "yes"."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, bool):
+            raise self.make_error("invalid")
+        return value
+
+
 class CreateGameSchema(StrictSchema):
     """``POST /v1/games``: a null or absent ``seed`` lets the server choose one."""
 
@@ -36,6 +45,14 @@ class CreateGameSchema(StrictSchema):
     seed = WholeInteger(strict=True, allow_none=True, load_default=None,
                           validate=validate.Range(0, MAX_SEED))
     undo = fields.String(load_default=DEFAULT_UNDO, validate=validate.OneOf(UNDO_POLICIES))
+    #: A deal that the server's solver proved winnable (the server chooses the seed).
+    winnable = StrictBoolean(load_default=False)
+
+    @validates_schema
+    def _winnable_without_seed(self, data, **_kwargs):
+        if data.get("winnable") and data.get("seed") is not None:
+            raise ValidationError(
+                {"winnable": ["The server chooses the seed of a winnable deal: send no seed."]})
 
 
 def load_move(body: dict) -> tuple[Move, str | None]:

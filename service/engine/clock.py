@@ -18,6 +18,7 @@ from .base import (
 )
 from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
 from .moves import DRAW, MOVE, REFILL, Move
+from .solver import move_table
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
@@ -87,7 +88,18 @@ class Clock(Variant):
         "packet short, so that the stock refills it. When no card move helps: refill or "
         "draw, whichever is legal, else no move.")
     order = 1
+    rule_codes = {
+        "packet_too_short": "Clock: a marriage needs a receiving packet of at least three "
+                            "cards",
+        "talon_cannot_marry": "Clock: a talon card goes only to a foundation",
+        "gaps_must_be_refilled": "Clock: short packets must be refilled before drawing",
+        "no_gaps": "Clock: no packet is short, there is nothing to refill",
+    }
     actions = (DRAW, REFILL)
+    action_reasons = {
+        DRAW: "no card move helps now: draw the next stock card onto the talon",
+        REFILL: "no card move helps now: refill the short packets from the stock",
+    }
     layout = _layout()
     table = (12.0, 11.4)
 
@@ -264,7 +276,7 @@ _F_SUIT = tuple(_SUITS.index(BASES[h][1]) for h in HOURS)
 _F_RANKS = tuple(
     tuple((Card.parse(BASES[h]).rank - 1 + i) % 13 + 1
           for i in range((h - Card.parse(BASES[h]).rank) % 13 + 1)) for h in HOURS)
-_IDS = tuple(spec.id for spec in Clock.layout)
+_MOVES = move_table(Clock)
 _DRAW, _REFILL = Move(DRAW), Move(REFILL)
 
 
@@ -345,7 +357,7 @@ class _ClockSearch:
                 if f is not None:
                     tops = tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:]
                     talon = talon[:-1]
-                    line.append(Move(MOVE, "talon", _IDS[f]))
+                    line.append(_MOVES[TALON][f])
                     changed = True
                     continue
             for i, pile in enumerate(packets):
@@ -357,7 +369,7 @@ class _ClockSearch:
                     continue
                 tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
                 packets = packets[:i] + (pile[:-1],) + packets[i + 1:]
-                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[f]))
+                line.append(_MOVES[PACKETS[i]][f])
                 changed = True
         return packets, talon, tops
 
@@ -370,7 +382,7 @@ class _ClockSearch:
                 wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
         if talon:                                           # moves home
             for f in wants.get(talon[-1], ()):
-                line.append(Move(MOVE, "talon", _IDS[f]))
+                line.append(_MOVES[TALON][f])
                 if self.visit(packets, talon[:-1],
                               tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:], n):
                     return True
@@ -384,7 +396,7 @@ class _ClockSearch:
             if not n:
                 tried.add(pile)
             for f in wants.get(pile[-1], ()):
-                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[f]))
+                line.append(_MOVES[PACKETS[i]][f])
                 if self.visit(packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
                               tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:], n):
                     return True
@@ -409,7 +421,7 @@ class _ClockSearch:
                 after = list(packets)
                 after[i] = pile[:-1]
                 after[j] = packets[j] + pile[-1:]
-                line.append(Move(MOVE, _IDS[PACKETS[i]], _IDS[PACKETS[j]]))
+                line.append(_MOVES[PACKETS[i]][PACKETS[j]])
                 if self.visit(tuple(after), talon, tops, n):
                     return True
                 line.pop()

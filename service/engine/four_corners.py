@@ -5,6 +5,7 @@ from __future__ import annotations
 from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
 from .cards import ACE, KING, Card, shuffled_pack
 from .moves import DEAL, MOVE, Line, Move
+from .solver import move_table
 
 #: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
@@ -74,7 +75,13 @@ class FourCorners(Variant):
         "the line that brings the most cards home (a bounded search). When no card move "
         "helps: deal, else no move.")
     order = 3
+    rule_codes = {
+        "not_adjacent": "Four Corners: while the stock lasts a side packet plays only to "
+                        "the foundation beside it",
+        "target_empty": "Four Corners: an empty packet stays empty",
+    }
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     turns = len(PACKETS)
     layout = _layout()
     table = (6.0, 6.5)
@@ -283,14 +290,13 @@ class _FourCornersSearch:
       packet's top is only covered).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen", "ids")
+    __slots__ = ("stock", "budget", "line", "seen")
 
     def __init__(self, stock: tuple[Card, ...], budget):
         self.stock = bytes(_code(card) for card in stock)
         self.budget = budget
         self.line: list[Move] = []
         self.seen: set[bytes] = set()
-        self.ids = tuple(spec.id for spec in FourCorners.layout)
 
     def run(self, state: State):
         from .solver import LOST, UNDECIDED, WON
@@ -331,7 +337,7 @@ class _FourCornersSearch:
         if key in self.seen or not self.budget.spend():
             return False
         self.seen.add(key)
-        line, ids = self.line, self.ids
+        line = self.line
         for p in PACKETS:
             pile = packets[p]
             if not pile:
@@ -347,7 +353,7 @@ class _FourCornersSearch:
             for f, up2, down2 in targets:
                 after = packets[:p] + (pile[:-1],) + packets[p + 1:]
                 after, up2, down2, n2 = self.deal_to(after, up2, down2, n, p)
-                line.append(Move(MOVE, ids[p], ids[f]))
+                line.append(_MOVES[p][f])
                 if self.visit(after, up2, down2, n2, turn):
                     return True
                 line.pop()
@@ -361,7 +367,7 @@ class _FourCornersSearch:
         return False
 
     def endgame(self, packets, up, down) -> bool:
-        line, ids = self.line, self.ids
+        line = self.line
         played = 0
         # Safe moves home, forced.
         changed = True
@@ -374,10 +380,10 @@ class _FourCornersSearch:
                     suit, rank = card >> 4, card & 15
                     if rank == up[suit] + 1 and down[suit] <= rank:
                         up = up[:suit] + bytes((rank,)) + up[suit + 1:]
-                        line.append(Move(MOVE, ids[p], ids[ACES[suit]]))
+                        line.append(_MOVES[p][ACES[suit]])
                     elif rank == down[suit] - 1 and up[suit] >= rank:
                         down = down[:suit] + bytes((rank,)) + down[suit + 1:]
-                        line.append(Move(MOVE, ids[p], ids[KINGS[suit]]))
+                        line.append(_MOVES[p][KINGS[suit]])
                     else:
                         break
                     pile = pile[:-1]
@@ -398,7 +404,7 @@ class _FourCornersSearch:
         return False
 
     def endgame_moves(self, packets, up, down) -> bool:
-        line, ids, budget = self.line, self.ids, self.budget
+        line, budget = self.line, self.budget
         tops: dict[int, list[int]] = {}
         sources = {}
         for p in PACKETS:
@@ -411,14 +417,14 @@ class _FourCornersSearch:
             suit, rank = card >> 4, card & 15
             after = packets[:p] + (pile[:-1],) + packets[p + 1:]
             if rank == up[suit] + 1:
-                line.append(Move(MOVE, ids[p], ids[ACES[suit]]))
+                line.append(_MOVES[p][ACES[suit]])
                 if self.endgame(after, up[:suit] + bytes((rank,)) + up[suit + 1:], down):
                     return True
                 line.pop()
                 if budget.out:
                     return False
             if rank == down[suit] - 1:
-                line.append(Move(MOVE, ids[p], ids[KINGS[suit]]))
+                line.append(_MOVES[p][KINGS[suit]])
                 if self.endgame(after, up, down[:suit] + bytes((rank,)) + down[suit + 1:]):
                     return True
                 line.pop()
@@ -433,7 +439,7 @@ class _FourCornersSearch:
                     after = list(packets)
                     after[p] = pile[:-1]
                     after[q] = packets[q] + pile[-1:]
-                    line.append(Move(MOVE, ids[p], ids[q]))
+                    line.append(_MOVES[p][q])
                     if self.endgame(tuple(after), up, down):
                         return True
                     line.pop()
@@ -442,6 +448,7 @@ class _FourCornersSearch:
         return False
 
 
+_MOVES = move_table(FourCorners)
 _ALL_UP = bytes((KING,) * 4)
 _ALL_DOWN = bytes((ACE,) * 4)
 

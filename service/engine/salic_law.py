@@ -16,6 +16,7 @@ from .base import (
 )
 from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
 from .moves import DEAL, MOVE, Move
+from .solver import move_table
 
 QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
@@ -60,7 +61,12 @@ class SalicLaw(Variant):
         "of card moves (onto bare kings) that brings the most cards home (a bounded "
         "breadth-first search). When no card move helps: deal, else no move.")
     order = 2
+    rule_codes = {
+        "king_cannot_move": "Salic Law: a king never leaves its pile",
+        "not_a_free_king": "Salic Law: the target king pile holds more than its king",
+    }
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
     table = (9.5, 8.0)
 
@@ -247,7 +253,7 @@ class _SalicSearch:
                     f = found.index(pile[-1] - 1)
                     found[f] = pile.pop()
                     played.append((k, f))
-                    line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+                    line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
                     changed = True
                     floor = min(found) + 1
         return played
@@ -293,7 +299,7 @@ class _SalicSearch:
             tried.add(content)
             f = found.index(pile[-1] - 1)
             found[f] = pile.pop()
-            line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+            line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
             if self.visit():
                 return True
             line.pop()
@@ -317,10 +323,10 @@ class _SalicSearch:
                     continue
                 for b in bare[:depth]:
                     piles[b].append(pile.pop())
-                    line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[KINGS[b]]))
+                    line.append(_MOVES[KINGS[k]][KINGS[b]])
                 f = found.index(rank - 1)
                 found[f] = pile.pop()
-                line.append(Move(MOVE, _IDS[KINGS[k]], _IDS[FOUNDATIONS[f]]))
+                line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
                 if self.visit():
                     return True
                 pile.append(found[f])
@@ -359,4 +365,4 @@ class _SalicSearch:
         return False
 
 
-_IDS = tuple(spec.id for spec in SalicLaw.layout)
+_MOVES = move_table(SalicLaw)

@@ -9,9 +9,9 @@ Pure Python, no I/O.  :func:`solve` searches a deal from its opening position,
   none wins;
 * ``undecided``: the budget of positions or seconds ran out first.
 
-The search itself is a hook of each variant, ``Variant.solver_search``: a variant that
-has none is searched by :func:`exhaustive_search`, a plain depth-first search over the
-engine's own legal moves with a table of the positions already seen.  The variants'
+The search itself is a hook of each variant, ``Variant.solver_search``; the base
+variant's is :func:`exhaustive_search`, a plain depth-first search over the engine's own
+legal moves with a table of the positions already seen.  The variants'
 searches are faster and prune more; each pruning rule is argued where it is defined
 and checked against :func:`exhaustive_search` by the tests.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from .base import LOST as _LOST_STATUS
 from .base import PLAYING, RESIGNED, State, Variant, get_variant
 from .base import WON as _WON_STATUS
-from .moves import Move, Step
+from .moves import MOVE, Move, Step
 
 WON, LOST, UNDECIDED = "won", "lost", "undecided"
 RESULTS = (WON, LOST, UNDECIDED)
@@ -37,7 +37,7 @@ RESULTS = (WON, LOST, UNDECIDED)
 #: long is cut (the search answers undecided) rather than overflow the interpreter.
 MAX_DEPTH = 20_000
 
-#: Default budget of one search: positions expanded and seconds of CPU.
+#: Default budget of one search: positions expanded and seconds (wall clock).
 DEFAULT_POSITIONS = 2_000_000
 DEFAULT_SECONDS = 10.0
 
@@ -127,6 +127,14 @@ def replay(state: State, moves) -> tuple[Step, ...]:
     if state.status != _WON_STATUS:
         raise RuntimeError(f"the solver's line ends {state.status}, not won")
     return tuple(steps)
+
+
+def move_table(variant: type[Variant] | Variant) -> tuple[tuple[Move | None, ...], ...]:
+    """Every card move of a variant's table by pile indexes, ``table[source][target]``
+    (None on the diagonal): the searches record their lines with these, built once."""
+    ids = [spec.id for spec in variant.layout]
+    return tuple(tuple(Move(MOVE, source, target) if source != target else None
+                       for target in ids) for source in ids)
 
 
 def exhaustive_search(state: State, budget: Budget) -> tuple[str, list[Move] | None]:

@@ -57,12 +57,16 @@ def _ended(before: State, after: State) -> str | None:
     return after.status if after.is_over and not before.is_over else None
 
 
-def create(variant_id: str, seed: int | None, undo: str, at: str) -> Change:
-    """A new game at version 0: the deal numbered ``seed`` (None: a secret random one),
-    a random salt and a random player token, of which only the hash is stored."""
+def create(variant_id: str, seed: int | None, undo: str, at: str, *,
+           winnable_seed: int | None = None) -> Change:
+    """A new game at version 0: the deal numbered ``seed`` (None: a secret random one,
+    or ``winnable_seed``, a secret seed the solver proved winnable), a random salt and a
+    random player token, of which only the hash is stored."""
     variant = get_variant(variant_id)
     chosen = seed is not None
-    if seed is None:
+    if winnable_seed is not None:
+        seed = winnable_seed
+    elif seed is None:
         seed = secrets.randbits(64)
     salt = secrets.token_hex(16)
     token = secrets.token_urlsafe(32)
@@ -70,7 +74,7 @@ def create(variant_id: str, seed: int | None, undo: str, at: str) -> Change:
         variant=variant.id, seed=seed, chosen=chosen, salt=salt,
         commitment=deal_commitment(variant.id, seed, salt), token=token_hash(token),
         undo=undo, undos=0, moves=0, created=at, updated=at,
-        state=variant.deal(seed).to_dict())
+        state=variant.deal(seed).to_dict(), winnable=winnable_seed is not None)
     return Change(CREATE, variant.id, 0, record, stat="created", token=token)
 
 

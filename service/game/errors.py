@@ -43,3 +43,14 @@ def game_over(status: str, what: str) -> GameError:
 def write_conflict(attempts: int) -> GameError:
     return GameError(409, "write_conflict",
                      f"the game kept changing: gave up after {attempts} attempts")
+
+
+def game_not_over() -> GameError:
+    return GameError(409, "game_not_over",
+                     "the analysis would tell the stock: it is shown once the game is over")
+
+
+def no_winnable_deal(variant_name: str) -> GameError:
+    return GameError(422, "no_winnable_deal",
+                     f"no deal of {variant_name} proved winnable could be found in time; "
+                     "try again later, or ask for any deal")

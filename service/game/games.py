@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from service import keys
-from service.engine import State, variants
+from service.engine import State, get_variant, variants
 from service.engine.help import DEFAULT_BUDGET
 from service.engine.help import hint as engine_hint
 from service.engine.moves import Move
@@ -23,14 +23,9 @@ from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
+from service.solving import Winnable
 from service.store import GameStore
 
-#: Why a hint suggests an action move (when no card move helps).
-_ACTION_REASONS = {
-    "deal": "no card move helps now: deal the next card",
-    "draw": "no card move helps now: draw the next stock card onto the talon",
-    "refill": "no card move helps now: refill the short packets from the stock",
-}
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 
 
@@ -47,10 +42,13 @@ class Games:
     """Create, read and change games stored in a :class:`GameStore`."""
 
     def __init__(self, store: GameStore, *, secret_key: str, retries: int = 16,
-                 hint_seconds: float = DEFAULT_BUDGET.seconds):
+                 hint_seconds: float = DEFAULT_BUDGET.seconds,
+                 winnable: Winnable | None = None):
         self.store = store
         self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
         self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
+        #: Where the seeds of winnable deals come from (:mod:`service.solving`).
+        self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------
     def _load(self, game_id: str) -> StoredGame:
@@ -90,11 +88,10 @@ class Games:
         found = engine_hint(state, self.hint_budget)
         if found is not None:
             return game.version, {"move": _listed(state, found.move), "reason": found.reason}
-        action = next((move for move in state.legal_moves() if move.type in _ACTION_REASONS),
-                      None)
+        reasons = state.variant.action_reasons
+        action = next((move for move in state.legal_moves() if move.type in reasons), None)
         if action is not None:
-            return game.version, {"move": action.to_dict(),
-                                  "reason": _ACTION_REASONS[action.type]}
+            return game.version, {"move": action.to_dict(), "reason": reasons[action.type]}
         return game.version, {"move": None,
                               "reason": "no move helps now: only moves that bring nothing "
                                         "home are left (or resign)"}
@@ -113,9 +110,16 @@ class Games:
         return {"variants": result}
 
     # --- writes ---------------------------------------------------------------------
-    def create(self, write: Write, variant_id: str, seed: int | None, undo: str) -> Reply:
-        return self.pipeline.create(
-            write, lambda _game, _journal, at: commands.create(variant_id, seed, undo, at))
+    def create(self, write: Write, variant_id: str, seed: int | None, undo: str, *,
+               winnable: bool = False) -> Reply:
+        """``winnable``: deal a seed the solver proved winnable (``seed`` is None).  The
+        pipeline runs the command only once the write is known not to be a retry of an
+        earlier one, so a retry takes no second seed out of the pool."""
+        def create(_game, _journal, at):
+            proved = self.winnable.seed(get_variant(variant_id)) if winnable else None
+            return commands.create(variant_id, seed, undo, at, winnable_seed=proved)
+
+        return self.pipeline.create(write, create)
 
     def move(self, game_id: str, write: Write, move: Move, *, card: str | None = None
              ) -> Reply:

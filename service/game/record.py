@@ -61,6 +61,7 @@ class GameRecord:
     created: str
     updated: str
     state: dict
+    winnable: bool = False  # dealt from a seed the solver proved winnable
 
     # --- stored form ----------------------------------------------------------------
     @classmethod
@@ -110,6 +111,7 @@ class GameRecord:
             "seed": self.seed if self.chosen or over else None,
             "salt": self.salt if over else None,
             "deal_commitment": self.commitment,
+            "winnable": True if self.winnable else None,
             "undo": self.undo,
             "undos": self.undos,
             "moves_made": self.moves,

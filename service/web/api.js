@@ -60,9 +60,10 @@ export const paths = {
   events: (id, after) => `/v1/games/${enc(id)}/events?after=${enc(String(after))}`,
   hint: (id) => `/v1/games/${enc(id)}/hint`,
   autoplay: (id) => `/v1/games/${enc(id)}/autoplay`,
+  analysis: (id) => `/v1/games/${enc(id)}/analysis`,
 };
 
-// One HTTP exchange. Resolves {status, data, etag}; rejects with ApiError (an answer
+// One HTTP exchange. Resolves {status, data, etag, retryAfter}; rejects with ApiError (an answer
 // that is not 2xx/304) or NetworkError (no answer at all).
 export async function request(method, path, opts = {}) {
   const headers = { Accept: "application/json" };
@@ -88,6 +89,8 @@ export async function request(method, path, opts = {}) {
     throw new NetworkError(error);
   }
   const etag = response.headers.get("ETag");
+  const retry = Number.parseInt(response.headers.get("Retry-After") || "", 10);
+  const retryAfter = Number.isFinite(retry) ? retry : undefined;
   if (response.status === 304 || response.status === 204) {
     return { status: response.status, data: null, etag };
   }
@@ -106,11 +109,8 @@ export async function request(method, path, opts = {}) {
       data = null;
     }
   }
-  if (!response.ok) {
-    const retry = Number.parseInt(response.headers.get("Retry-After") || "", 10);
-    throw new ApiError(response.status, data, Number.isFinite(retry) ? retry : undefined);
-  }
-  return { status: response.status, data, etag };
+  if (!response.ok) throw new ApiError(response.status, data, retryAfter);
+  return { status: response.status, data, etag, retryAfter };
 }
 
 const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
@@ -160,10 +160,11 @@ export class Api {
     return this.get(paths.variants());
   }
 
-  createGame({ variant, seed, undo }) {
+  createGame({ variant, seed, undo, winnable }) {
     // The seed is sent as written (up to 2**64-1 does not fit a JS number).
     let raw = `{"variant":${JSON.stringify(variant)}`;
     if (seed !== null && seed !== undefined && seed !== "") raw += `,"seed":${seed}`;
+    if (winnable) raw += `,"winnable":true`;
     if (undo) raw += `,"undo":${JSON.stringify(undo)}`;
     raw += "}";
     return this.write("POST", paths.games(), { rawBody: raw });
@@ -195,6 +196,12 @@ export class Api {
 
   autoplay(id, token, version) {
     return this.write("POST", paths.autoplay(id), { body: {}, token, ifMatch: version });
+  }
+
+  // {status: 200, data: Analysis} once it is ready, {status: 202, retryAfter} while the
+  // server computes it; 409 game_not_over before the game ends.
+  analysis(id) {
+    return this.get(paths.analysis(id));
   }
 
   remove(id, token) {

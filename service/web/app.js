@@ -76,6 +76,10 @@ const S = {
   refreshing: null,
   refreshAgain: false,
   seq: 0,
+  // After the end: {gameId, state: "pending" | "ready" | "failed", data, error}.
+  analysis: null,
+  // The replay of the winning line: {gameId, line, index, states, events, busy, id, token}.
+  replay: null,
 };
 
 const api = new Api({
@@ -226,7 +230,9 @@ function renderRecent() {
 
 function showLobby(errorText) {
   stopFollowing();
+  closeReplay({ redraw: false });
   S.game = null;
+  S.analysis = null;
   S.seq += 1;
   document.title = "Patience";
   $("game").hidden = true;
@@ -252,6 +258,13 @@ async function startGame(event) {
     $("seed").focus();
     return;
   }
+  const winnable = $("winnable").checked;
+  if (winnable && seedText) {
+    err.textContent = "A winnable deal is chosen by the server: leave the deal number blank.";
+    err.hidden = false;
+    $("seed").focus();
+    return;
+  }
   saved.set("patience.variant", variant.id);
   const button = $("start");
   button.disabled = true;
@@ -260,6 +273,7 @@ async function startGame(event) {
       variant: variant.id,
       seed: seedText ? BigInt(seedText).toString() : null,
       undo: $("undo").value,
+      winnable,
     });
     saved.remember(data.game, data.player_token);
     S.preloaded = data.game;
@@ -280,10 +294,11 @@ function stopFollowing() {
 
 async function openGame(id) {
   stopFollowing();
+  closeReplay({ redraw: false });
   const seq = (S.seq += 1);
   Object.assign(S, {
     game: null, variant: null, moves: [], movesVersion: null, selected: null, hint: null,
-    busy: false, token: saved.token(id),
+    busy: false, token: saved.token(id), analysis: null,
   });
   $("lobby").hidden = true;
   $("game").hidden = false;
@@ -635,6 +650,7 @@ function statusText(game) {
   if (moves !== null) parts.push(`${moves} move${moves === 1 ? "" : "s"}`);
   const stock = game.piles.find((p) => p.kind === "stock");
   if (stock) parts.push(`${stock.count} in the stock`);
+  if (game.winnable) parts.push("a winnable deal");
   parts.push(isPlayer() ? "your game" : "watching");
   return parts.join(" \u00b7 ");
 }
@@ -746,6 +762,10 @@ function renderGame() {
   if (!live) $("resign-confirm").hidden = true;
   $("readonly").hidden = player;
   renderBanner(game);
+  if (OVER.has(game.status) && (!S.analysis || S.analysis.gameId !== game.id)) {
+    loadAnalysis(S.seq);
+  }
+  renderAnalysis();
 
   const wrap = $("table");
   wrap.dataset.version = String(game.version);
@@ -756,7 +776,20 @@ function renderGame() {
   const top = wrap.getBoundingClientRect().top + window.scrollY;
   const hintMove = S.hint && S.hint.type === "move" ? S.hint : null;
   const hintStock = S.hint && S.hint.type !== "move" ? { from: "stock" } : null;
-  table.render(variant, game, {
+  const replayed = replayShown();
+  wrap.dataset.replay = replayed ? String(S.replay.index) : "";
+  if (replayed) {
+    const events = S.replay.events[S.replay.index] || [];
+    table.render(variant, replayed, {
+      interactive: false,
+      selected: null,
+      targets: new Set(),
+      hint: {},
+      nextDeal: replayed.status === "playing" ? replayed.next_deal : null,
+      arrived: new Set(events.map((e) => e.to)),
+      maxHeight: Math.max(360, window.innerHeight - Math.min(top, 230) - 12),
+    });
+  } else table.render(variant, game, {
     interactive: player && live,
     selected: S.selected,
     targets: S.selected ? targetsOf(S.selected) : new Set(),
@@ -777,6 +810,164 @@ function renderGame() {
   $("undo-shown").textContent = `${game.undo || "?"}${game.undos ? ` (${game.undos} used)` : ""}`;
   $("notes").textContent = [...S.missing.values()].join(" ");
   $("delete-zone").hidden = !player;
+}
+
+// --- after the end: was the deal winnable, and the solver's winning line ------------------
+async function loadAnalysis(seq) {
+  if (!S.game) return;
+  const gameId = S.game.id;
+  S.analysis = { gameId, state: "pending", data: null, error: null };
+  for (;;) {
+    let answer;
+    try {
+      answer = await api.analysis(gameId);
+    } catch (error) {
+      if (seq !== S.seq) return;
+      S.analysis = { gameId, state: "failed", data: null, error };
+      renderAnalysis();
+      return;
+    }
+    if (seq !== S.seq) return;
+    if (answer.status === 200 && answer.data) {
+      S.analysis = { gameId, state: "ready", data: answer.data, error: null };
+      renderAnalysis();
+      return;
+    }
+    // 202: the server is still searching; ask again when it says.
+    renderAnalysis();
+    await new Promise((resolve) => { setTimeout(resolve, 1000 * (answer.retryAfter || 1)); });
+    if (seq !== S.seq) return;
+  }
+}
+
+function plural(n, word) {
+  return `${n.toLocaleString("en")} ${word}${n === 1 ? "" : "s"}`;
+}
+
+function verdictOf(analysis) {
+  if (!analysis) return { kind: "", text: "" };
+  if (analysis.state === "pending") {
+    return { kind: "pending", text: "Could this deal be won? The server\u2019s solver is looking\u2026" };
+  }
+  if (analysis.state === "failed") {
+    const error = analysis.error;
+    if (error instanceof ApiError && error.routeMissing) {
+      return { kind: "missing", text: "This server does not analyse deals." };
+    }
+    return { kind: "failed", text: `The analysis of this deal could not be read (${error && error.message ? error.message : error}).` };
+  }
+  const a = analysis.data;
+  const effort = `${plural(a.searched, "position")} searched in ${Number(a.seconds).toFixed(1)} s`;
+  if (a.winnable === true) {
+    return { kind: "winnable", text: `This deal was winnable: the solver found a winning line of ${plural(a.line.length, "move")} (${effort}).` };
+  }
+  if (a.winnable === false) {
+    return { kind: "lost", text: `This deal was proved lost: no line of play wins it (${effort}).` };
+  }
+  return { kind: "undecided", text: `This deal is undecided: the solver could not settle it within its budget (${effort}).` };
+}
+
+function renderAnalysis() {
+  const box = $("analysis");
+  const over = S.game && OVER.has(S.game.status);
+  const analysis = over && S.analysis && S.analysis.gameId === S.game.id ? S.analysis : null;
+  box.hidden = !analysis;
+  if (!analysis) return;
+  const { kind, text } = verdictOf(analysis);
+  box.dataset.verdict = kind;
+  $("verdict").textContent = text;
+  const line = kind === "winnable" ? analysis.data.line : null;
+  const replay = S.replay && S.replay.gameId === S.game.id ? S.replay : null;
+  $("replay-btn").hidden = !line || Boolean(replay);
+  $("replay-bar").hidden = !replay;
+  if (!replay) return;
+  $("replay-prev").disabled = replay.busy || replay.index === 0;
+  $("replay-next").disabled = replay.busy || replay.index >= replay.line.length
+    || replay.states.length === 0;
+  let step;
+  if (replay.states.length === 0) step = "Dealing the cards again\u2026";
+  else if (replay.index === 0) step = `The deal, before the first of ${plural(replay.line.length, "move")}.`;
+  else {
+    step = `Move ${replay.index} of ${replay.line.length}: ${describeMove(replay.line[replay.index - 1])}.`;
+  }
+  if (replay.index === replay.line.length && replay.states.length > replay.index) step += " All 104 cards are home.";
+  $("replay-step").textContent = step;
+}
+
+function replayShown() {
+  const r = S.replay;
+  if (!r || !S.game || r.gameId !== S.game.id) return null;
+  return r.states[r.index] || null;
+}
+
+// The replay deals the same variant and seed again as a game of its own (the same seed
+// always deals the same cards) and plays the line on it one move at a time, forwards;
+// going back shows the positions already seen. That game is deleted when the replay ends.
+async function startReplay() {
+  const analysis = S.analysis;
+  if (!S.game || !analysis || analysis.state !== "ready" || !analysis.data.line) return;
+  const seq = S.seq;
+  const replay = {
+    gameId: S.game.id, line: analysis.data.line, index: 0, states: [], events: [[]],
+    busy: true, id: null, token: null,
+  };
+  S.replay = replay;
+  S.selected = null;
+  S.hint = null;
+  renderGame();
+  try {
+    const { data } = await api.createGame({ variant: S.game.variant, seed: S.game.seed, undo: "off" });
+    replay.id = data.game.id;
+    replay.token = data.player_token;
+    if (seq !== S.seq || S.replay !== replay) {
+      api.remove(replay.id, replay.token).catch(() => {});
+      return;
+    }
+    replay.states.push(data.game);
+  } catch (error) {
+    if (S.replay === replay) S.replay = null;
+    if (seq === S.seq) sayError(error, "The replay");
+  } finally {
+    replay.busy = false;
+    if (seq === S.seq) renderGame();
+  }
+}
+
+async function replayStep(delta) {
+  const replay = S.replay;
+  if (!replay || replay.busy || !replay.states.length) return;
+  const target = replay.index + delta;
+  if (target < 0 || target > replay.line.length) return;
+  if (target < replay.states.length) {
+    replay.index = target;
+    renderGame();
+    return;
+  }
+  const seq = S.seq;
+  const move = replay.line[replay.index];
+  const body = move.type === "move" ? { type: "move", from: move.from, to: move.to } : { type: move.type };
+  replay.busy = true;
+  renderAnalysis();
+  try {
+    const { data } = await api.move(replay.id, replay.token, body, replay.states[replay.index].version);
+    if (S.replay !== replay) return;
+    replay.states.push(data.game);
+    replay.events.push(data.events || []);
+    replay.index = target;
+  } catch (error) {
+    if (seq === S.seq && S.replay === replay) sayError(error, "The replay");
+  } finally {
+    replay.busy = false;
+    if (seq === S.seq) renderGame();
+  }
+}
+
+function closeReplay({ redraw = true } = {}) {
+  const replay = S.replay;
+  if (!replay) return;
+  S.replay = null;
+  if (replay.id && replay.token) api.remove(replay.id, replay.token).catch(() => {});
+  if (redraw) renderGame();
 }
 
 // --- start ---------------------------------------------------------------------------------
@@ -814,6 +1005,13 @@ function wire() {
   $("resign-yes").addEventListener("click", () => {
     $("resign-confirm").hidden = true;
     send({ type: "resign" });
+  });
+  $("replay-btn").addEventListener("click", startReplay);
+  $("replay-prev").addEventListener("click", () => replayStep(-1));
+  $("replay-next").addEventListener("click", () => replayStep(1));
+  $("replay-close").addEventListener("click", () => closeReplay());
+  $("winnable").addEventListener("change", () => {
+    $("seed").disabled = $("winnable").checked;
   });
   $("delete-btn").addEventListener("click", () => { $("delete-confirm").hidden = false; });
   $("delete-no").addEventListener("click", () => { $("delete-confirm").hidden = true; });

@@ -19,8 +19,8 @@ from tests.api.support import (
 )
 from tests.notation import cards_on
 
-GAME_FIELDS = {"id", "variant", "version", "status", "seed", "salt", "deal_commitment", "undo",
-               "undos", "moves_made", "piles", "created_at", "updated_at"}
+GAME_FIELDS = {"id", "variant", "version", "status", "seed", "salt", "deal_commitment",
+               "winnable", "undo", "undos", "moves_made", "piles", "created_at", "updated_at"}
 TIMESTAMP = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"
 
 
@@ -36,6 +36,7 @@ def test_create_with_a_seed_shows_the_deal_of_that_seed(client, redis_db, varian
     assert (game["version"], game["status"], game["seed"], game["salt"]) == (0, "playing", 42,
                                                                              None)
     assert (game["undo"], game["undos"], game["moves_made"]) == ("safe", 0, 0)
+    assert game["winnable"] is None
     assert game["created_at"] == game["updated_at"]
     assert len(game["id"]) == 22
     assert set(game["id"]) <= GAME_ID_CHARS
@@ -82,6 +83,7 @@ def test_deal_commitment_is_the_hash_of_variant_seed_and_salt(client, redis_db):
     assert other["deal_commitment"] != game["deal_commitment"]  # a new salt each time
 
 
+@pytest.mark.cluster
 def test_server_chosen_seed_is_hidden_but_stored(client, redis_db):
     game, _token, _ = create(client, "clock")
     assert game["seed"] is None
@@ -111,6 +113,7 @@ def test_undo_policy_is_kept(client, redis_db, undo):
     assert stored(redis_db, game["id"])[1]["undo"] == undo
 
 
+@pytest.mark.cluster
 def test_two_games_have_different_ids_and_tokens(client):
     first, first_token, _ = create(client, seed=1)
     second, second_token, _ = create(client, seed=1)

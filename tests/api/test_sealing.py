@@ -59,7 +59,8 @@ def test_a_redis_dump_of_an_idempotent_create_does_not_give_the_token_away(app, 
     values = _values(dump)
     for form in (token.encode(), base64.b64encode(token.encode())):
         assert not any(form in value for value in values)
-    record = orjson.loads(dump[keys.create_idempotency(LOW_ENTROPY_KEY).encode()])
+    game_id = response.get_json()["game"]["id"]
+    record = orjson.loads(dump[keys.create_idempotency(game_id, LOW_ENTROPY_KEY).encode()])
     assert set(record) == {"request", "token", "answer"}
     blob = base64.b64decode(record["answer"])
     # Nothing derived from the Idempotency-Key alone opens it.
@@ -74,6 +75,8 @@ def test_a_redis_dump_of_an_idempotent_create_does_not_give_the_token_away(app, 
                          request=record["request"], token=None)
     assert reply.body == response.get_data()
     assert orjson.loads(reply.body)["player_token"] == token
+    # The key's first request claimed the (random) id of the game: nothing derives it.
+    assert dump[keys.create_target(LOW_ENTROPY_KEY).encode()] == game_id.encode()
     # Under another server key it does not open: the retry is told to use a new key.
     with pytest.raises(GameError) as refused:
         IdempotencyRecords("x" * 32).open(orjson.dumps(record), game_id=None,

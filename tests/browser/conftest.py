@@ -35,7 +35,7 @@ DESKTOP = {"width": 1280, "height": 900}
 GAME = r"/v1/games/[A-Za-z0-9_-]+"
 ALLOWED_PATHS = [re.compile(f"^{pattern}$") for pattern in (
     r"/", r"/web/[A-Za-z0-9_-][A-Za-z0-9._-]*", r"/healthz", r"/v1/variants",
-    r"/v1/games", GAME, GAME + r"/(moves|undo|history|hint|autoplay|events)", r"/v1/stats",
+    r"/v1/games", GAME, GAME + r"/(moves|undo|history|hint|autoplay|events|analysis)", r"/v1/stats",
     r"/v1/openapi\.yaml",
 )]
 #: Query strings: only the events feed takes one (?after=<version>).

@@ -35,3 +35,14 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
     assert text.count("<!-- solver table: begin -->") == 1
     assert text.count("| salic-law | 1 |") == 1
     assert "| – | – |" in text  # the second run, without bots, replaced the first
+
+
+def test_a_rewritten_results_file_keeps_the_solver_table():
+    # What bench http writes after its own report when it rewrites the file.
+    from bench.http.report import other_sections
+    from bench.solver import BEGIN, END
+
+    old = f"# Benchmark results\n\nold http tables\n\n{BEGIN}\n| solver |\n{END}\n"
+    new = "# Benchmark results\n\nnew http tables\n"
+    assert new + other_sections(old) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
+    assert other_sections("no table") == ""

@@ -125,3 +125,22 @@ def test_a_draw_that_buries_its_own_card_is_recognised():
     assert _buries_itself(eight, bytes((seven, seven)), bytes(tops))
     assert not _buries_itself(eight, bytes((seven,)), bytes(tops))
     assert not _buries_itself(eight, bytes((seven, eight, seven)), bytes(tops[:8] + [7] + tops[9:]))
+
+
+def test_a_salic_law_move_home_is_not_always_safe():
+    # One foundation at 6 and two 7s to offer it: the 7 over the 8 must go first (the 8
+    # then the 9s follow, down to the 3 the foundation at 2 waits for); the other 7
+    # first leaves both foundations stuck, no king bare.  So the search may not force
+    # moves home while a foundation is below 6 (here: at 2).
+    from .positions import craft
+
+    done = {f"foundation-{f}": "AS2S3S4S5S6S7S8S9STSJS" for f in range(3, 9)}
+    piles = {**done, "foundation-1": "AH2H3H4H5H6H", "foundation-2": "AD2D",
+             "king-1": "KSJC", "king-2": "KSJC", "king-3": "KH5C7C", "king-4": "KH6CTC",
+             "king-5": "KD8C7C", "king-6": "KD4C9C", "king-7": "KC8C3C9C", "king-8": "KCTC"}
+    state = craft("salic-law", piles)
+    assert exhaustive_search(state, Budget(50_000, 60))[0] == WON
+    _replays_to_a_win(state, solve_state(state))
+    wrong, _ = state.apply(Move.parse("king-3>foundation-1"))
+    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
+    assert solve_state(wrong).result == LOST

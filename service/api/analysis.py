@@ -1,0 +1,23 @@
+"""``GET /v1/games/<id>/analysis``: could the deal of a finished game have been won?"""
+
+from flask import Blueprint, Response, current_app, g
+
+from service.api.http import checked_id, json_response
+from service.solving import ANALYSIS_RETRY_AFTER, READY, Analyses
+
+bp = Blueprint("analysis", __name__)
+
+
+def analyses() -> Analyses:
+    return current_app.extensions["analyses"]
+
+
+@bp.get("/v1/games/<game_id>/analysis")
+def analysis(game_id):
+    state, answer = analyses().get(checked_id(game_id))
+    if state == READY:
+        return Response(answer, 200, mimetype="application/json")
+    # Under way: 202, and ask again after Retry-After (telemetry keeps this value).
+    response = json_response({"status": "pending"}, 202)
+    g.retry_after = response.headers["Retry-After"] = str(ANALYSIS_RETRY_AFTER)
+    return response
