@@ -41,14 +41,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.walks import Walk, long_walks
+from bench.walks import VARIANT_IDS, Walk, long_walks
 from service.launch import new_secret_key
 from service.redis_server import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HOST = "127.0.0.1"
-VARIANTS = ["clock", "salic-law", "four-corners"]
+VARIANTS = list(VARIANT_IDS)
 BEGIN, END = "<!-- bench follow: begin -->", "<!-- bench follow: end -->"
 
 TARGET_FOLLOWERS = 10_000

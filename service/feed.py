@@ -51,12 +51,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from urllib.parse import unquote, urlsplit
 
 import orjson
 import redis
 
-from service import keys
+from service import cluster, keys
 from service.engine.journal import Change
 from service.game.record import StoredGame
 from service.game.replay import replay
@@ -575,19 +574,9 @@ class _Subscriber:
         self.url, self.options = url, options
         self.nodes: list[tuple[str, int]] = []
         self.turn = 0
-        parts = urlsplit(url)
-        if parts.scheme.lower() == "redis+cluster":
-            netloc = parts.netloc
-            if "@" in netloc:
-                userinfo, netloc = netloc.rsplit("@", 1)
-                user, _, password = userinfo.partition(":")
-                if user:
-                    self.options = dict(self.options, username=unquote(user))
-                if password:
-                    self.options = dict(self.options, password=unquote(password))
-            for location in netloc.split(","):
-                host, _, port = location.strip().rpartition(":")
-                self.nodes.append((host.strip("[]"), int(port)))
+        if cluster.is_cluster_url(url):
+            self.nodes, credentials = cluster.parse_cluster_url(url)
+            self.options = dict(options, **credentials)
 
     def connect(self) -> redis.Redis:
         if not self.nodes:
