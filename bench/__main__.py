@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "follow": "bench.follow",
     "hints": "bench.hints",
     "winnable": "bench.winnable",
+    "cluster": "bench.cluster",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

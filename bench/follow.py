@@ -41,14 +41,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.walks import Walk, long_walks
+from bench.walks import VARIANT_IDS, Walk, long_walks
 from service.launch import new_secret_key
 from service.redis_server import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
 HOST = "127.0.0.1"
-VARIANTS = ["clock", "salic-law", "four-corners"]
+VARIANTS = list(VARIANT_IDS)
 BEGIN, END = "<!-- bench follow: begin -->", "<!-- bench follow: end -->"
 
 TARGET_FOLLOWERS = 10_000
@@ -557,12 +557,14 @@ def _run(args, workdir: Path, command: str) -> int:
 
         # 5. moves while the paced player keeps playing the followed games
         async def both():
+            """Both players: every move answered counts (the paced ones too)."""
+            answered: dict = {}
             pacing = asyncio.ensure_future(
-                paced(port, followed, args.rate, args.throughput_seconds, {}))
-            result = await closed_loop(port, sets[2], args.connections,
-                                       args.throughput_seconds)
+                paced(port, followed, args.rate, args.throughput_seconds, answered))
+            moves, seconds, latencies = await closed_loop(port, sets[2], args.connections,
+                                                          args.throughput_seconds)
             await pacing
-            return result
+            return moves + len(answered), seconds, latencies
 
         phases.append(_measured("moves with followers following 50 moves/s", parts, both))
         time.sleep(1.5)
@@ -679,7 +681,8 @@ def report(args, f: dict, command: str) -> str:
         f"games nobody follows, {args.throughput_seconds:g} s per phase: without followers "
         "(before they open, and again after they closed: the rate without is the mean of "
         "the two), with the followers connected and idle (heartbeats only), and with them "
-        f"following the paced player's {args.rate:g} moves/s.  The cores each part kept "
+        f"following the paced player's {args.rate:g} moves/s (its moves count in that "
+        "phase's rate).  The cores each part kept "
         "busy meanwhile (from /proc; *players* is this benchmark's own process, *other "
         "processes* the rest of the machine).  On a shared machine the rates follow the "
         "other processes; the CPU per move does not, and its ratio (in brackets above) "

@@ -150,15 +150,6 @@ def write(path: Path, lines: list[str]) -> None:
     path.write_text(text)
 
 
-def carry_solver_table(old: str, new: str) -> str:
-    """``new`` (a report rewriting the whole results file) with the solver table of
-    ``old`` appended, when ``old`` has one and ``new`` has none."""
-    if BEGIN not in old or END not in old or BEGIN in new:
-        return new
-    block = BEGIN + old.split(BEGIN, 1)[1].split(END, 1)[0] + END
-    return new.rstrip("\n") + "\n\n" + block + "\n"
-
-
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench solver", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

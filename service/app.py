@@ -48,7 +48,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
-    solver_store = SolverStore(store.client)
+    solver_store = SolverStore(store)
     solver_settings = SolverSettings.from_config(app.config)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
                                     retries=app.config["WRITE_RETRIES"],
@@ -78,8 +78,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
 def close_app(app: Flask) -> None:
     """Close the app's Redis connections (the game store's and the live feed's)."""
+    app.extensions["live_feed"].close()  # first: its hub reads the store
     app.extensions["game_store"].close()
-    app.extensions["live_feed"].close()
 
 
 #: The shortest ``SECRET_KEY`` accepted: a short key could be guessed from what Redis holds.

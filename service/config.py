@@ -21,6 +21,11 @@ class Config:
     #: answers 408 and the connection closes, so a client that sends less than its
     #: Content-Length holds a gunicorn thread this long at most (0: no limit).
     BODY_TIMEOUT_SECONDS = env_float("BODY_TIMEOUT_SECONDS", 10.0)
+    #: Replicas that must confirm a write (Redis WAIT) before it is acknowledged; when
+    #: they do not within REDIS_WAIT_TIMEOUT_MS the write answers 503.  Default: 1 on a
+    #: Redis Cluster (REDIS_URL=redis+cluster://...), 0 on one Redis.
+    REDIS_WAIT_REPLICAS = env_int("REDIS_WAIT_REPLICAS", None)
+    REDIS_WAIT_TIMEOUT_MS = env_int("REDIS_WAIT_TIMEOUT_MS", 500)
     #: A pooled connection idle for longer than this is PINGed before use.
     REDIS_HEALTH_CHECK_INTERVAL = env_int("REDIS_HEALTH_CHECK_INTERVAL", 30)
     #: Idle games expire after this many seconds; every write starts the clock again.

@@ -51,12 +51,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from urllib.parse import unquote, urlsplit
 
 import orjson
 import redis
 
-from service import keys
+from service import cluster, keys
 from service.engine.journal import Change
 from service.game.record import StoredGame
 from service.game.replay import replay
@@ -295,6 +294,7 @@ class Hub:
         self._fresh: set[str] = set()  # channels the hub has not read yet
         self._connected = threading.Event()
         self._thread: threading.Thread | None = None
+        self._checker: threading.Thread | None = None
         self._stopping = False
         _HUBS.add(self)
 
@@ -481,10 +481,25 @@ class Hub:
                 self._changed(game_id)
             if check:
                 next_round = now + self.heartbeat
-                for game_id in check:  # an expired game publishes nothing
-                    if not self.store.exists(game_id):
-                        self._deleted(game_id)
                 self._beat(now)
+                # An expired game publishes nothing: look for them in a thread of their
+                # own, one Redis round trip per game, while this one keeps reading.
+                if self._checker is None or not self._checker.is_alive():
+                    self._checker = threading.Thread(target=self._check_expired,
+                                                     args=(check,), name="events-expiry",
+                                                     daemon=True)
+                    self._checker.start()
+
+    def _check_expired(self, game_ids: list[str]) -> None:
+        try:
+            for game_id in game_ids:
+                if self._stopping:
+                    return  # the app is closing (its store may be closed already)
+                if not self.store.exists(game_id):
+                    self._deleted(game_id)
+        except Exception as error:  # the next round tries again
+            if not self._stopping:
+                log.warning("events expiry check failed: %s: %s", type(error).__name__, error)
 
     def _beat(self, now: float) -> None:
         """A heartbeat to each follower that got nothing since the last round; the end
@@ -559,19 +574,9 @@ class _Subscriber:
         self.url, self.options = url, options
         self.nodes: list[tuple[str, int]] = []
         self.turn = 0
-        parts = urlsplit(url)
-        if parts.scheme.lower() == "redis+cluster":
-            netloc = parts.netloc
-            if "@" in netloc:
-                userinfo, netloc = netloc.rsplit("@", 1)
-                user, _, password = userinfo.partition(":")
-                if user:
-                    self.options = dict(self.options, username=unquote(user))
-                if password:
-                    self.options = dict(self.options, password=unquote(password))
-            for location in netloc.split(","):
-                host, _, port = location.strip().rpartition(":")
-                self.nodes.append((host.strip("[]"), int(port)))
+        if cluster.is_cluster_url(url):
+            self.nodes, credentials = cluster.parse_cluster_url(url)
+            self.options = dict(options, **credentials)
 
     def connect(self) -> redis.Redis:
         if not self.nodes:

@@ -11,9 +11,14 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
   under way (:mod:`service.solving`);
 - :func:`write_idempotency` STRING: the sealed first answer of a write with an
   ``Idempotency-Key`` (:mod:`service.game.idempotency`);
-- :func:`create_idempotency` STRING: the same for ``POST /v1/games``, which has no game
-  yet (the record is scoped by the key alone);
-- :data:`STATS` HASH: the statistics counters, fields :func:`stat`;
+- :func:`create_idempotency` STRING: the same for ``POST /v1/games``, in the slot of the
+  game it created;
+- :func:`create_target` STRING: the id of the game that a create with an
+  ``Idempotency-Key`` makes, claimed before the game is stored (a key of its own hash
+  tag, the key's digest), so that its retries find that game and its record;
+- :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
+  one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
+  (:func:`service.cluster.stats_key`);
 - :func:`channel`: the game's pub/sub channel (no key, no memory).
 
 The solver's keys (:mod:`service.solver_store`), each used by one-key commands only:
@@ -53,8 +58,12 @@ def write_idempotency(game_id: str, idempotency_key: str) -> str:
     return f"game:{{{game_id}}}:idem:{key_digest(idempotency_key)}"
 
 
-def create_idempotency(idempotency_key: str) -> str:
-    return f"create:idem:{key_digest(idempotency_key)}"
+def create_idempotency(game_id: str, idempotency_key: str) -> str:
+    return f"game:{{{game_id}}}:idem:create:{key_digest(idempotency_key)}"
+
+
+def create_target(idempotency_key: str) -> str:
+    return f"create:idem:{{{key_digest(idempotency_key)}}}"
 
 
 def stat(variant_id: str, name: str) -> str:

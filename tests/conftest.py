@@ -1,9 +1,27 @@
-"""Shared fixtures. Redis here is always our own redis-server, never another one."""
+"""Shared fixtures. Redis here is always our own redis-server, never another one.
+
+A test marked ``cluster`` runs twice: on the session's Redis and on the session's Redis
+Cluster (3 masters, 3 replicas, started once); its ``backend`` parameter says which.
+"""
 
 import pytest
 import redis
+from redis.cluster import ClusterNode, RedisCluster
 
-from service.redis_server import RedisServer
+from service.redis_server import LocalCluster, RedisServer
+
+BACKENDS = ("redis", "cluster")
+
+
+def pytest_generate_tests(metafunc):
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("cluster"):
+        metafunc.parametrize("backend", BACKENDS)
+
+
+@pytest.fixture
+def backend():
+    """Where the test's Redis is: ``redis`` (one server) unless marked ``cluster``."""
+    return "redis"
 
 
 @pytest.fixture(scope="session")
@@ -17,6 +35,34 @@ def redis_server(tmp_path_factory):
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory):
+    """A real Redis Cluster for the whole session: 3 masters with a replica each, every
+    node a redis-server process on free ports with its files in a temporary directory.
+    Tests must leave it whole (a test that kills nodes starts a cluster of its own)."""
+    nodes = LocalCluster(tmp_path_factory.mktemp("cluster"), node_timeout_ms=2000)
+    nodes.start()
+    yield nodes
+    nodes.stop()
+
+
+class WholeClusterClient(RedisCluster):
+    """A RedisCluster whose KEYS and DBSIZE ask every master (redis-py asks one), so a
+    test sees the keys of the whole cluster."""
+
+    def keys(self, pattern="*", **kwargs):
+        return self.execute_command("KEYS", pattern, target_nodes=self.PRIMARIES, **kwargs)
+
+    def dbsize(self, **kwargs):
+        return self.execute_command("DBSIZE", target_nodes=self.PRIMARIES, **kwargs)
+
+
+def cluster_client(nodes: LocalCluster) -> RedisCluster:
+    """A client of ``nodes`` that sees the whole cluster (the caller closes it)."""
+    return WholeClusterClient(startup_nodes=[ClusterNode(node.host, node.port)
+                                             for node in nodes.nodes if node.running])
+
+
 def _ensure_running(server):
     if not server.running:  # an earlier test crashed it and did not bring it back
         server.start()
@@ -24,15 +70,22 @@ def _ensure_running(server):
 
 
 @pytest.fixture
-def redis_url(redis_server):
-    return _ensure_running(redis_server).url
+def redis_url(request, backend):
+    if backend == "cluster":
+        return request.getfixturevalue("redis_cluster").url
+    return _ensure_running(request.getfixturevalue("redis_server")).url
 
 
 @pytest.fixture
-def clean_redis(redis_server):
-    """A client of the session's Redis, emptied (FLUSHALL) before the test; restarts the
-    server first if an earlier test left it down."""
-    client = redis.Redis.from_url(_ensure_running(redis_server).url)
-    client.flushall()
+def clean_redis(request, backend):
+    """A client of the session's Redis (or Redis Cluster), emptied (FLUSHALL) before the
+    test; restarts the server first if an earlier test left it down."""
+    if backend == "cluster":
+        nodes = request.getfixturevalue("redis_cluster")
+        nodes.flushall()
+        client = cluster_client(nodes)
+    else:
+        client = redis.Redis.from_url(_ensure_running(request.getfixturevalue("redis_server")).url)
+        client.flushall()
     yield client
     client.close()

@@ -29,6 +29,9 @@ def test_the_http_benchmark_is_part_of_make_bench():
 @pytest.mark.timeout(240)
 def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, capsys):
     report = tmp_path / "RESULTS.md"
+    # What another benchmark keeps in the same file, between its markers, stays.
+    report.write_text("# Benchmark results\n\nold text\n\n<!-- bench other: begin -->\n"
+                      "kept\n<!-- bench other: end -->\n")
     assert bench_http.main([
         "--duration", "2", "--rounds", "2", "--warmup", "0", "--persistence", "always",
         "--connections", "4",
@@ -36,6 +39,8 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
         "--streams", "4", "--profile-requests", "40", "--output", str(report),
     ]) == 0
     text = report.read_text()
+    assert "old text" not in text
+    assert text.endswith("\n<!-- bench other: begin -->\nkept\n<!-- bench other: end -->\n")
     for heading in ("## Machine", "## Configuration", "## Throughput and latency",
                     "## Targets", "## Redis memory per game", "## Profile of the request path"):
         assert heading in text

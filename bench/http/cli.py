@@ -22,10 +22,9 @@ from bench.http.constants import (
 )
 from bench.http.machine import cpu_model, filesystem_of, load_average
 from bench.http.measure import measure, run_profile
-from bench.http.report import report, targets_table
+from bench.http.report import other_sections, report, targets_table
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
-from bench.solver import carry_solver_table
 from bench.walks import long_walks
 from service.redis_server import RedisServerError, find_redis_server
 
@@ -42,7 +41,8 @@ def unavailable() -> str | None:
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options of ``python -m bench http``, checked."""
     parser = argparse.ArgumentParser(prog="python -m bench http", description=DESCRIPTION)
     parser.add_argument("--duration", type=int, default=12,
                         help="seconds of measurement per endpoint, over all rounds "
@@ -82,7 +82,11 @@ def main(argv: list[str] | None = None) -> int:
             or args.games_per_connection < 1 or args.memory_games < 1 \
             or args.memory_played < 1:
         parser.error("durations, connections and game counts must be positive")
+    return args
 
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     try:
         wrk = find_wrk()
     except Unavailable as error:
@@ -129,9 +133,9 @@ def main(argv: list[str] | None = None) -> int:
                                           PERSISTENCE[persistence])
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    if args.output.exists():  # the solver's win-rate table lives in the same file
-        text = carry_solver_table(args.output.read_text(), text)
-    args.output.write_text(text)
+    # The other benchmarks' sections (the solver's win-rate table, ...) stay.
+    old = args.output.read_text() if args.output.exists() else ""
+    args.output.write_text(text + other_sections(old))
     print()
     print(targets_table(outcomes, args.connections))
     print(f"\nwrote {args.output}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -142,9 +143,20 @@ def memory_table(memory: list[Memory]) -> str:
     return "\n".join(lines)
 
 
+#: A section another benchmark keeps in the same report, between its markers.
+_SECTION = re.compile(r"<!-- (?P<name>[^>]+?): begin -->.*?<!-- (?P=name): end -->",
+                      re.DOTALL)
+
+
+def other_sections(old: str) -> str:
+    """The sections of the other benchmarks in the report ``old`` (each between
+    ``<!-- NAME: begin -->`` and ``<!-- NAME: end -->``, as they write them), to keep
+    after this benchmark's own text when it rewrites the report."""
+    return "".join(f"\n{match.group(0)}\n" for match in _SECTION.finditer(old))
+
+
 def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: str) -> str:
-    first = outcomes[0]
-    settings = first.settings
+    """The whole of bench/RESULTS.md: the machine, the configuration, the tables."""
     out = [
         "# Benchmark results",
         "",
@@ -152,18 +164,37 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "(`make bench` runs it after the engine and bots benchmarks); regenerated on every "
         "run. Times are reported, never checked: nothing fails on them.",
         "",
+        *machine_section(machine, outcomes[0].redis_version),
+        *configuration_section(args, outcomes[0].settings),
+        *throughput_section(outcomes),
+        *streams_section(outcomes),
+        "## Targets", "", targets_table(outcomes, args.connections), "",
+        *memory_section([m for o in outcomes for m in o.memory]),
+    ]
+    if profile:
+        out += ["## Profile of the request path", "", profile.strip(), ""]
+    return "\n".join(out)
+
+
+def machine_section(machine: dict, redis_version: str) -> list[str]:
+    return [
         "## Machine",
         "",
         "| CPU | cores | Python | Redis | Redis files on | wrk | load average before |",
         "|---|---:|---|---|---|---|---|",
         f"| {machine['cpu']} | {machine['cores']} | {machine['python']} | "
-        f"{first.redis_version} | {machine['filesystem']} | {machine['wrk']} | "
+        f"{redis_version} | {machine['filesystem']} | {machine['wrk']} | "
         f"{machine['load']} |",
         "",
         "wrk runs on the same machine as gunicorn and Redis and takes its share of the "
         "cores; ratios to `/healthz` measured in the same run are what compares across "
         "machines.",
         "",
+    ]
+
+
+def configuration_section(args, settings: dict) -> list[str]:
+    return [
         "## Configuration",
         "",
         f"- gunicorn: `{' '.join(GUNICORN_COMMAND)}` with `gunicorn.conf.py` as it is: "
@@ -195,6 +226,11 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
         "own Redis of the same persistence, loaded in the same rounds with the same wrk "
         "settings.",
         "",
+    ]
+
+
+def throughput_section(outcomes: list[Outcome]) -> list[str]:
+    out = [
         "## Throughput and latency",
         "",
         "CPU per request is what each process used during the measured run divided by the "
@@ -216,6 +252,11 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
                     runs_table(outcome.toy_runs, outcome.toy_runs[0].rps,
                                floor_name="`/toy/json`", ratios=outcome.ratios), "",
                     toy_comparison(outcome), ""]
+    return out
+
+
+def streams_section(outcomes: list[Outcome]) -> list[str]:
+    out: list[str] = []
     for outcome in outcomes:
         if outcome.streams is None:
             continue
@@ -237,22 +278,22 @@ def report(args, outcomes: list[Outcome], command: str, machine: dict, profile: 
             runs_table(outcome.stream_runs, outcome.floor, versus=before),
             "",
         ]
-    out += ["## Targets", "", targets_table(outcomes, args.connections), ""]
-    memory = [m for o in outcomes for m in o.memory]
-    if memory:
-        out += [
-            "## Redis memory per game",
-            "",
-            "`MEMORY USAGE <key> SAMPLES 0` of every key of a game (every key with its hash "
-            "tag `{<id>}`: `game:{<id>}`, the hash of the version, the record and the "
-            "journal, from which the history and the events feed are replayed; any other, "
-            "such as an idempotency record), added up, for games just "
-            f"created with `POST /v1/games`, then after {MEMORY_MOVES} moves of a walk "
-            "(no undo, no Idempotency-Key).",
-            "",
-            memory_table(memory),
-            "",
-        ]
-    if profile:
-        out += ["## Profile of the request path", "", profile.strip(), ""]
-    return "\n".join(out)
+    return out
+
+
+def memory_section(memory: list[Memory]) -> list[str]:
+    if not memory:
+        return []
+    return [
+        "## Redis memory per game",
+        "",
+        "`MEMORY USAGE <key> SAMPLES 0` of every key of a game (every key with its hash "
+        "tag `{<id>}`: `game:{<id>}`, the hash of the version, the record and the "
+        "journal, from which the history and the events feed are replayed; any other, "
+        "such as an idempotency record), added up, for games just "
+        f"created with `POST /v1/games`, then after {MEMORY_MOVES} moves of a walk "
+        "(no undo, no Idempotency-Key).",
+        "",
+        memory_table(memory),
+        "",
+    ]

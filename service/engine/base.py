@@ -15,7 +15,7 @@ from itertools import chain
 from typing import ClassVar
 
 from .cards import ALL_CARDS, Card, cards_text, parse_piles, piles_text
-from .errors import IllegalMoveError, InvalidMoveError
+from .errors import COMMON_RULE_CODES, RULE_CODES, IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Line, Move, Step
 
 PLAYING, WON, LOST, RESIGNED = "playing", "won", "lost", "resigned"
@@ -178,6 +178,10 @@ class Variant:
     order: ClassVar[int] = 100
     #: The action move types (besides card moves and resign) this variant knows.
     actions: ClassVar[tuple[str, ...]] = ()
+    #: Why a hint suggests each action move, when no card move helps.
+    action_reasons: ClassVar[dict[str, str]] = {}
+    #: The rule codes only this variant refuses a move with, and what they mean.
+    rule_codes: ClassVar[dict[str, str]] = {}
     #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
     turns: ClassVar[int] = 0
     layout: tuple[PileSpec, ...]
@@ -357,8 +361,18 @@ _REGISTRY: dict[str, Variant] = {}
 
 
 def register(cls: type[Variant]) -> type[Variant]:
-    """Class decorator: make one instance of the variant available by its id."""
+    """Class decorator: make one instance of the variant available by its id, and its
+    rule codes part of :data:`RULE_CODES` (the shared ones, then each game's in the
+    order of :func:`variants`)."""
+    shared = set(cls.rule_codes) & set(COMMON_RULE_CODES)
+    if shared:
+        raise ValueError(f"{cls.__name__} redefines the shared rule code(s) {sorted(shared)}")
     _REGISTRY[cls.id] = cls()
+    codes = dict(COMMON_RULE_CODES)
+    for variant in variants():
+        codes.update(variant.rule_codes)
+    RULE_CODES.clear()
+    RULE_CODES.update(codes)
     return cls
 
 

@@ -88,7 +88,18 @@ class Clock(Variant):
         "packet short, so that the stock refills it. When no card move helps: refill or "
         "draw, whichever is legal, else no move.")
     order = 1
+    rule_codes = {
+        "packet_too_short": "Clock: a marriage needs a receiving packet of at least three "
+                            "cards",
+        "talon_cannot_marry": "Clock: a talon card goes only to a foundation",
+        "gaps_must_be_refilled": "Clock: short packets must be refilled before drawing",
+        "no_gaps": "Clock: no packet is short, there is nothing to refill",
+    }
     actions = (DRAW, REFILL)
+    action_reasons = {
+        DRAW: "no card move helps now: draw the next stock card onto the talon",
+        REFILL: "no card move helps now: refill the short packets from the stock",
+    }
     layout = _layout()
     table = (12.0, 11.4)
 

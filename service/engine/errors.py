@@ -7,8 +7,8 @@ names the rule (see :data:`RULE_CODES`).
 
 from __future__ import annotations
 
-#: Every rule code an illegal move can be refused with, and what it means.
-RULE_CODES: dict[str, str] = {
+#: The rule codes every game shares, and what they mean.
+COMMON_RULE_CODES: dict[str, str] = {
     "game_over": "the game has ended: no move is accepted",
     "not_in_variant": "this kind of move does not exist in this game",
     "unknown_pile": "the pile id does not exist in this game",
@@ -19,18 +19,13 @@ RULE_CODES: dict[str, str] = {
     "wrong_suit": "the card is not of the suit the target needs",
     "wrong_rank": "the card is not of the rank the target needs",
     "foundation_complete": "the foundation is finished and takes nothing more",
-    "packet_too_short": "Clock: a marriage needs a receiving packet of at least three cards",
-    "talon_cannot_marry": "Clock: a talon card goes only to a foundation",
-    "gaps_must_be_refilled": "Clock: short packets must be refilled before drawing",
-    "no_gaps": "Clock: no packet is short, there is nothing to refill",
     "stock_empty": "the stock is empty",
-    "king_cannot_move": "Salic Law: a king never leaves its pile",
     "deal_not_finished": "only allowed once the stock is empty",
-    "not_a_free_king": "Salic Law: the target king pile holds more than its king",
-    "not_adjacent": "Four Corners: while the stock lasts a side packet plays only to the "
-                    "foundation beside it",
-    "target_empty": "Four Corners: an empty packet stays empty",
 }
+#: Every rule code an illegal move can be refused with, and what it means: the shared
+#: ones, then each game's own (``Variant.rule_codes``) in the order of the games, filled
+#: in as the games are registered (importing :mod:`service.engine` registers them all).
+RULE_CODES: dict[str, str] = dict(COMMON_RULE_CODES)
 
 
 class EngineError(ValueError):

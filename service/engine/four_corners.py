@@ -75,7 +75,13 @@ class FourCorners(Variant):
         "the line that brings the most cards home (a bounded search). When no card move "
         "helps: deal, else no move.")
     order = 3
+    rule_codes = {
+        "not_adjacent": "Four Corners: while the stock lasts a side packet plays only to "
+                        "the foundation beside it",
+        "target_empty": "Four Corners: an empty packet stays empty",
+    }
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     turns = len(PACKETS)
     layout = _layout()
     table = (6.0, 6.5)

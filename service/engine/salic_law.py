@@ -61,7 +61,12 @@ class SalicLaw(Variant):
         "of card moves (onto bare kings) that brings the most cards home (a bounded "
         "breadth-first search). When no card move helps: deal, else no move.")
     order = 2
+    rule_codes = {
+        "king_cannot_move": "Salic Law: a king never leaves its pile",
+        "not_a_free_king": "Salic Law: the target king pile holds more than its king",
+    }
     actions = (DEAL,)
+    action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
     table = (9.5, 8.0)
 

@@ -26,12 +26,6 @@ from service.game.replay import replay
 from service.solving import Winnable
 from service.store import GameStore
 
-#: Why a hint suggests an action move (when no card move helps).
-_ACTION_REASONS = {
-    "deal": "no card move helps now: deal the next card",
-    "draw": "no card move helps now: draw the next stock card onto the talon",
-    "refill": "no card move helps now: refill the short packets from the stock",
-}
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 
 
@@ -94,11 +88,10 @@ class Games:
         found = engine_hint(state, self.hint_budget)
         if found is not None:
             return game.version, {"move": _listed(state, found.move), "reason": found.reason}
-        action = next((move for move in state.legal_moves() if move.type in _ACTION_REASONS),
-                      None)
+        reasons = state.variant.action_reasons
+        action = next((move for move in state.legal_moves() if move.type in reasons), None)
         if action is not None:
-            return game.version, {"move": action.to_dict(),
-                                  "reason": _ACTION_REASONS[action.type]}
+            return game.version, {"move": action.to_dict(), "reason": reasons[action.type]}
         return game.version, {"move": None,
                               "reason": "no move helps now: only moves that bring nothing "
                                         "home are left (or resign)"}

@@ -57,7 +57,9 @@ class Pipeline:
         self.retries = max(1, retries)
 
     def create(self, write: Write, command: Command) -> Reply:
-        """Store the new game of ``command`` under a fresh random id."""
+        """Store the new game of ``command`` under a fresh random id (with an
+        Idempotency-Key, the one the key's first request claimed:
+        :meth:`GameStore.create_target`)."""
         return self._run(None, write, command, journal=False)
 
     def write(self, game_id: str, write: Write, command: Command, *,
@@ -71,9 +73,10 @@ class Pipeline:
         hashed_token = None if creating else token_hash(write.token)
         key = write.idempotency_key
         for _attempt in range(self.retries):
-            if creating:
-                game_id = secrets.token_urlsafe(16)
-                view = WriteView(None, "", key and self.store.created_response(key))
+            if creating:  # 128 random bits; with a key, the id its first request claimed
+                game_id = (key is not None and self.store.claimed_target(key)) \
+                    or secrets.token_urlsafe(16)
+                view = WriteView(None, "", key and self.store.created_response(game_id, key))
             else:
                 view = self.store.load_for_write(game_id, key, journal=journal)
             scope = None if creating else game_id  # of the idempotency record
@@ -82,6 +85,8 @@ class Pipeline:
             current = None if creating else self._admit(game_id, write, view.game,
                                                         hashed_token)
             change = command(current, view.journal, now())
+            if creating and key is not None:  # a change to store: claim its id for the key
+                game_id = self.store.create_target(key, game_id)
             reply = _reply(game_id, change)
             first = None
             if key is not None:

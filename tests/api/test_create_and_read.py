@@ -83,6 +83,7 @@ def test_deal_commitment_is_the_hash_of_variant_seed_and_salt(client, redis_db):
     assert other["deal_commitment"] != game["deal_commitment"]  # a new salt each time
 
 
+@pytest.mark.cluster
 def test_server_chosen_seed_is_hidden_but_stored(client, redis_db):
     game, _token, _ = create(client, "clock")
     assert game["seed"] is None
@@ -112,6 +113,7 @@ def test_undo_policy_is_kept(client, redis_db, undo):
     assert stored(redis_db, game["id"])[1]["undo"] == undo
 
 
+@pytest.mark.cluster
 def test_two_games_have_different_ids_and_tokens(client):
     first, first_token, _ = create(client, seed=1)
     second, second_token, _ = create(client, seed=1)

@@ -189,6 +189,7 @@ def _limited_app(redis_url, **config):
                     **config)
 
 
+@pytest.mark.cluster
 def test_rate_limit_headers_count_down_then_429(redis_url, redis_db):
     client = _limited_app(redis_url).test_client()
     for remaining in (4, 3, 2, 1, 0):
@@ -210,6 +211,7 @@ def test_rate_limit_headers_count_down_then_429(redis_url, redis_db):
     assert client.get("/metrics").status_code == 200
 
 
+@pytest.mark.cluster
 def test_rate_limit_counters_are_shared_by_every_worker(redis_url, redis_db):
     first, second = _limited_app(redis_url).test_client(), _limited_app(redis_url).test_client()
     for _ in range(3):

@@ -73,6 +73,7 @@ def _clock_42(client, undo="full"):
 
 
 # --- JSON --------------------------------------------------------------------------------
+@pytest.mark.cluster
 def test_the_json_feed_lists_moves_and_undos_after_a_version(client):
     gid, token = _clock_42(client)
     moved = play(client, gid, token, CLOCK_42_FIRST)
@@ -181,6 +182,7 @@ def test_the_feed_names_no_card_before_it_is_dealt(client, redis_db):
 
 
 # --- Server-Sent Events -----------------------------------------------------------------
+@pytest.mark.cluster
 def test_a_stream_sends_the_backlog_then_every_change_live_and_ends_with_the_game(sse):
     gid, token = _clock_42(sse)
     assert play(sse, gid, token, CLOCK_42_FIRST).status_code == 200
@@ -218,6 +220,7 @@ def test_a_stream_sends_the_backlog_then_every_change_live_and_ends_with_the_gam
     response.close()
 
 
+@pytest.mark.cluster
 def test_a_stream_resumes_after_last_event_id(sse):
     gid, token = _clock_42(sse)
     for move in (CLOCK_42_FIRST, {"type": "refill"}, {"type": "draw"}):
@@ -240,6 +243,7 @@ def test_several_streams_follow_the_same_game(sse_app):
         response.close()
 
 
+@pytest.mark.cluster
 def test_autoplay_streams_one_entry_per_move(sse, redis_db):
     from tests.api.test_help_endpoints import SALIC_42_BEFORE_AUTOPLAY, play_all
 
@@ -255,6 +259,7 @@ def test_autoplay_streams_one_entry_per_move(sse, redis_db):
     response.close()
 
 
+@pytest.mark.cluster
 def test_deleting_a_game_ends_its_streams(sse):
     gid, token = _clock_42(sse)
     response, stream = _open(sse, gid)
@@ -369,6 +374,7 @@ def test_a_storage_outage_ends_a_stream_quietly(sse, redis_server):
     response.close()
 
 
+@pytest.mark.cluster
 def test_a_move_made_while_a_stream_waits_wakes_it(sse_app):
     """The stream blocks in XREAD in its own thread while another client moves."""
     client = sse_app.test_client()

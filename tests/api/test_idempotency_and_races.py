@@ -17,6 +17,8 @@ from tests.api.support import (
     stored_state,
 )
 
+pytestmark = pytest.mark.cluster
+
 KEY = "retry-7f3a"
 
 
@@ -151,16 +153,20 @@ def test_a_retried_create_gets_the_same_game_and_token(client, redis_db):
     again = client.post("/v1/games", json=dict(reversed(body.items())),
                         headers={"Idempotency-Key": KEY})
     _same_answer(first, again)
-    assert len(redis_db.keys("game:*")) == 1
+    assert len(redis_db.keys("game:{*}")) == 1
     token = first.get_json()["player_token"]
     values = snapshot(redis_db).values()
     assert not any(token.encode() in value for value in values if isinstance(value, bytes))
-    record_key = keys.create_idempotency(KEY)
+    # The record lives in the game's slot; the key's first request claimed the id.
+    game_id = first.get_json()["game"]["id"]
+    record_key = keys.create_idempotency(game_id, KEY)
+    assert record_key.startswith(f"game:{{{game_id}}}:")
+    assert redis_db.type(record_key) == b"string"
     assert 86400 - 10 < redis_db.ttl(record_key) <= 86400
     other = client.post("/v1/games", json={"variant": "clock"}, headers={"Idempotency-Key": KEY})
     assert other.status_code == 422
     assert other.get_json()["code"] == "idempotency_key_reused"
-    assert len(redis_db.keys("game:*")) == 1
+    assert len(redis_db.keys("game:{*}")) == 1
     fresh = client.post("/v1/games", json=body, headers={"Idempotency-Key": "another"})
     assert fresh.get_json()["game"]["id"] != first.get_json()["game"]["id"]
 
@@ -193,7 +199,7 @@ def test_racing_retries_of_one_create_make_one_game(app, redis_db):
                                              headers={"Idempotency-Key": KEY}))
     assert {a.status_code for a in answers} == {201}
     assert len({a.get_data() for a in answers}) == 1
-    assert len(redis_db.keys("game:*")) == 1
+    assert len(redis_db.keys("game:{*}")) == 1
 
 
 def test_racing_if_match_writes_exactly_one_wins(app, client, redis_db):

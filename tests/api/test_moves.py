@@ -46,6 +46,7 @@ def test_moves_honours_if_none_match(client):
     assert response.headers["ETag"] == '"0"'
 
 
+@pytest.mark.cluster
 def test_a_move_is_applied_stored_and_answered_with_its_events(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=11)
     before = stored_state(redis_db, game["id"])
@@ -76,6 +77,7 @@ def test_a_card_move_names_its_card_in_the_event(client, redis_db):
                                                 "to": listed["to"]}
 
 
+@pytest.mark.cluster
 def test_write_refreshes_the_expiry(client, redis_db):
     game, token, _ = create(client, "salic-law", seed=1)
     key = keys.game(game["id"])
@@ -234,6 +236,7 @@ def test_writes_without_a_valid_bearer_token_are_401(client, redis_db, header):
     assert snapshot(redis_db) == before
 
 
+@pytest.mark.cluster
 def test_writes_with_another_token_are_403(client, redis_db):
     game, token, _ = create(client, seed=2)
     _other, other_token, _ = create(client, seed=2)
@@ -262,6 +265,7 @@ def test_write_to_an_unknown_game_is_404(client, redis_db):
     assert snapshot(redis_db) == before
 
 
+@pytest.mark.cluster
 def test_if_match_with_the_current_version_applies(client):
     game, token, _ = create(client, "salic-law", seed=4)
     response = play(client, game["id"], token, {"type": "deal"}, If_Match='"0"')
@@ -293,6 +297,7 @@ def test_a_stale_client_without_if_match_plays_on_the_current_state(client, redi
     assert len(stored_history(redis_db, game["id"])) == 2
 
 
+@pytest.mark.cluster
 def test_resign_ends_the_game_and_reveals_seed_and_salt(client, redis_db):
     game, token, _ = create(client, "four-corners")
     _version, record = stored(redis_db, game["id"])
@@ -318,6 +323,7 @@ def test_resign_is_accepted_but_never_listed(client):
     assert all(m["type"] != "resign" for m in legal(client, game["id"]))
 
 
+@pytest.mark.cluster
 def test_the_draw_and_refill_of_the_clock(client, redis_db):
     game, token, _ = create(client, "clock", seed=8)
     draw = first_of(legal(client, game["id"]), "draw")

@@ -208,7 +208,7 @@ def test_a_retry_after_a_lost_reply_gets_the_first_answer(proxied, redis_db, wri
 
 def test_a_create_whose_reply_is_lost_is_found_again_with_its_key(proxied, redis_db):
     app, client, proxy = proxied
-    proxy.lose_reply_to(b"create:idem")  # the record stored after the game
+    proxy.lose_reply_to(b":idem:create:")  # the script storing the game and its record
     _problem(client.post("/v1/games", json={"variant": "clock"},
                          headers={"Idempotency-Key": "c-1"}), 503, "storage_unavailable")
     retried = client.post("/v1/games", json={"variant": "clock"},

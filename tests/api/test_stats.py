@@ -35,6 +35,7 @@ def _hint_bot(client, variant: str, seed: int) -> dict:
     raise AssertionError("the game did not end")
 
 
+@pytest.mark.cluster
 def test_no_game_yet(client):
     response = client.get("/v1/stats")
     assert list(_stats(client)) == ["clock", "salic-law", "four-corners"]
@@ -60,6 +61,7 @@ def test_games_are_counted_as_they_are_created_and_end(client):
     assert stats["four-corners"] == ZERO
 
 
+@pytest.mark.cluster
 def test_retries_replays_and_refusals_count_nothing(client):
     key = {"Idempotency-Key": "new-game-1"}
     first = client.post("/v1/games", json={"variant": "clock"}, headers=key)
@@ -79,6 +81,7 @@ def test_retries_replays_and_refusals_count_nothing(client):
                                        "win_rate": 0.0}
 
 
+@pytest.mark.cluster
 @pytest.mark.timeout(60)
 def test_counts_are_right_under_concurrency(redis_url, clean_redis):
     """Threads create games, race to resign the same games, and race idempotent

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 import redis
@@ -138,7 +139,7 @@ def test_the_pool_never_deals_a_seed_twice(worker, redis_url, redis_db):
 
 
 def test_a_pool_pops_each_seed_once_under_concurrency(redis_db):
-    store = SolverStore(redis_db)
+    store = SolverStore(SimpleNamespace(client=redis_db))
     redis_db.sadd(keys.pool("clock"), *range(300))
     taken: list[list[int]] = [[] for _ in range(6)]
 
@@ -213,3 +214,16 @@ def test_winnable_is_true_or_false_and_never_with_a_seed(client, redis_db, body)
 def test_winnable_false_is_an_ordinary_game(client):
     game, _token, _response = create(client, "clock", seed=7, winnable=False)
     assert (game["seed"], game["winnable"]) == (7, None)
+
+
+def test_a_pool_that_never_fills_keeps_no_other_waiting(redis_url, clean_redis, tmp_path):
+    # Four Corners first, with searches too short to win one of its deals: Salic Law's
+    # pool fills all the same, its turn coming after each Four Corners search.
+    url_2 = redis_url.rsplit("/", 1)[0] + "/2"
+    with redis.Redis.from_url(url_2) as db_2, \
+            WorkerProcess(url_2, tmp_path / "worker.log", WINNABLE_DEAL_SECONDS="0.2",
+                          WINNABLE_DEAL_POSITIONS="5000",
+                          WINNABLE_POOL=f"four-corners=1,{POOLED}=2"):
+        wait_for(lambda: db_2.scard(keys.pool(POOLED)) == 2, seconds=30,
+                 what="the Salic Law pool", step=0.1)
+        assert db_2.scard(keys.pool("four-corners")) == 0

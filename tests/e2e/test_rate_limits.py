@@ -18,8 +18,10 @@ RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 @pytest.fixture(scope="module")
 def limited(redis_server, tmp_path_factory):
     log = tmp_path_factory.mktemp("limited") / "gunicorn.log"
+    # Keep-alive longer than connections_on_distinct_workers may search on a busy machine:
+    # the connections it found first must still be open when the test uses them.
     with Gunicorn(redis_server.url, log, WEB_CONCURRENCY="3", GUNICORN_THREADS="2",
-                  RATELIMIT_DEFAULT=f"{LIMIT} per minute") as server:
+                  GUNICORN_KEEPALIVE="60", RATELIMIT_DEFAULT=f"{LIMIT} per minute") as server:
         yield server
 
 

@@ -38,9 +38,11 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
 
 
 def test_a_rewritten_results_file_keeps_the_solver_table():
-    from bench.solver import BEGIN, END, carry_solver_table
+    # What bench http writes after its own report when it rewrites the file.
+    from bench.http.report import other_sections
+    from bench.solver import BEGIN, END
 
     old = f"# Benchmark results\n\nold http tables\n\n{BEGIN}\n| solver |\n{END}\n"
     new = "# Benchmark results\n\nnew http tables\n"
-    assert carry_solver_table(old, new) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
-    assert carry_solver_table("no table", new) == new
+    assert new + other_sections(old) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
+    assert other_sections("no table") == ""

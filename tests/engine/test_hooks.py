@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from service.engine import MOVE, Move, variants
+from service.engine import MOVE, RULE_CODES, Move, variants
 from service.engine.endgame import solve
+from service.engine.errors import COMMON_RULE_CODES
 from tests.engine.positions import VARIANT_IDS, clock, walk
 
 
@@ -57,3 +58,18 @@ def test_the_clock_hints_a_marriage_that_leaves_a_packet_short():
         "moving 4S onto packet-2 leaves packet-1 short, so the stock refills it")
     bigger = clock({"packet-1": "KHQHJH4S", "packet-2": "2D3D5S"})
     assert bigger.variant.idle_move_reason(bigger, source, target) is None
+
+
+def test_every_action_of_a_variant_has_a_hint_reason():
+    for variant in variants():
+        assert set(variant.action_reasons) == set(variant.actions), variant.id
+        assert all(reason.startswith("no card move helps now: ")
+                   for reason in variant.action_reasons.values())
+
+
+def test_rule_codes_are_the_shared_ones_then_each_games_own_in_order():
+    expected = dict(COMMON_RULE_CODES)
+    for variant in variants():
+        assert not set(variant.rule_codes) & set(expected), variant.id
+        expected.update(variant.rule_codes)
+    assert list(RULE_CODES.items()) == list(expected.items())

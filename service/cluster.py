@@ -1,0 +1,321 @@
+"""Redis Cluster mode: ``REDIS_URL=redis+cluster://host:port[,host:port...]``.
+
+The store talks to a cluster through redis-py's :class:`~redis.cluster.RedisCluster`,
+which keeps the map of slots to masters (:attr:`RedisCluster.nodes_manager`), and for
+the commands of the request path through :class:`ClusterConnections`: one connection
+per thread and master, on which the commands of one game (they share its slot) go
+together in one round trip.  That is what a write needs to be confirmed by ``WAIT``:
+Redis counts the replicas that reached the last write *of the connection* that asks.
+
+Redirections are followed, never shown to a client: ``MOVED`` (the slot has another
+master now: after a resharding or a failover) updates the map and sends again; ``ASK``
+(the slot is being migrated and a key is on the target already) sends again to the
+target after ``ASKING``; ``TRYAGAIN`` (a command of several keys while they are split
+between the two nodes of a migration) and ``CLUSTERDOWN`` wait a little and send again.
+None of these ran the command, so sending again is safe even for a write.  A lost
+connection is never sent again (the write may have run): it raises, and the map is
+read again from the cluster so that the next request finds the master that took over.
+
+Statistics counters are sharded by slot (:func:`stats_key`): a game's counters are
+kept in a hash of the game's own slot, so the write script touches one slot, and
+:func:`read_stats` sums the shards.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from urllib.parse import unquote, urlsplit
+
+import redis
+from redis.cluster import ClusterNode, RedisCluster
+from redis.crc import REDIS_CLUSTER_HASH_SLOTS, key_slot
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    MovedError,
+    ResponseError,
+    SlotNotCoveredError,
+    TryAgainError,
+)
+
+SCHEME = "redis+cluster"
+#: Redirections (MOVED, ASK) and waits (TRYAGAIN, CLUSTERDOWN) one command may go
+#: through before it gives up (the request answers 503).
+MAX_REDIRECTIONS = 16
+#: Seconds between two attempts after TRYAGAIN or CLUSTERDOWN, and the most a command
+#: waits that way in all before it gives up (a migration moves a slot in milliseconds;
+#: a failover takes seconds, which the client had better spend waiting on a 503).
+RETRY_PAUSE = 0.02
+RETRY_BUDGET = 0.5
+#: Seconds between two readings of the slot map after a lost connection.
+REFRESH_PAUSE = 0.2
+
+
+def is_cluster_url(url: str) -> bool:
+    return url.split("://", 1)[0].lower() == SCHEME
+
+
+def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict]:
+    """``redis+cluster://[user:password@]host:port[,host:port...]`` → the startup nodes
+    and the credentials (the scheme of the ``limits`` library)."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != SCHEME:
+        raise ValueError(f"not a {SCHEME}:// URL: {url!r}")
+    netloc = parts.netloc
+    credentials: dict = {}
+    if "@" in netloc:
+        userinfo, netloc = netloc.rsplit("@", 1)
+        user, _, password = userinfo.partition(":")
+        if user:
+            credentials["username"] = unquote(user)
+        if password:
+            credentials["password"] = unquote(password)
+    nodes = []
+    for location in netloc.split(","):
+        host, _, port = location.strip().rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"{SCHEME}:// URL: {location!r} is not host:port")
+        nodes.append((host.strip("[]"), int(port)))
+    return nodes, credentials
+
+
+def cluster_client(url: str, options: dict) -> RedisCluster:
+    """A RedisCluster for ``url`` that never sends a command twice after a lost
+    connection (``options`` are :meth:`GameStore.client_options`); it reads the slot map
+    from the cluster now (raises a RedisError if no node answers)."""
+    nodes, credentials = parse_cluster_url(url)
+    options = {key: value for key, value in options.items()
+               if key != "health_check_interval"}
+    return RedisCluster(startup_nodes=[ClusterNode(host, port) for host, port in nodes],
+                        require_full_coverage=False, **credentials, **options)
+
+
+class ClusterConnections:
+    """One connection per thread and master for the commands of the request path (the
+    counterpart of the store's per-thread connections of the single-node mode).
+
+    :meth:`run` sends commands that all concern one slot, together, to the master of
+    that slot, following redirections (see the module docstring); replies that are
+    errors come back as exception objects, in place."""
+
+    def __init__(self, url: str, options: dict):
+        self._url, self.options = url, options
+        self._client: RedisCluster | None = None
+        self._local = threading.local()
+        self._all: weakref.WeakSet = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self._refreshing = threading.Lock()
+        self._refreshed = 0.0
+
+    @property
+    def client(self) -> RedisCluster:
+        """The RedisCluster, made on first use: the service starts (and answers 503)
+        while no node of the cluster answers yet."""
+        client = self._client
+        if client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = cluster_client(self._url, self.options)
+                client = self._client
+        return client
+
+    def _connection(self, node: ClusterNode) -> redis.Connection:
+        connections = self._local.__dict__.setdefault("by_node", {})
+        connection = connections.get(node.name)
+        if connection is None:
+            pool = self.client.get_redis_connection(node).connection_pool
+            connection = pool.connection_class(**pool.connection_kwargs)
+            connections[node.name] = connection
+            with self._lock:
+                self._all.add(connection)
+            connection.connect()
+            return connection
+        try:
+            ready = not connection.can_read()
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            ready = False
+        if not ready:
+            connection.disconnect()
+            connection.connect()
+        return connection
+
+    def refresh(self) -> None:
+        """Read the slot map again (at most every REFRESH_PAUSE seconds, by one thread
+        at a time; the others go on with the map they have)."""
+        if time.monotonic() - self._refreshed < REFRESH_PAUSE:
+            return
+        if not self._refreshing.acquire(blocking=False):
+            return
+        try:
+            self._refreshed = time.monotonic()
+            self.client.nodes_manager.initialize()
+        except (redis.RedisError, OSError):
+            pass  # no node answered: the next failure tries again
+        finally:
+            self._refreshing.release()
+
+    def send(self, node: ClusterNode, commands: list[tuple]) -> list:
+        """Send ``commands`` to ``node`` in one round trip; their replies, errors as
+        exception objects (redirections included)."""
+        connection = self._connection(node)
+        return self.send_packed(node, connection.pack_commands(commands), len(commands))
+
+    def send_packed(self, node: ClusterNode, packed, count: int) -> list:
+        """:meth:`send` for ``count`` commands packed already."""
+        connection = self._connection(node)
+        try:
+            connection.send_packed_command(packed)
+            replies = []
+            for _ in range(count):
+                try:
+                    replies.append(connection.read_response())
+                except ResponseError as error:
+                    replies.append(error)
+        except (redis.ConnectionError, redis.TimeoutError, OSError):
+            connection.disconnect()
+            self.refresh()
+            raise
+        except BaseException:
+            connection.disconnect()  # replies may be left unread: never reuse it
+            raise
+        return replies
+
+    def run(self, key: str | bytes, commands: list[tuple]) -> list:
+        """Send ``commands`` (they concern ``key``'s slot only) in one round trip to the
+        slot's master; their replies, errors as exception objects."""
+        slot = key_slot(key.encode() if isinstance(key, str) else key)
+        asking: ClusterNode | None = None
+        waited = 0.0
+        # Each wait may come after an ASK (to the target, which answers TRYAGAIN).
+        for _attempt in range(MAX_REDIRECTIONS + 2 * round(RETRY_BUDGET / RETRY_PAUSE)):
+            try:
+                node = asking or self.client.nodes_manager.get_node_from_slot(slot)
+            except SlotNotCoveredError:
+                self.refresh()
+                raise
+            sent = [("ASKING",), *commands] if asking is not None else commands
+            replies = self.send(node, sent)
+            if asking is not None:
+                replies = replies[1:]
+            asking = None
+            redirect = next((reply for reply in replies if isinstance(
+                reply, (AskError, TryAgainError, ClusterDownError))), None)
+            if redirect is None:
+                return replies
+            if isinstance(redirect, MovedError):
+                self.client.nodes_manager.move_slot(redirect)
+            elif isinstance(redirect, AskError):
+                asking = (self.client.nodes_manager.get_node(redirect.host, redirect.port)
+                          or ClusterNode(redirect.host, redirect.port))
+            else:  # TRYAGAIN: a migration is under way; CLUSTERDOWN: a failover
+                if isinstance(redirect, ClusterDownError):
+                    self.refresh()
+                if waited >= RETRY_BUDGET:
+                    break
+                time.sleep(RETRY_PAUSE)
+                waited += RETRY_PAUSE
+        raise redirect
+
+    def execute(self, *args):
+        """One command (its key: the first, or the first of an EVAL's keys)."""
+        key = args[3] if args[0] in ("EVAL", "EVALSHA") else args[1]
+        reply = self.run(key, [args])[0]
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    def transaction(self, *commands) -> list:
+        """``commands`` (of the first one's key's slot) in one MULTI/EXEC, one round
+        trip: their replies, in order."""
+        replies = self.run(commands[0][1], [("MULTI",), *commands, ("EXEC",)])
+        failed = next((reply for reply in replies if isinstance(reply, Exception)), None)
+        if failed is not None:
+            raise failed
+        return replies[-1]
+
+    def close(self) -> None:
+        with self._lock:
+            connections = list(self._all)
+            client, self._client = self._client, None
+        for connection in connections:
+            connection.disconnect()
+        if client is not None:
+            client.close()
+
+
+# --- statistics counters, one hash per slot ---------------------------------------------
+_TAGS: list[str] | None = None
+_TAGS_LOCK = threading.Lock()
+
+
+def _slot_tags() -> list[str]:
+    """For every slot, a short string whose hash slot it is (computed once: about
+    300 000 CRC16s, a tenth of a second)."""
+    global _TAGS
+    with _TAGS_LOCK:
+        if _TAGS is None:
+            tags: list[str | None] = [None] * REDIS_CLUSTER_HASH_SLOTS
+            missing, number = REDIS_CLUSTER_HASH_SLOTS, 0
+            while missing:
+                tag = format(number, "x")
+                slot = key_slot(tag.encode())
+                if tags[slot] is None:
+                    tags[slot] = tag
+                    missing -= 1
+                number += 1
+            _TAGS = tags
+        return _TAGS
+
+
+def stats_key(prefix: str, key_in_slot: str) -> str:
+    """The statistics hash of the slot of ``key_in_slot`` (a key of the game)."""
+    return f"{prefix}:{{{_slot_tags()[key_slot(key_in_slot.encode())]}}}"
+
+
+_READS: dict[str, list[bytes]] = {}
+
+
+def _stats_reads(prefix: str) -> list[bytes]:
+    """For every slot, its statistics hash's HGETALL, packed (made once)."""
+    reads = _READS.get(prefix)
+    if reads is None:
+        reads = []
+        for tag in _slot_tags():
+            key = f"{prefix}:{{{tag}}}".encode()
+            reads.append(b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n" % (len(key), key))
+        _READS[prefix] = reads
+    return reads
+
+
+def read_stats(connections: ClusterConnections, prefix: str) -> dict[bytes, int]:
+    """The sum of every slot's statistics hash: one round trip per master, each sending
+    the HGETALLs of the slots it serves."""
+    reads = _stats_reads(prefix)
+    manager = connections.client.nodes_manager
+    by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
+    with manager._lock:  # the slot map, read once for the 16384 slots
+        owners = [manager.slots_cache.get(slot) for slot in range(REDIS_CLUSTER_HASH_SLOTS)]
+    for slot, nodes in enumerate(owners):
+        if not nodes:
+            connections.refresh()
+            raise SlotNotCoveredError(f"slot {slot} is not covered by the cluster")
+        by_node.setdefault(nodes[0].name, (nodes[0], []))[1].append(slot)
+    totals: dict[bytes, int] = {}
+    for node, slots in by_node.values():
+        replies = connections.send_packed(node, [b"".join(reads[slot] for slot in slots)],
+                                          len(slots))
+        for slot, reply in zip(slots, replies, strict=True):
+            if isinstance(reply, Exception):  # its slot moved meanwhile
+                key = f"{prefix}:{{{_slot_tags()[slot]}}}"
+                reply = connections.run(key, [("HGETALL", key)])[0]
+                if isinstance(reply, Exception):
+                    raise reply
+            if not reply:
+                continue
+            pairs = (reply.items() if isinstance(reply, dict)  # RESP3 or RESP2
+                     else zip(reply[::2], reply[1::2], strict=True))
+            for field, value in pairs:
+                totals[field] = totals.get(field, 0) + int(value)
+    return totals

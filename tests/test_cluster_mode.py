@@ -1,0 +1,43 @@
+"""service.cluster: the URL; on the session's Redis Cluster, a command that follows a
+slot moved since the client read the map."""
+
+import pytest
+
+from service.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
+from service.store import GameStore
+
+
+def _options():
+    return GameStore.client_options({"REDIS_SOCKET_TIMEOUT": 1.0, "REDIS_CONNECT_TIMEOUT": 1.0,
+                                     "REDIS_HEALTH_CHECK_INTERVAL": 30})
+
+
+def test_cluster_urls_name_their_nodes_and_credentials():
+    assert is_cluster_url("redis+cluster://a:1")
+    assert not is_cluster_url("redis://a:1/0")
+    assert parse_cluster_url("redis+cluster://a:7000,b:7001, c:7002") == (
+        [("a", 7000), ("b", 7001), ("c", 7002)], {})
+    assert parse_cluster_url("redis+cluster://u:p%40ss@a:1") == (
+        [("a", 1)], {"username": "u", "password": "p@ss"})
+    for wrong in ("redis://a:1", "redis+cluster://a", "redis+cluster://a:x,b:2"):
+        with pytest.raises(ValueError, match="URL"):
+            parse_cluster_url(wrong)
+
+
+def test_a_command_follows_a_moved_slot(redis_cluster):
+    """The slot map of the connections is stale on purpose: MOVED sets it right."""
+    connections = ClusterConnections(redis_cluster.url, _options())
+    try:
+        key = "game:{moved}"
+        connections.execute("SET", key, "1")
+        manager = connections.client.nodes_manager
+        slot = connections.client.keyslot(key)
+        owner = manager.slots_cache[slot][0]
+        other = next(node for node in manager.nodes_cache.values()
+                     if node.name != owner.name and node.server_type == "primary")
+        manager.slots_cache[slot] = [other]  # as if the slot had moved
+        assert connections.execute("GET", key) == b"1"
+        assert manager.slots_cache[slot][0].name == owner.name
+        connections.execute("DEL", key)
+    finally:
+        connections.close()
