@@ -41,6 +41,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.sections import write_section
 from bench.walks import VARIANT_IDS, Walk, long_walks
 from service.launch import new_secret_key
 from service.redis_server import die_with_parent, free_port
@@ -615,7 +616,7 @@ def _run(args, workdir: Path, command: str) -> int:
     }
     text = report(args, figures, command)
     print(text)
-    write_section(args.output, text)
+    write_section(args.output, BEGIN, END, text.rstrip("\n"))
     return 0
 
 
@@ -707,14 +708,3 @@ def report(args, f: dict, command: str) -> str:
     if f["sample_errors"]:
         lines.append(f"- Errors seen by followers (first ones): {f['sample_errors']}")
     return "\n".join(lines) + "\n"
-
-
-def write_section(path: Path, text: str) -> None:
-    section = f"{BEGIN}\n{text}{END}\n"
-    old = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in old and END in old:
-        head, rest = old.split(BEGIN, 1)
-        new = head + section + rest.split(END, 1)[1].lstrip("\n")
-    else:
-        new = old.rstrip("\n") + "\n\n" + section
-    path.write_text(new)

@@ -49,6 +49,8 @@ from datetime import UTC, datetime
 from multiprocessing import Pool
 from pathlib import Path
 
+from bench.http.client import Client
+from bench.sections import write_section
 from service.engine import MOVE, RESIGN, WON, Move, new_game, variants
 from service.engine.help import DEFAULT_BUDGET, heuristic_hint, hint
 from service.engine.playout import cards_home, random_playout
@@ -193,19 +195,11 @@ def targets(rows: list[Row]) -> list[tuple[str, str, bool]]:
 
 
 # --- latency through the API -----------------------------------------------------------------
-class _Client:
-    def __init__(self, port: int):
-        self.connection = http.client.HTTPConnection(HOST, port, timeout=30)
-
-    def request(self, method: str, path: str, body: dict | None = None,
-                headers: dict | None = None) -> tuple[int, dict]:
-        data = None if body is None else json.dumps(body).encode()
-        sent = {"Content-Type": "application/json"} if data is not None else {}
-        sent.update(headers or {})
-        self.connection.request(method, path, body=data, headers=sent)
-        response = self.connection.getresponse()
-        payload = response.read()
-        return response.status, json.loads(payload) if payload else {}
+def _call(client: Client, method: str, path: str, body: dict | None = None,
+          headers: dict | None = None) -> tuple[int, dict]:
+    """``client.request`` with the answer's JSON body (``{}`` when empty)."""
+    status, _headers, payload = _call(client, method, path, body, headers)
+    return status, json.loads(payload) if payload else {}
 
 
 @contextlib.contextmanager
@@ -242,7 +236,7 @@ def _wait_for(port: int, process, log_path: Path, timeout: float = 30.0) -> None
         if process.poll() is not None:
             raise RuntimeError(f"gunicorn exited: {log_path.read_text()[-2000:]}")
         try:
-            if _Client(port).request("GET", "/healthz")[0] == 200:
+            if _call(Client(port), "GET", "/healthz")[0] == 200:
                 return
         except (OSError, http.client.HTTPException):
             pass
@@ -257,12 +251,12 @@ def latency(per_variant: int, variant_ids: list[str]) -> dict[str, list[float]]:
     times: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-hints-") as tmp, \
             _serve(Path(tmp)) as port:
-        client = _Client(port)
+        client = Client(port)
         for variant_id in variant_ids:
             taken = times[variant_id] = []
             seed = 0
             while len(taken) < per_variant:
-                status, body = client.request("POST", "/v1/games",
+                status, body = _call(client, "POST", "/v1/games",
                                               {"variant": variant_id, "seed": seed})
                 if status != 201:
                     raise RuntimeError(f"POST /v1/games answered {status}: {body}")
@@ -271,13 +265,13 @@ def latency(per_variant: int, variant_ids: list[str]) -> dict[str, list[float]]:
                 status = "playing"
                 while status == "playing" and len(taken) < per_variant:
                     started = time.perf_counter()
-                    code, answer = client.request("GET", f"/v1/games/{game}/hint")
+                    code, answer = _call(client, "GET", f"/v1/games/{game}/hint")
                     taken.append(time.perf_counter() - started)
                     if code != 200:
                         raise RuntimeError(f"GET .../hint answered {code}: {answer}")
                     move = answer["move"] or {"type": "resign"}
                     move = {k: v for k, v in move.items() if k != "card"}
-                    code, answer = client.request("POST", f"/v1/games/{game}/moves",
+                    code, answer = _call(client, "POST", f"/v1/games/{game}/moves",
                                                   move, auth)
                     if code != 200:
                         raise RuntimeError(f"a hinted move answered {code}: {answer}")
@@ -302,16 +296,7 @@ def latency_table(times: dict[str, list[float]]) -> list[str]:
 
 
 # --- the command ---------------------------------------------------------------------------
-def write_section(path: Path, lines: list[str]) -> None:
-    """Put ``lines`` between the markers of ``path`` (appended when it has none)."""
-    text = path.read_text() if path.exists() else ""
-    section = "\n".join([BEGIN, *lines, END])
-    if BEGIN in text and END in text:
-        before, rest = text.split(BEGIN, 1)
-        text = before + section + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + section + "\n"
-    path.write_text(text)
+
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -411,7 +396,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| hint max ≤ {MAX_TARGET_MS:.0f} ms | {top:.0f} ms | "
             f"{'yes' if top <= MAX_TARGET_MS else 'NO'} |",
         ]
-    write_section(args.output, lines)
+    write_section(args.output, BEGIN, END, "\n".join(lines))
     print(f"\nwrote the Hints section of {args.output} "
           f"({time.perf_counter() - started:.0f} s)")
     return 0

@@ -30,6 +30,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.sections import write_section
 from service.engine import WON as WON_STATUS
 from service.engine import variants
 from service.engine.help import heuristic_hint
@@ -138,17 +139,6 @@ def table(summaries: dict[str, dict], args) -> list[str]:
     return lines
 
 
-def write(path: Path, lines: list[str]) -> None:
-    """Put the table between the solver markers of ``path`` (appended when absent)."""
-    block = "\n".join([BEGIN, *lines, END])
-    text = path.read_text() if path.exists() else "# Benchmark results\n"
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text)
-
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench solver", description=__doc__,
@@ -187,5 +177,5 @@ def main(argv: list[str]) -> int:
     lines = table(summaries, args)
     print("\n".join(lines))
     print(f"\n{len(tasks)} deals in {time.perf_counter() - started:.0f} s")
-    write(args.output, lines)
+    write_section(args.output, BEGIN, END, "\n".join(lines))
     return 0

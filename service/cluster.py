@@ -53,6 +53,33 @@ RETRY_BUDGET = 0.5
 REFRESH_PAUSE = 0.2
 
 
+def ready(connection: redis.Connection) -> redis.Connection:
+    """``connection`` (of this module or of service.store), checked before a command as
+    redis-py's pool checks it: one with a
+    reply left unread or closed by the server (a restarted Redis) is connected again."""
+    try:
+        fine = not connection.can_read()  # connects a dropped one
+    except (redis.ConnectionError, redis.TimeoutError, OSError):
+        fine = False
+    if not fine:
+        connection.disconnect()
+        connection.connect()
+    return connection
+
+
+def read_replies(connection: redis.Connection, count: int) -> list:
+    """The next ``count`` replies on ``connection``; a reply that is an error comes back
+    as its exception object, in place."""
+    replies = []
+    for _ in range(count):
+        try:
+            replies.append(connection.read_response())
+        except ResponseError as error:
+            replies.append(error)
+    return replies
+
+
+
 def is_cluster_url(url: str) -> bool:
     return url.split("://", 1)[0].lower() == SCHEME
 
@@ -132,14 +159,7 @@ class ClusterConnections:
                 self._all.add(connection)
             connection.connect()
             return connection
-        try:
-            ready = not connection.can_read()
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
-            ready = False
-        if not ready:
-            connection.disconnect()
-            connection.connect()
-        return connection
+        return ready(connection)
 
     def refresh(self) -> None:
         """Read the slot map again (at most every REFRESH_PAUSE seconds, by one thread
@@ -167,12 +187,7 @@ class ClusterConnections:
         connection = self._connection(node)
         try:
             connection.send_packed_command(packed)
-            replies = []
-            for _ in range(count):
-                try:
-                    replies.append(connection.read_response())
-                except ResponseError as error:
-                    replies.append(error)
+            replies = read_replies(connection, count)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             connection.disconnect()
             self.refresh()

@@ -192,14 +192,7 @@ class _ThreadConnections:
                 self._all.add(connection)
             connection.connect()
             return connection
-        try:
-            ready = not connection.can_read()  # connects a dropped one
-        except (redis.ConnectionError, redis.TimeoutError, OSError):
-            ready = False
-        if not ready:
-            connection.disconnect()
-            connection.connect()
-        return connection
+        return cluster.ready(connection)
 
     def execute(self, *args):
         connection = self._connection()
@@ -231,12 +224,7 @@ class _ThreadConnections:
         connection = self._connection()
         try:
             connection.send_packed_command(connection.pack_commands(commands))
-            replies = []
-            for _ in commands:
-                try:
-                    replies.append(connection.read_response())
-                except redis.ResponseError as error:
-                    replies.append(error)
+            replies = cluster.read_replies(connection, len(commands))
         except BaseException:
             connection.disconnect()
             raise
@@ -290,12 +278,7 @@ class _PooledConnections:
         connection = self._pool.get_connection()
         try:
             connection.send_packed_command(connection.pack_commands(commands))
-            replies = []
-            for _ in commands:
-                try:
-                    replies.append(connection.read_response())
-                except redis.ResponseError as error:
-                    replies.append(error)
+            replies = cluster.read_replies(connection, len(commands))
         except BaseException:
             connection.disconnect()
             raise
