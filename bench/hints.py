@@ -21,7 +21,10 @@ Target: p90 at most 300 ms, max at most 1 s.
 
 The figures go to stdout and to the "Hints" section of ``bench/RESULTS.md`` (replaced on
 every run, the rest of the file kept).  The deals are shared among ``--workers``
-processes; the default run (200 deals per variant) takes about an hour of one core.
+processes.  Most of the time goes to the solver's verdict on deals it cannot settle
+(``--solve-seconds`` each) and to the Clock's sampled hints (a search on nearly every
+move): on the shared 2-core machine of the README, 20 deals per variant took about a
+quarter of an hour with 2 workers; the default 50 proportionally longer.
 
     python -m bench hints [--seeds N] [--first N] [--workers N] [--variant ID ...]
                           [--solve-seconds S] [--latency-hints N] [--output PATH]
@@ -315,8 +318,8 @@ def main(argv: list[str] | None = None) -> int:
     known = [v.id for v in variants()]
     parser = argparse.ArgumentParser(prog="python -m bench hints",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seeds", type=int, default=200,
-                        help="deals per variant (default 200)")
+    parser.add_argument("--seeds", type=int, default=50,
+                        help="deals per variant (default 50)")
     parser.add_argument("--first", type=int, default=0, help="the first deal (default 0)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="processes sharing the deals (default: one per core)")

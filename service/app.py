@@ -48,7 +48,7 @@ def create_app(test_config: dict | None = None) -> Flask:
 
     telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
-    solver_store = SolverStore(store.client)
+    solver_store = SolverStore(store)
     solver_settings = SolverSettings.from_config(app.config)
     app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
                                     retries=app.config["WRITE_RETRIES"],

@@ -33,11 +33,21 @@ return redis.call('HSETNX', KEYS[1], '{keys.ANALYSIS}', ARGV[1])
 
 
 class SolverStore:
-    """The commands above, on a redis-py client."""
+    """The commands above, on the client of a game store (``games.client``: one Redis or
+    a Redis Cluster, which the game store makes on first use)."""
 
-    def __init__(self, client: redis.Redis):
-        self.client = client
-        self._keep = client.register_script(_KEEP)
+    def __init__(self, games):
+        self._games = games
+        self._script = None
+
+    @property
+    def client(self) -> redis.Redis:
+        return self._games.client
+
+    def _keep(self, **kwargs):
+        if self._script is None:
+            self._script = self.client.register_script(_KEEP)
+        return self._script(**kwargs)
 
     # --- pools ----------------------------------------------------------------------
     @_storage_errors

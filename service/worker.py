@@ -115,7 +115,7 @@ def main() -> int:
     try:
         # The app's own configuration and stores: the same settings, the same Redis.
         # (Imported here: a bad setting raises ValueError while the config is read.)
-        from service.app import create_app
+        from service.app import close_app, create_app
 
         app = create_app()
         nice = env_int("WORKER_NICE", 10)
@@ -132,7 +132,7 @@ def main() -> int:
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:
-        app.extensions["game_store"].close()
+        close_app(app)
     return 0
 
 

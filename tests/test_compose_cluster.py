@@ -15,7 +15,7 @@ import pytest
 import redis
 import yaml
 
-from service.launch import GUNICORN_COMMAND
+from service.launch import GUNICORN_COMMAND, WORKER_COMMAND
 from service.redis_server import find_redis_cli, find_redis_server, free_cluster_port
 from tests.test_compose import _check_compose_schema
 
@@ -140,3 +140,13 @@ def _wait_for_ping(port: int) -> None:
             pass
         assert time.monotonic() < deadline, f"no redis-server on {port}"
         time.sleep(0.05)
+
+
+def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
+    services = yaml.safe_load(COMPOSE_FILE.read_text())["services"]
+    worker, api = services["worker"], services["api-1"]
+    assert tuple(worker["command"]) == WORKER_COMMAND
+    assert worker["environment"]["REDIS_URL"] == api["environment"]["REDIS_URL"]
+    assert worker["environment"]["REDIS_URL"].startswith("redis+cluster://")
+    assert worker["depends_on"] == api["depends_on"]
+    assert worker["healthcheck"] == {"disable": True}

@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from service.game.errors import GameError, idempotency_key_reused, wrong_token
 
 _NONCE_BYTES = 12
+_FIELDS = frozenset(("request", "token", "answer"))
 _KEY_INFO = b"patience-server: idempotency records"
 
 
@@ -55,6 +56,12 @@ def request_hash(kind: str, body: dict) -> str:
     return hashlib.sha256(kind.encode() + b"\n" + canonical).hexdigest()
 
 
+def _lost(why: str) -> GameError:
+    return GameError(422, "idempotency_key_reused",
+                     f"the first answer to this Idempotency-Key {why} and cannot be sent "
+                     "again: use a new Idempotency-Key")
+
+
 class IdempotencyRecords:
     """Seals and opens idempotency records with the server key."""
 
@@ -80,9 +87,12 @@ class IdempotencyRecords:
              request: str, token: str | None) -> Reply:
         """The first answer, for a retry: 403 ``wrong_token`` unless the retry carries the
         same player token, 422 ``idempotency_key_reused`` unless the same body, or when
-        the record was sealed under another ``SECRET_KEY`` (the first answer is lost: the
-        client needs a new key, as for a key used with another body)."""
+        the record was sealed under another ``SECRET_KEY`` or has another format (the
+        first answer is lost: the client needs a new key, as for a key used with another
+        body)."""
         data = orjson.loads(record)
+        if not isinstance(data, dict) or not data.keys() >= _FIELDS:
+            raise _lost("is stored in another format")
         if data["token"] is not None and not hmac.compare_digest(data["token"], token or ""):
             raise wrong_token()
         if not hmac.compare_digest(data["request"], request):
@@ -92,8 +102,5 @@ class IdempotencyRecords:
             plain = self._aead.decrypt(answer[:_NONCE_BYTES], answer[_NONCE_BYTES:],
                                        self._context(game_id, idempotency_key))
         except InvalidTag:
-            raise GameError(422, "idempotency_key_reused",
-                            "the first answer to this Idempotency-Key was sealed under "
-                            "another server key and cannot be sent again: use a new "
-                            "Idempotency-Key") from None
+            raise _lost("was sealed under another server key") from None
         return Reply.from_json(orjson.loads(plain))

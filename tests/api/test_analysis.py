@@ -56,6 +56,7 @@ def test_the_analysis_waits_for_the_end(client, redis_db):
         "game_not_found"
 
 
+@pytest.mark.cluster
 def test_a_deal_settled_at_once_is_answered_at_once_and_kept(redis_url, redis_db):
     seed = quickly_won_seed(VARIANT)
     app = make_app(redis_url, ANALYSIS_INLINE_SECONDS=10)

@@ -126,3 +126,18 @@ def test_the_secret_key_signs_no_session_cookie(app):
     or signs a session cookie (with a key set it would on every request)."""
     with app.test_request_context("/v1/variants", headers={"Cookie": "session=eyJ4IjoxfQ.x.y"}):
         assert isinstance(app.session_interface.open_session(app, request), NullSession)
+
+
+def test_a_record_in_another_format_is_422_not_a_failure(client, redis_db):
+    created = client.post("/v1/games", json={"variant": "clock", "seed": 5})
+    game, token = created.get_json()["game"], created.get_json()["player_token"]
+    redis_db.set(keys.write_idempotency(game["id"], LOW_ENTROPY_KEY),
+                 orjson.dumps({"s": 200, "b": "{}", "v": 1, "l": None, "r": "x", "a": "y"}))
+    before = snapshot(redis_db)
+    response = client.post(f"/v1/games/{game['id']}/moves", json={"type": "draw"},
+                           headers={"Authorization": f"Bearer {token}",
+                                    "Idempotency-Key": LOW_ENTROPY_KEY})
+    assert response.status_code == 422
+    assert response.get_json()["code"] == "idempotency_key_reused"
+    assert "another format" in response.get_json()["detail"]
+    assert snapshot(redis_db) == before

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
 
 import pytest
 import redis
@@ -138,7 +139,7 @@ def test_the_pool_never_deals_a_seed_twice(worker, redis_url, redis_db):
 
 
 def test_a_pool_pops_each_seed_once_under_concurrency(redis_db):
-    store = SolverStore(redis_db)
+    store = SolverStore(SimpleNamespace(client=redis_db))
     redis_db.sadd(keys.pool("clock"), *range(300))
     taken: list[list[int]] = [[] for _ in range(6)]
 
