@@ -47,9 +47,10 @@ class SalicLaw(Variant):
                "jacks regardless of suit from the tops of the king piles; queens are set "
                "aside.")
     autoplay_rule = (
-        "Every card that a foundation takes goes home: foundations ignore suit and all "
-        "end at the jack, so any two with the same top are alike, and no card on the "
-        "table is ever needed as a target (cards move only onto a bare king).")
+        "A card goes home when every foundation is started and none is more than one "
+        "rank below it: the foundations that can take it are then alike (any suit, all "
+        "up to the jack). With a foundation further behind, which of two equal cards goes "
+        "home first can decide the game, so autoplay leaves that choice to the player.")
     hint_rule = (
         "The move that wins the most sampled deals: the unseen stock cards are dealt in 8 "
         "random orders (the same ones for the same position), each order is searched with "
@@ -160,11 +161,17 @@ class SalicLaw(Variant):
                 tuple(sorted(len(piles[f]) for f in FOUNDATIONS)))
 
     def is_safe_home(self, state: State, source: int, target: int) -> bool:
-        """Every foundation move is safe: foundations ignore suit and all end at a jack,
-        so two foundations with the same top are interchangeable, and a card on a king
-        pile is never a target for anything but a foundation (a bare king takes cards
-        only from other piles, not onto them)."""
-        return True
+        """A card of rank r goes home safely when no foundation is below r - 1 (every
+        foundation is started and shows r - 1 or more; a finished one counts as a jack).
+        Then the foundations that could take it are alike (any suit, all up to a jack),
+        and every winning line stays a winning line with this move played first: the
+        argument is the solver's (:class:`_SalicSearch`, "Safe moves home are forced").
+        Below that a move home can lose: with one foundation at 6 and one at 2, of two
+        7s the one over an 8 must go first, the other strands the 8 (docs/rules.md,
+        "Safe moves")."""
+        card = state.piles[source][-1]
+        piles = state.piles
+        return all(piles[f] and piles[f][-1].rank >= card.rank - 1 for f in FOUNDATIONS)
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_SalicSearch`): ``(result, moves)``."""

@@ -124,13 +124,36 @@ def test_clock_a_talon_card_home_is_safe_when_only_one_foundation_wants_it():
     assert Move.parse("talon>foundation-2") in safe_moves(state)
 
 
-def test_salic_every_move_home_is_safe():
+def test_salic_a_move_home_is_safe_when_no_foundation_lags_behind():
+    started = dict(zip([f"foundation-{f}" for f in range(3, 9)],
+                       ["AS2S3S", "AS2S3S", "AC2C", "AC2C", "AH2H3H", "AD2D"], strict=True))
+    state = craft("salic-law", {**started, "foundation-1": "AH2H", "foundation-2": "AD2D3D",
+                                "king-1": "KS3C", "king-2": "KH9C4C"}, rest="stock")
+    # Every foundation shows 2 or more: a 3 goes home safely, onto any 2.
+    assert safe_moves(state) == [Move.parse(f"king-1>foundation-{f}") for f in (1, 5, 6, 8)]
+    # A 4 may go onto a 3, but foundation-1 lags at 2: not safe.
+    assert Move.parse("king-2>foundation-2") in state.legal_moves()
+    assert Move.parse("king-2>foundation-2") not in safe_moves(state)
+
+
+def test_salic_a_move_home_is_not_safe_while_a_foundation_is_not_started():
     state = craft("salic-law", {"foundation-1": "AS", "foundation-2": "AH",
                                 "king-1": "KS2D", "king-2": "KH9C2C"}, rest="stock")
-    assert safe_moves(state) == [Move.parse("king-1>foundation-1"),
-                                 Move.parse("king-1>foundation-2"),
-                                 Move.parse("king-2>foundation-1"),
-                                 Move.parse("king-2>foundation-2")]
+    assert Move.parse("king-1>foundation-1") in state.legal_moves()
+    assert safe_moves(state) == []
+
+
+def test_salic_which_card_goes_home_first_can_decide_the_game():
+    # One foundation at 6, one at 2, two 7s on offer: the 7 over the 8 must go first
+    # (the solver's tests prove it); neither 7 is safe, so autoplay leaves the choice.
+    done = {f"foundation-{f}": "AS2S3S4S5S6S7S8S9STSJS" for f in range(3, 9)}
+    state = craft("salic-law", {**done, "foundation-1": "AH2H3H4H5H6H",
+                                "foundation-2": "AD2D", "king-1": "KSJC", "king-2": "KSJC",
+                                "king-3": "KH5C7C", "king-4": "KH6CTC", "king-5": "KD8C7C",
+                                "king-6": "KD4C9C", "king-7": "KC8C3C9C", "king-8": "KCTC"})
+    assert Move.parse("king-3>foundation-1") in state.legal_moves()
+    assert Move.parse("king-5>foundation-1") in state.legal_moves()
+    assert safe_moves(state) == []
 
 
 def _four_corners_out(piles: dict[str, str]) -> State:

@@ -63,7 +63,7 @@ def test_a_card_that_would_not_move_is_card_mismatch_and_nothing_else_runs():
 
 
 def test_resign_ends_the_game_and_a_finished_game_refuses_undo_and_autoplay_alike():
-    game = _stored(commands.create("salic-law", 7, "full", AT))
+    game = _stored(commands.create("salic-law", 19, "full", AT))
     resigned = commands.move(game, Move("resign"), AT)
     assert (resigned.stat, resigned.record.status) == ("resigned", "resigned")
     over = _stored(resigned)
@@ -76,7 +76,7 @@ def test_resign_ends_the_game_and_a_finished_game_refuses_undo_and_autoplay_alik
 
 
 def test_autoplay_takes_one_version_and_one_token_per_move_or_changes_nothing():
-    game = _stored(commands.create("salic-law", 7, "full", AT))
+    game = _stored(commands.create("salic-law", 19, "full", AT))
     idle = commands.autoplay(game, AT)
     assert (idle.version, idle.record, idle.journal, idle.events) == (0, game.record, "", [])
     for _deal in range(104):  # deal until a card can safely go home
@@ -86,7 +86,7 @@ def test_autoplay_takes_one_version_and_one_token_per_move_or_changes_nothing():
         dealt = commands.move(game, Move("deal"), AT)
         game = _stored(dealt)
     else:
-        pytest.fail("no deal of Salic Law 7 let autoplay play")
+        pytest.fail("no deal of Salic Law 19 let autoplay play")
     assert played.version == game.version + played.moves
     assert len(played.events) >= played.moves
     replayed = game.record.engine_state()
