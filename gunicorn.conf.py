@@ -7,6 +7,17 @@ Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml
 import os
 
 from service.env import env_int
+from service.gunicorn_shared import (  # noqa: F401 (gunicorn reads these settings)
+    accesslog,
+    child_exit,
+    control_socket_disable,
+    errorlog,
+    graceful_timeout,
+    keepalive,
+    loglevel,
+    timeout,
+    worker_tmp_dir,
+)
 
 bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # Workers: two per core (4 on the 2-core machines this is sized for; scale it with the
@@ -30,29 +41,7 @@ workers = env_int("WEB_CONCURRENCY", 4)
 worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.handoff.HandoffWorker"
 threads = env_int("GUNICORN_THREADS", 64)
 os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
-timeout = env_int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = env_int("GUNICORN_KEEPALIVE", 5)
-
-# The app writes its own JSON request log; gunicorn only reports on itself, to stderr.
-accesslog = None
-errorlog = "-"
-loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
-
-# Heartbeat files in memory rather than on a possibly slow container filesystem.
-if os.path.isdir("/dev/shm"):
-    worker_tmp_dir = "/dev/shm"
-
-# No gunicornc control socket: its default path ($XDG_RUNTIME_DIR or ~/.gunicorn) is shared
-# by every instance of the user, and nothing here uses it.
-control_socket_disable = True
-
-# Prometheus metrics summed over every worker: prometheus-client's multiprocess mode needs
-# one empty directory shared by the workers, set before any of them imports the client.
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    import tempfile
-
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+# Timeouts, logging, heartbeat files, metrics: service/gunicorn_shared.py.
 
 
 def post_worker_init(worker):
@@ -71,10 +60,3 @@ def post_worker_init(worker):
             previous(signum, frame)
 
     signal.signal(signal.SIGTERM, stop)
-
-
-def child_exit(server, worker):
-    """Drop a dead worker's live gauges from the shared metrics files."""
-    from prometheus_client import multiprocess
-
-    multiprocess.mark_process_dead(worker.pid)

@@ -15,6 +15,17 @@ other route too (it is the whole app), so a misrouted request still gets its ans
 import os
 
 from service.env import env_int
+from service.gunicorn_shared import (  # noqa: F401 (gunicorn reads these settings)
+    accesslog,
+    child_exit,
+    control_socket_disable,
+    errorlog,
+    graceful_timeout,
+    keepalive,
+    loglevel,
+    timeout,
+    worker_tmp_dir,
+)
 
 bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # One worker by default: a single process holds ten thousand idle streams on one core,
@@ -27,22 +38,8 @@ worker_class = "service.events_worker.EventsWorker"
 max_streams = env_int("EVENTS_MAX_STREAMS", 16384)
 os.environ["SSE_MAX_STREAMS"] = str(max_streams)
 worker_connections = max_streams + 256
-timeout = env_int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = env_int("GUNICORN_KEEPALIVE", 5)
-
-accesslog = None
-errorlog = "-"
-loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
-if os.path.isdir("/dev/shm"):
-    worker_tmp_dir = "/dev/shm"
-control_socket_disable = True
+# Timeouts, logging, heartbeat files, metrics: service/gunicorn_shared.py.
 proc_name = "patience-events"
-
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    import tempfile
-
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
 
 _handoff = {}
 
@@ -98,12 +95,6 @@ def worker_exit(server, worker):
     handed = _handoff.get("server")
     if handed is not None:
         handed.stop(timeout=graceful_timeout)
-
-
-def child_exit(server, worker):
-    from prometheus_client import multiprocess
-
-    multiprocess.mark_process_dead(worker.pid)
 
 
 def on_exit(server):
