@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
 import math
+import random
 
 from .base import (
     FOUNDATION,
@@ -280,9 +282,26 @@ _MOVES = move_table(Clock)
 _DRAW, _REFILL = Move(DRAW), Move(REFILL)
 
 
+#: The positions the search's first round may expand, and how many more each later
+#: round may (see :class:`_ClockSearch`).
+RESTART_POSITIONS = 500
+RESTART_GROWTH = 10
+
+
 class _ClockSearch:
     """The search of ``Clock.solver_search``: depth first over compact positions, with a
-    table of the positions already searched.
+    table of the positions already searched, **in rounds**.
+
+    A depth-first search that goes wrong early in the deal spends its whole budget on
+    the endgames below that mistake.  So the search runs in rounds: round 0 tries the
+    moves in their natural order (moves home, marriages, then the refill or draw),
+    round k > 0 in an order shuffled by ``random.Random(k)`` (so the answer for a
+    position and budget is always the same), each with a fresh table and a share of
+    :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
+    wins gives the line; a round that finishes within its share has searched every
+    line (the order of the moves changes nothing of what is searched, only when), so
+    the position is lost; a round that runs out of its share hands over to the next,
+    until the budget is out.
 
     A position is the twelve packets and the talon (``bytes`` of card codes, suit * 16
     + rank, bottom first), the top rank of each foundation and how many cards the stock
@@ -308,14 +327,19 @@ class _ClockSearch:
         gone, as it would in the line).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen")
+    __slots__ = ("stock", "budget", "line", "seen", "order", "left")
 
     def __init__(self, budget):
         self.budget = budget
         self.line: list[Move] = []
         self.seen: set[bytes] = set()
+        self.order: random.Random | None = None
+        self.left = 0
 
     def run(self, state: State):
+        """Search ``state`` in rounds (see the class docstring) until one wins, one
+        searches every line within its share (the position is lost), or the budget is
+        out."""
         from .solver import LOST, UNDECIDED, WON
 
         piles = state.piles
@@ -323,9 +347,29 @@ class _ClockSearch:
         packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)
         talon = bytes(_code(card) for card in piles[TALON])
         tops = bytes(piles[f][-1].rank for f in FOUNDATIONS)
-        if self.visit(packets, talon, tops, len(self.stock)):
-            return WON, self.line
-        return (UNDECIDED, None) if self.budget.out else (LOST, None)
+        budget = self.budget
+        for round_ in itertools.count():
+            self.order = random.Random(round_) if round_ else None
+            self.left = RESTART_POSITIONS + RESTART_GROWTH * round_
+            self.seen = set()
+            self.line = []
+            if self.visit(packets, talon, tops, len(self.stock)):
+                return WON, self.line
+            if budget.out:
+                return UNDECIDED, None
+            if self.left >= 0:
+                return LOST, None
+        raise AssertionError("unreachable")
+
+    def spend(self) -> bool:
+        """One more position for this round; False when the round or the whole budget
+        is spent."""
+        self.left -= 1
+        return self.left >= 0 and self.budget.spend()
+
+    @property
+    def out(self) -> bool:
+        return self.left < 0 or self.budget.out
 
     def visit(self, packets, talon, tops, n) -> bool:
         line = self.line
@@ -337,7 +381,7 @@ class _ClockSearch:
             key = b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
         else:
             key = b"|".join(sorted(packets)) + b"|" + talon + b"|" + tops
-        if key in self.seen or not self.budget.spend():
+        if key in self.seen or not self.spend():
             del line[depth:]
             return False
         self.seen.add(key)
@@ -374,7 +418,23 @@ class _ClockSearch:
         return packets, talon, tops
 
     def children(self, packets, talon, tops, n) -> bool:
-        line, budget = self.line, self.budget
+        line = self.line
+        moves = self.moves(packets, talon, tops, n)
+        if self.order is not None:
+            self.order.shuffle(moves)
+        for move, after in moves:
+            line.append(move)
+            if self.visit(*after):
+                return True
+            line.pop()
+            if self.out:
+                return False
+        return False
+
+    def moves(self, packets, talon, tops, n) -> list:
+        """The moves searched from a position and the positions they lead to (as the
+        arguments of :meth:`visit`): moves home, marriages, then the refill or draw."""
+        found = []
         wants: dict[int, list[int]] = {}
         for f in FOUNDATIONS:
             top = tops[f]
@@ -382,13 +442,9 @@ class _ClockSearch:
                 wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
         if talon:                                           # moves home
             for f in wants.get(talon[-1], ()):
-                line.append(_MOVES[TALON][f])
-                if self.visit(packets, talon[:-1],
-                              tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:], n):
-                    return True
-                line.pop()
-                if budget.out:
-                    return False
+                found.append((_MOVES[TALON][f], (
+                    packets, talon[:-1], tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:],
+                    n)))
         tried = set()
         for i, pile in enumerate(packets):
             if not pile or pile in tried:
@@ -396,13 +452,9 @@ class _ClockSearch:
             if not n:
                 tried.add(pile)
             for f in wants.get(pile[-1], ()):
-                line.append(_MOVES[PACKETS[i]][f])
-                if self.visit(packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
-                              tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:], n):
-                    return True
-                line.pop()
-                if budget.out:
-                    return False
+                found.append((_MOVES[PACKETS[i]][f], (
+                    packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
+                    tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:], n)))
         takers: dict[int, list[int]] = {}                   # marriages
         for j, pile in enumerate(packets):
             if len(pile) >= PACKET_SIZE:
@@ -421,14 +473,9 @@ class _ClockSearch:
                 after = list(packets)
                 after[i] = pile[:-1]
                 after[j] = packets[j] + pile[-1:]
-                line.append(_MOVES[PACKETS[i]][PACKETS[j]])
-                if self.visit(tuple(after), talon, tops, n):
-                    return True
-                line.pop()
-                if budget.out:
-                    return False
+                found.append((_MOVES[PACKETS[i]][PACKETS[j]], (tuple(after), talon, tops, n)))
         if not n:
-            return False
+            return found
         stock = self.stock
         if any(len(pile) < PACKET_SIZE for pile in packets):
             after = list(packets)
@@ -437,17 +484,10 @@ class _ClockSearch:
                     n -= 1
                     pile += stock[n:n + 1]
                 after[i] = pile
-            line.append(_REFILL)
-            if self.visit(tuple(after), talon, tops, n):
-                return True
-        else:
-            if _buries_itself(stock[n - 1], talon, tops):
-                return False
-            line.append(_DRAW)
-            if self.visit(packets, talon + stock[n - 1:n], tops, n - 1):
-                return True
-        line.pop()
-        return False
+            found.append((_REFILL, (tuple(after), talon, tops, n)))
+        elif not _buries_itself(stock[n - 1], talon, tops):
+            found.append((_DRAW, (packets, talon + stock[n - 1:n], tops, n - 1)))
+        return found
 
 
 _DONE = bytes(f + 1 for f in FOUNDATIONS)
@@ -500,3 +540,4 @@ def _safe_target(card: int, tops: bytes) -> int | None:
         if _F_SUIT[f] == suit and tops[f] == want and tops[f] != f + 1:
             return f if _home_count(card, tops) == 1 else None
     return None
+

@@ -113,6 +113,27 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon):
     assert settled[LOST] >= 3, settled
 
 
+def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypatch):
+    # Rounds of a few dozen positions: most positions are settled by a later round, in
+    # a shuffled order of moves (a won line, or a round that searched every line).
+    from service.engine import clock
+
+    monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
+    monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
+    rng = random.Random("clock rounds")
+    settled = _agree((solver_positions.clock(rng, 20, 6, 6) for _ in range(30)), 30_000)
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 3, settled
+
+
+def test_clock_search_rounds_are_deterministic():
+    first = solve("clock", 7, max_positions=3000, max_seconds=1e9)
+    again = solve("clock", 7, max_positions=3000, max_seconds=1e9)
+    assert (first.result, first.line, first.searched) == (again.result, again.line,
+                                                          again.searched)
+    assert first.searched > 500             # the budget outlasts the first round
+
+
 def test_a_draw_that_buries_its_own_card_is_recognised():
     # Foundations I (6C up to A) and IX (2C up to 9) both want an 8C after a 7C; with
     # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
