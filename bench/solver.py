@@ -11,8 +11,10 @@ For every variant and every seed of the range:
   (``hint_playout``); each one's result, cards home and CPU seconds are kept.
 
 Each deal's figures are appended to a JSON-lines file (``--records``, one line per deal
-as it finishes) under a digest of the engine's sources, the budget and the bots played.
-A run skips the deals already recorded for the same digest, so a long run can be
+as it finishes) under a digest of the engine's sources the variant plays by (every
+module of the engine but the other games' own: ``engine_digest``), the budget and the
+bots played.  A run skips the deals already recorded for the same digest, so a long run
+can be
 stopped and started again, or split into ranges (``--first``, ``--seeds``), and the
 table is built from the records of the whole range.  The tables go to standard output
 and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file kept).
@@ -68,11 +70,16 @@ BOTS = {"random": "random legal moves", "quick": "quick hint (rules of thumb)",
 BOT_SETS = {"all": tuple(BOTS), "quick": ("random", "quick"), "none": ()}
 
 
-def engine_digest() -> str:
-    """A digest of the engine's sources: records of another engine are not reused."""
+def engine_digest(variant_id: str) -> str:
+    """A digest of the engine's sources that a variant's play depends on: every module of
+    ``service/engine`` but the other variants' own.  Records made by another engine are
+    not reused, and a change to one game's module leaves the others' records valid."""
+    others = {Path(sys.modules[type(v).__module__].__file__).name
+              for v in variants() if v.id != variant_id}
     digest = hashlib.sha256()
     for path in sorted((ROOT / "service" / "engine").glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        if path.name not in others:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -100,9 +107,10 @@ def play_deal(task: tuple[str, int, float, tuple[str, ...], str]) -> dict:
 
 
 # --- the records -------------------------------------------------------------------------
-def load_records(path: Path, digest: str, budget: float) -> dict[tuple[str, int], dict]:
-    """The records of ``path`` made by this engine with this budget, by (variant, seed);
-    a later line replaces an earlier one."""
+def load_records(path: Path, digests: dict[str, str], budget: float
+                 ) -> dict[tuple[str, int], dict]:
+    """The records of ``path`` made by this engine (``digests``: by variant) with this
+    budget, by (variant, seed); a later line replaces an earlier one."""
     found: dict[tuple[str, int], dict] = {}
     if not path.exists():
         return found
@@ -111,7 +119,8 @@ def load_records(path: Path, digest: str, budget: float) -> dict[tuple[str, int]
             record = json.loads(line)
         except ValueError:
             continue            # a line cut short by an interrupted run
-        if record.get("engine") == digest and record.get("budget") == budget:
+        if record.get("engine") == digests.get(record.get("variant")) and \
+                record.get("budget") == budget:
             found[record["variant"], record["seed"]] = record
     return found
 
@@ -195,7 +204,8 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         f"Written by `{args.command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
         f"({platform.python_implementation()} {platform.python_version()}, "
         f"{os.cpu_count()} cores, load average before "
-        f"{' '.join(f'{x:.2f}' for x in args.load)}; engine {args.digest}).",
+        f"{' '.join(f'{x:.2f}' for x in args.load)}; engine digests "
+        f"{', '.join(f'{k} {v}' for k, v in args.digests.items())}).",
         "",
         f"Seeds: {seeds}.  The solver searches each deal with the whole deal known (stock "
         f"order included), at most {args.budget:g} s per deal on one core: **won** (a "
@@ -265,9 +275,9 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
-    args.digest = engine_digest()
     args.bots = BOT_SETS[args.bots]
     chosen = [v.id for v in variants() if not args.variant or v.id in args.variant]
+    args.digests = {variant_id: engine_digest(variant_id) for variant_id in chosen}
     args.counts = dict.fromkeys(chosen, args.seeds)
     for option in args.seeds_for:
         variant_id, _, count = option.partition("=")
@@ -276,8 +286,8 @@ def main(argv: list[str]) -> int:
         args.counts[variant_id] = int(count)
     wanted = [(variant_id, seed) for variant_id in chosen
               for seed in range(args.first, args.first + args.counts[variant_id])]
-    records = load_records(args.records, args.digest, args.budget)
-    tasks = [(variant_id, seed, args.budget, args.bots, args.digest)
+    records = load_records(args.records, args.digests, args.budget)
+    tasks = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id])
              for variant_id, seed in wanted
              if not _recorded(records.get((variant_id, seed)), args.bots)]
     print(f"{len(wanted) - len(tasks)} of {len(wanted)} deals recorded already "

@@ -63,3 +63,21 @@ def test_a_rewritten_results_file_keeps_the_solver_table():
     new = "# Benchmark results\n\nnew http tables\n"
     assert new + other_sections(old) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
     assert other_sections("no table") == ""
+
+
+def test_a_game_module_changes_only_its_own_variants_records(tmp_path, monkeypatch):
+    from bench import solver
+
+    engine = tmp_path / "service" / "engine"
+    engine.mkdir(parents=True)
+    for name in ("base.py", "clock.py", "salic_law.py", "four_corners.py"):
+        (engine / name).write_text(f"# {name}\n")
+    monkeypatch.setattr(solver, "ROOT", tmp_path)
+    before = {v: solver.engine_digest(v) for v in ("clock", "salic-law", "four-corners")}
+    (engine / "clock.py").write_text("# the Clock, changed\n")
+    after = {v: solver.engine_digest(v) for v in before}
+    assert after["clock"] != before["clock"]
+    assert after["salic-law"] == before["salic-law"]
+    assert after["four-corners"] == before["four-corners"]
+    (engine / "base.py").write_text("# shared, changed\n")
+    assert all(solver.engine_digest(v) != after[v] for v in after)
