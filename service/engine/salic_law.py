@@ -67,6 +67,9 @@ class SalicLaw(Variant):
         "not_a_free_king": "Salic Law: the target king pile holds more than its king",
     }
     actions = (DEAL,)
+    #: The search expands positions several times faster than the other games' (a card
+    #: is its rank, a position a few bytes), so a hint searches more of each sample.
+    hint_positions_scale = 4
     action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
     table = (9.5, 8.0)
