@@ -22,6 +22,7 @@ and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file ke
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
                            [--budget SECONDS] [--processes N] [--variant ID]
                            [--bots all|quick|none] [--records PATH] [--output PATH]
+                           [--table-only]
 
 The default is the full table: seeds 0..999 of each variant, 10 s per deal, the three
 bots, two processes (one per core of the machine it was written for).  A deal is
@@ -196,8 +197,11 @@ def targets(summaries: dict[str, dict]) -> list[tuple[str, str, bool]]:
 
 def table(summaries: dict[str, dict], args) -> list[str]:
     """The Markdown lines of the section (without the markers)."""
-    seeds = "; ".join(f"{variant_id} {args.first}..{args.first + count - 1}"
-                      for variant_id, count in args.counts.items())
+    seeds = "; ".join(
+        f"{variant_id} {args.first}..{args.first + count - 1}" + (
+            "" if len(args.covered[variant_id]) == count else
+            f" (only {len(args.covered[variant_id])} of these deals recorded: the run was "
+            "cut short)") for variant_id, count in args.counts.items())
     lines = [
         "## How often can these games be won",
         "",
@@ -272,6 +276,9 @@ def main(argv: list[str]) -> int:
                         help="the JSON-lines file of each deal's figures (default "
                              "var/bench/winrates.jsonl)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--table-only", action="store_true",
+                        help="play nothing: the table of the deals of the range recorded "
+                             "already (a run cut short says how many it covers)")
     args = parser.parse_args(argv)
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
@@ -287,10 +294,11 @@ def main(argv: list[str]) -> int:
     wanted = [(variant_id, seed) for variant_id in chosen
               for seed in range(args.first, args.first + args.counts[variant_id])]
     records = load_records(args.records, args.digests, args.budget)
-    tasks = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id])
-             for variant_id, seed in wanted
-             if not _recorded(records.get((variant_id, seed)), args.bots)]
-    print(f"{len(wanted) - len(tasks)} of {len(wanted)} deals recorded already "
+    missing = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id])
+               for variant_id, seed in wanted
+               if not _recorded(records.get((variant_id, seed)), args.bots)]
+    tasks = [] if args.table_only else missing
+    print(f"{len(wanted) - len(missing)} of {len(wanted)} deals recorded already "
           f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
     started = time.perf_counter()
     args.records.parent.mkdir(parents=True, exist_ok=True)
@@ -303,9 +311,11 @@ def main(argv: list[str]) -> int:
             if done % 50 == 0:
                 print(f"  {done}/{len(tasks)} deals, {time.perf_counter() - started:.0f} s",
                       file=sys.stderr, flush=True)
-    summaries = {variant_id: summarise([records[variant_id, seed] for seed in range(
-        args.first, args.first + args.counts[variant_id])], args.bots)
-        for variant_id in chosen}
+    args.covered = {variant_id: [records[variant_id, seed] for seed in range(
+        args.first, args.first + args.counts[variant_id])
+        if _recorded(records.get((variant_id, seed)), args.bots)] for variant_id in chosen}
+    summaries = {variant_id: summarise(rows, args.bots)
+                 for variant_id, rows in args.covered.items() if rows}
     lines = table(summaries, args)
     print("\n".join(lines))
     print(f"\n{len(tasks)} deals played in {time.perf_counter() - started:.0f} s")

@@ -37,6 +37,13 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
     assert bench_main([*argv[:-1], "quick"]) == 0
     assert "1 of 1 deals recorded already" in capsys.readouterr().err
     assert len(records.read_text().splitlines()) == 2
+    # The table of what is recorded, nothing played: deal 3 never was.
+    assert bench_main([*argv[:-1], "quick", "--seeds", "2", "--table-only"]) == 0
+    out = capsys.readouterr()
+    assert "1 of 2 deals recorded already" in out.err
+    assert "0 to play" in out.err
+    assert "salic-law 2..3 (only 1 of these deals recorded: the run was cut short)" in out.out
+    assert len(records.read_text().splitlines()) == 2
     text = output.read_text()
     assert text.startswith("# Benchmark results\n\nother sections stay\n")
     assert text.count("<!-- solver table: begin -->") == 1
