@@ -270,31 +270,36 @@ class Clock(Variant):
 
     def progress_hint(self, worlds, max_positions, deadline):
         """Each legal move is played in each sampled deal, and the solver's search
-        runs from there for an equal share of ``max_positions`` (a share of the time
-        left, too); the move whose searches bring the most cards home in all (a won
-        deal counts every card, and a proved loss only what its search brought home)
-        is the hint.  Ties go to the first move in the listing order."""
+        runs from there for an equal share of half ``max_positions`` (a sampled deal
+        drawn twice is searched once and counts twice; the hint's time is kept); the
+        move whose searches bring the most cards home in all (a won deal counts every
+        card, and a proved loss only what its search brought home) is the hint.  Ties
+        go to the first move in the listing order."""
         from .solver import Budget
 
         moves = worlds[0].legal_moves()
         if len(moves) < 2:
             return None
-        share = max(1, max_positions // len(moves))
+        share = max(1, max_positions // (2 * len(moves)))
         totals = dict.fromkeys(moves, 0)
+        known: dict[tuple, int] = {}
         played = 0
         for world in worlds:
             for move in moves:
                 left = deadline - time.perf_counter()
                 if left <= 0:
                     break
-                after, _step = world.apply(move)
-                if after.status == WON:
-                    totals[move] += len(ALL_CARDS) * 2
-                    continue
-                search = _ClockSearch(Budget(share, left))
-                search.track = True
-                search.run(after)
-                totals[move] += search.best
+                key = (world.piles, move)
+                if key not in known:
+                    after, _step = world.apply(move)
+                    if after.status == WON:
+                        known[key] = len(ALL_CARDS) * 2
+                    else:
+                        search = _ClockSearch(Budget(share, left))
+                        search.track = True
+                        search.run(after)
+                        known[key] = search.best
+                totals[move] += known[key]
             else:
                 played += 1
                 continue

@@ -210,7 +210,7 @@ def test_the_clock_progress_hint_picks_the_move_of_most_cards_home():
     for move in moves:
         totals[move] = 0
         for world in worlds:
-            search = _ClockSearch(Budget(60 // len(moves), 60))
+            search = _ClockSearch(Budget(60 // (2 * len(moves)), 60))
             search.track = True
             search.run(world.apply(move)[0])
             totals[move] += search.best
