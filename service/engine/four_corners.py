@@ -337,6 +337,8 @@ class _FourCornersSearch:
         if key in self.seen or not self.budget.spend():
             return False
         self.seen.add(key)
+        if _trapped(packets, up, down, self.stock[:n]):
+            return False
         line = self.line
         for p in PACKETS:
             pile = packets[p]
@@ -404,6 +406,8 @@ class _FourCornersSearch:
         return False
 
     def endgame_moves(self, packets, up, down) -> bool:
+        if _trapped(packets, up, down, b""):
+            return False
         line, budget = self.line, self.budget
         tops: dict[int, list[int]] = {}
         sources = {}
@@ -455,3 +459,61 @@ _ALL_DOWN = bytes((ACE,) * 4)
 
 def _code(card: Card) -> int:
     return ROW_SUITS.index(card.suit) * 16 + card.rank
+
+
+def _trapped(packets, up, down, stock: bytes) -> bool:
+    """True when some cards can never leave their packets, so the position is lost.
+
+    The test is a relaxed game, a superset of the real one: cards leave their packets
+    from the top down, and a card that has left stays *free* for good, both as a
+    marriage partner and as a card a foundation may take (even once it is home).  Card
+    Y (rank r of suit s) on top of what is left of its packet may leave when
+
+    * a partner (r - 1 or r + 1 of s) is free or on top of what is left of another
+      packet (marriage, allowed at any time, stock or not);
+    * or r > the ace foundation's top and every rank between is free (home to the ace
+      foundation: any packet, any time); or mirrored for the king foundation.
+
+    The stock's cards start free: they are dealt on top of what is there now, so they
+    never lie under a card of it.  Leaving only adds free cards, so which cards leave
+    does not depend on the order tried: repeat until nothing more leaves.  Every line of
+    the real game maps to a line of the relaxed one (a card married onto another, or
+    home, is free there; a real top of a packet is a top of what is left of it, since
+    cards married onto it are no longer counted), so when some card can never leave
+    in the relaxed game, it never leaves in the real game either and never goes home.
+    """
+    free = [0] * 64
+    for c in stock:
+        free[c] += 1
+    height = [len(pile) for pile in packets]
+    left = sum(height)
+    ontop = [0] * 64
+    for pile in packets:
+        if pile:
+            ontop[pile[-1]] += 1
+    changed = True
+    while changed and left:
+        changed = False
+        for i, pile in enumerate(packets):
+            h = height[i]
+            while h:
+                y = pile[h - 1]
+                suit, rank = y >> 4, y & 15
+                base = suit << 4
+                ok = (rank > ACE and (free[y - 1] or ontop[y - 1])) or (
+                    rank < KING and (free[y + 1] or ontop[y + 1]))
+                if not ok and rank > up[suit]:
+                    ok = all(free[c] for c in range(base + up[suit] + 1, y))
+                if not ok and rank < down[suit]:
+                    ok = all(free[c] for c in range(y + 1, base + down[suit]))
+                if not ok:
+                    break
+                ontop[y] -= 1
+                free[y] += 1
+                h -= 1
+                if h:
+                    ontop[pile[h - 1]] += 1
+                changed = True
+            left -= height[i] - h
+            height[i] = h
+    return left > 0
