@@ -464,27 +464,116 @@ def _code(card: Card) -> int:
 def _trapped(packets, up, down, stock: bytes) -> bool:
     """True when some cards can never leave their packets, so the position is lost.
 
-    The test is a relaxed game, a superset of the real one: cards leave their packets
-    from the top down, and a card that has left stays *free* for good, both as a
-    marriage partner and as a card a foundation may take (even once it is home).  Card
-    Y (rank r of suit s) on top of what is left of its packet may leave when
+    The test is a relaxed game, a superset of the real one (:func:`_stuck`), played
+    under rules every winning line of the real game obeys:
+
+    * **A second ace goes home last.**  Once a suit's ace foundation holds its 2, the
+      other ace of the suit (on the table) never marries: it could only marry onto the
+      last 2 on the table, which then stays under it, and it could leave that 2 only
+      onto another 2 (none left) or home, onto the king foundation when that is down
+      to 2, which needs the 2 under it.  Mirrored for a second king once the king
+      foundation holds its queen.
+    * **Which foundation takes its 2 first.**  While the ace foundation still waits for
+      its 2, either (i) it takes a 2 before the king foundation does, and then the other
+      ace never moves until it goes home (were it ever on a 2 when the ace foundation
+      takes the other, it would be stuck there as above; so an ace lying on a 2 now
+      rules this case out), or (ii) the king foundation is down to 2 before the ace
+      foundation goes past its ace.  Mirrored for the queens and the other king; both
+      foundations of a suit cannot wait for each other.  A position is trapped when,
+      for some suit, the relaxed game is stuck in every case left for that suit.
+    """
+    options = []
+    for suit in range(4):
+        ace_cases = (1, 2) if up[suit] == 1 else (0,)
+        king_cases = (1, 2) if down[suit] == KING else (0,)
+        ace, king = (suit << 4) + ACE, (suit << 4) + KING
+        options.append({(a, k) for a in ace_cases for k in king_cases
+                        if (a, k) != (2, 2)
+                        and not (a == 1 and _lies_on(packets, ace, ace + 1))
+                        and not (k == 1 and _lies_on(packets, king, king - 1))})
+    if not all(options):
+        return True
+    if _stuck(packets, up, down, stock, *_rules(up, down, options)):
+        return True
+    changed = True
+    while changed:
+        changed = False
+        for suit in range(4):
+            if len(options[suit]) < 2:
+                continue
+            for case in sorted(options[suit]):
+                tried = list(options)
+                tried[suit] = {case}
+                if _stuck(packets, up, down, stock, *_rules(up, down, tried)):
+                    options[suit].discard(case)
+                    changed = True
+            if not options[suit]:
+                return True
+    return False
+
+
+def _rules(up, down, options):
+    """The rules of the relaxed game (:func:`_stuck`) that every case left in
+    ``options`` (per suit, the pairs of ace and king cases of :func:`_trapped`)
+    imposes."""
+    marry_ace, marry_king, ace_waits, king_waits = [], [], [], []
+    for suit, cases in enumerate(options):
+        aces = {a for a, _k in cases}
+        kings = {k for _a, k in cases}
+        marry_ace.append(up[suit] < 2 and aces != {1})
+        ace_waits.append(aces == {2})
+        marry_king.append(down[suit] > 12 and kings != {1})
+        king_waits.append(kings == {2})
+    return marry_ace, marry_king, ace_waits, king_waits
+
+
+def _lies_on(packets, card: int, under: int) -> bool:
+    """Some packet holds ``card`` directly on ``under``."""
+    pair = bytes((under, card))
+    return any(pair in pile for pile in packets)
+
+
+def _stuck(packets, up, down, stock: bytes, marry_ace, marry_king, ace_waits,
+           king_waits) -> bool:
+    """The relaxed game of :func:`_trapped`: True when some card can never leave its
+    packet in it.
+
+    Cards leave their packets from the top down, and a card that has left stays
+    *free* for good, both as a marriage partner and as a card a foundation may take
+    (even once it is home).  Card Y (rank r of suit s) on top of what is left of its
+    packet may leave when
 
     * a partner (r - 1 or r + 1 of s) is free or on top of what is left of another
-      packet (marriage, allowed at any time, stock or not);
+      packet (marriage, allowed at any time, stock or not), unless Y is an ace and
+      ``marry_ace[s]`` is false, or a king and ``marry_king[s]`` is false;
     * or r > the ace foundation's top and every rank between is free (home to the ace
-      foundation: any packet, any time); or mirrored for the king foundation.
+      foundation: any packet, any time); with ``ace_waits[s]``, also every rank from 2
+      down to the king foundation's top is free, twice below r (the king foundation
+      first goes down to 2, and the ace foundation's own copies are others);
+    * or mirrored, home to the king foundation (``king_waits[s]``: the ace foundation
+      first goes up to the queen).
 
     The stock's cards start free: they are dealt on top of what is there now, so they
     never lie under a card of it.  Leaving only adds free cards, so which cards leave
     does not depend on the order tried: repeat until nothing more leaves.  Every line of
-    the real game maps to a line of the relaxed one (a card married onto another, or
-    home, is free there; a real top of a packet is a top of what is left of it, since
-    cards married onto it are no longer counted), so when some card can never leave
-    in the relaxed game, it never leaves in the real game either and never goes home.
+    the real game that keeps the rules given maps to a line of the relaxed one (a card
+    married onto another, or home, is free there; a real top of a packet is a top of
+    what is left of it, since cards married onto it are no longer counted), so when a
+    card never leaves in the relaxed game, it never leaves in the real one either and
+    never goes home.
     """
     free = [0] * 64
     for c in stock:
         free[c] += 1
+    # reach_up[s]: how far the ace foundation could go up on free cards; reach_down[s]
+    # how far the king foundation could go down.
+    reach_up, reach_down = list(up), list(down)
+    for suit in range(4):
+        base = suit << 4
+        while reach_up[suit] < KING and free[base + reach_up[suit] + 1]:
+            reach_up[suit] += 1
+        while reach_down[suit] > ACE and free[base + reach_down[suit] - 1]:
+            reach_down[suit] -= 1
     height = [len(pile) for pile in packets]
     left = sum(height)
     ontop = [0] * 64
@@ -499,17 +588,30 @@ def _trapped(packets, up, down, stock: bytes) -> bool:
             while h:
                 y = pile[h - 1]
                 suit, rank = y >> 4, y & 15
-                base = suit << 4
-                ok = (rank > ACE and (free[y - 1] or ontop[y - 1])) or (
-                    rank < KING and (free[y + 1] or ontop[y + 1]))
-                if not ok and rank > up[suit]:
-                    ok = all(free[c] for c in range(base + up[suit] + 1, y))
-                if not ok and rank < down[suit]:
-                    ok = all(free[c] for c in range(y + 1, base + down[suit]))
+                if rank == ACE:
+                    ok = marry_ace[suit] and (free[y + 1] or ontop[y + 1])
+                elif rank == KING:
+                    ok = marry_king[suit] and (free[y - 1] or ontop[y - 1])
+                else:
+                    ok = free[y - 1] or ontop[y - 1] or free[y + 1] or ontop[y + 1]
+                if not ok and up[suit] < rank <= reach_up[suit] + 1:
+                    ok = not ace_waits[suit] or all(
+                        free[c] > (c < y) for c in range(y - rank + 2, y - rank + down[suit]))
+                if not ok and reach_down[suit] - 1 <= rank < down[suit]:
+                    ok = not king_waits[suit] or all(
+                        free[c] > (c > y) for c in range(y - rank + up[suit] + 1, y - rank + KING))
                 if not ok:
                     break
                 ontop[y] -= 1
                 free[y] += 1
+                if rank == reach_up[suit] + 1:
+                    base = suit << 4
+                    while reach_up[suit] < KING and free[base + reach_up[suit] + 1]:
+                        reach_up[suit] += 1
+                if rank == reach_down[suit] - 1:
+                    base = suit << 4
+                    while reach_down[suit] > ACE and free[base + reach_down[suit] - 1]:
+                        reach_down[suit] -= 1
                 h -= 1
                 if h:
                     ontop[pile[h - 1]] += 1
