@@ -288,6 +288,11 @@ class _FourCornersSearch:
       gives is the one before with that card lying on another packet's top instead of
       on its own, so every line from it is open from the position before (the other
       packet's top is only covered).
+    * **Trapped positions are lost** (:func:`_trapped`): a relaxed game, a superset of
+      the real one, shows that some card can never leave its packet.  It is tried at
+      every position while the stock lasts and where the stock runs out with every
+      case of :func:`_trapped` weighed, and at the other positions after it with the
+      rules that hold in every case only (one relaxed game, cheaper).
     """
 
     __slots__ = ("stock", "budget", "line", "seen")
@@ -330,7 +335,7 @@ class _FourCornersSearch:
     def visit(self, packets, up, down, n, turn) -> bool:
         if n:
             return self.dealing(packets, up, down, n, turn)
-        return self.endgame(packets, up, down)
+        return self.endgame(packets, up, down, True)
 
     def dealing(self, packets, up, down, n, turn) -> bool:
         key = b"|".join(packets) + up + down + bytes((n, turn))
@@ -368,7 +373,7 @@ class _FourCornersSearch:
         line.pop()
         return False
 
-    def endgame(self, packets, up, down) -> bool:
+    def endgame(self, packets, up, down, root: bool = False) -> bool:
         line = self.line
         played = 0
         # Safe moves home, forced.
@@ -400,14 +405,15 @@ class _FourCornersSearch:
             del line[len(line) - played:]
             return False
         self.seen.add(key)
+        if _trapped(packets, up, down, b"", root):
+            del line[len(line) - played:]
+            return False
         if self.endgame_moves(packets, up, down):
             return True
         del line[len(line) - played:]
         return False
 
     def endgame_moves(self, packets, up, down) -> bool:
-        if _trapped(packets, up, down, b""):
-            return False
         line, budget = self.line, self.budget
         tops: dict[int, list[int]] = {}
         sources = {}
@@ -461,7 +467,7 @@ def _code(card: Card) -> int:
     return ROW_SUITS.index(card.suit) * 16 + card.rank
 
 
-def _trapped(packets, up, down, stock: bytes) -> bool:
+def _trapped(packets, up, down, stock: bytes, cases: bool = True) -> bool:
     """True when some cards can never leave their packets, so the position is lost.
 
     The test is a relaxed game, a superset of the real one (:func:`_stuck`), played
@@ -481,6 +487,9 @@ def _trapped(packets, up, down, stock: bytes) -> bool:
       foundation goes past its ace.  Mirrored for the queens and the other king; both
       foundations of a suit cannot wait for each other.  A position is trapped when,
       for some suit, the relaxed game is stuck in every case left for that suit.
+      Cases ruled out for one suit narrow the rules of the others' cases, until
+      nothing more is ruled out.  Without ``cases``, only the rules that hold in every
+      case are played (one relaxed game instead of up to a dozen).
     """
     options = []
     for suit in range(4):
@@ -495,6 +504,8 @@ def _trapped(packets, up, down, stock: bytes) -> bool:
         return True
     if _stuck(packets, up, down, stock, *_rules(up, down, options)):
         return True
+    if not cases:
+        return False
     changed = True
     while changed:
         changed = False
