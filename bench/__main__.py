@@ -10,7 +10,6 @@ import sys
 #: ``unavailable() -> str | None`` (why it cannot run here, e.g. a server is missing).
 BENCHMARKS: dict[str, str] = {
     "engine": "bench.engine",
-    "bots": "bench.bots",
     "http": "bench.http",
     "solver": "bench.solver",
     "follow": "bench.follow",

@@ -1,28 +1,44 @@
-"""How often can these games be won?  The solver against the bots, deal by deal.
+"""How often can these games be won?  The solver against three bots, deal by deal.
 
-For every variant and every seed of the range, the solver (``service.engine.solver``)
-searches the deal with the whole deal known, within a budget of seconds: won (a winning
-line exists), proved lost (every line searched) or undecided.  The hint-following bot
-and the random bot (as ``python -m bench bots`` plays them) play the same seeds.  The
-table goes to ``bench/RESULTS.md`` (between its solver markers, the rest of the file
-untouched) and to standard output.
+For every variant and every seed of the range:
+
+* the solver (``service.engine.solver``) searches the deal with the whole deal known,
+  within ``--budget`` seconds: won (a winning line exists), proved lost (every line
+  searched) or undecided;
+* the random bot (``random_playout``: uniformly random legal moves), the quick hint bot
+  (``heuristic_hint``, the rules of thumb) and the hint bot (``hint``, what ``GET
+  .../hint`` answers: sampled deals of the unseen cards, searched) play the same deal
+  (``hint_playout``); each one's result, cards home and CPU seconds are kept.
+
+Each deal's figures are appended to a JSON-lines file (``--records``, one line per deal
+as it finishes) under a digest of the engine's sources the variant plays by (every
+module of the engine but the other games' own: ``engine_digest``), the budget and the
+bots played.  A run skips the deals already recorded for the same digest, so a long run
+can be
+stopped and started again, or split into ranges (``--first``, ``--seeds``), and the
+table is built from the records of the whole range.  The tables go to standard output
+and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file kept).
 
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
                            [--budget SECONDS] [--processes N] [--variant ID]
-                           [--no-bots] [--output PATH]
+                           [--bots all|quick|none] [--records PATH] [--output PATH]
+                           [--table-only]
 
-The default is the full table: seeds 0..999 of each variant, 10 s per deal, two
-processes (one per core of the machine it was written for).  A deal is searched by one
-process at a time, so the per-deal budget is one core's.
+The default is the full table: seeds 0..999 of each variant, 10 s per deal, the three
+bots, two processes (one per core of the machine it was written for).  A deal is
+searched by one process at a time, so the per-deal budget is one core's.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import os
 import platform
 import random
+import shlex
 import statistics
 import sys
 import time
@@ -33,31 +49,89 @@ from pathlib import Path
 from bench.sections import write_section
 from service.engine import WON as WON_STATUS
 from service.engine import variants
-from service.engine.help import heuristic_hint
-from service.engine.playout import hint_playout, random_playout
+from service.engine.help import heuristic_hint, hint
+from service.engine.playout import cards_home, hint_playout, random_playout
 from service.engine.solver import LOST, UNDECIDED, WON, solve
 
+ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
+RECORDS = ROOT / "var" / "bench" / "winrates.jsonl"
 BEGIN, END = "<!-- solver table: begin -->", "<!-- solver table: end -->"
 
 #: The share of deals the solver must settle (won or proved lost) within 10 s each.
 TARGETS = {"salic-law": 0.99, "clock": 0.95, "four-corners": 0.90}
+#: Share of the winnable deals the hint bot must win.
+WIN_TARGETS = {"salic-law": 0.60, "clock": 0.50}
+#: Four Corners: mean cards home of the hint bot over the random bot's.
+CARDS_TARGETS = {"four-corners": 1.5}
+
+#: The bots, each with what it plays: ``--bots quick`` plays the first two only.
+BOTS = {"random": "random legal moves", "quick": "quick hint (rules of thumb)",
+        "hint": "hint (sampled deals)"}
+BOT_SETS = {"all": tuple(BOTS), "quick": ("random", "quick"), "none": ()}
 
 
-def _one(task: tuple[str, int, float, bool]) -> dict:
-    variant_id, seed, budget, bots = task
+def engine_digest(variant_id: str) -> str:
+    """A digest of the engine's sources that a variant's play depends on: every module of
+    ``service/engine`` but the other variants' own.  Records made by another engine are
+    not reused, and a change to one game's module leaves the others' records valid."""
+    others = {Path(sys.modules[type(v).__module__].__file__).name
+              for v in variants() if v.id != variant_id}
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "service" / "engine").glob("*.py")):
+        if path.name not in others:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+# --- one deal, in a worker process -------------------------------------------------------
+def _play(variant_id: str, seed: int, bot: str) -> dict:
+    started = time.process_time()
+    if bot == "random":
+        final, _steps = random_playout(variant_id, seed, random.Random(seed))
+    else:
+        advise = heuristic_hint if bot == "quick" else hint
+        final, _steps = hint_playout(variant_id, seed, advise=advise)
+    return {"won": final.status == WON_STATUS, "home": cards_home(final),
+            "cpu": round(time.process_time() - started, 3)}
+
+
+def play_deal(task: tuple[str, int, float, tuple[str, ...], str]) -> dict:
+    """The record of one deal: the solver's verdict and each bot's game."""
+    variant_id, seed, budget, bots, digest = task
     solution = solve(variant_id, seed, max_seconds=budget)
-    row = {"variant": variant_id, "seed": seed, "result": solution.result,
-           "searched": solution.searched, "seconds": solution.seconds,
-           "line": len(solution.line) if solution.line is not None else None}
-    if bots:
-        row["hint"] = hint_playout(variant_id, seed, advise=heuristic_hint)[0].status \
-            == WON_STATUS
-        row["random"] = random_playout(variant_id, seed, random.Random(seed))[0].status \
-            == WON_STATUS
-    return row
+    return {"variant": variant_id, "seed": seed, "engine": digest, "budget": budget,
+            "result": solution.result, "searched": solution.searched,
+            "seconds": round(solution.seconds, 3),
+            "line": len(solution.line) if solution.line is not None else None,
+            "bots": {bot: _play(variant_id, seed, bot) for bot in bots}}
 
 
+# --- the records -------------------------------------------------------------------------
+def load_records(path: Path, digests: dict[str, str], budget: float
+                 ) -> dict[tuple[str, int], dict]:
+    """The records of ``path`` made by this engine (``digests``: by variant) with this
+    budget, by (variant, seed); a later line replaces an earlier one."""
+    found: dict[tuple[str, int], dict] = {}
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue            # a line cut short by an interrupted run
+        if record.get("engine") == digests.get(record.get("variant")) and \
+                record.get("budget") == budget:
+            found[record["variant"], record["seed"]] = record
+    return found
+
+
+def _recorded(record: dict | None, bots: tuple[str, ...]) -> bool:
+    """Whether ``record`` holds the solver's verdict and the games of ``bots``."""
+    return record is not None and set(bots) <= record["bots"].keys()
+
+
+# --- the figures -------------------------------------------------------------------------
 def wilson(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
     """The 95 % Wilson score interval of a proportion ``successes / n``."""
     if n == 0:
@@ -74,70 +148,116 @@ def _quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
-def summarise(rows: list[dict]) -> dict:
-    """The figures of one variant's rows."""
+def summarise(rows: list[dict], bots: tuple[str, ...]) -> dict:
+    """The figures of one variant's records."""
     n = len(rows)
     counts = {result: sum(row["result"] == result for row in rows)
               for result in (WON, LOST, UNDECIDED)}
     seconds = [row["seconds"] for row in rows]
-    searched = sum(row["searched"] for row in rows)
-    low, high = wilson(counts[WON], n)
+    winnable = [row for row in rows if row["result"] == WON]
     summary = {"deals": n, **counts, "settled": (counts[WON] + counts[LOST]) / n,
-               "wilson": (low, high), "upper": (counts[WON] + counts[UNDECIDED]) / n,
+               "wilson": wilson(counts[WON], n), "upper": (counts[WON] + counts[UNDECIDED]) / n,
                "median": statistics.median(seconds), "p90": _quantile(seconds, 0.9),
-               "max": max(seconds), "rate": searched / max(sum(seconds), 1e-9)}
-    if "hint" in rows[0]:
-        summary["hint"] = sum(row["hint"] for row in rows)
-        summary["random"] = sum(row["random"] for row in rows)
+               "max": max(seconds),
+               "rate": sum(row["searched"] for row in rows) / max(sum(seconds), 1e-9),
+               "winnable": len(winnable), "bots": {}}
+    for bot in bots:
+        games = [row["bots"][bot] for row in rows]
+        won_winnable = sum(row["bots"][bot]["won"] for row in winnable)
+        summary["bots"][bot] = {
+            "won": sum(game["won"] for game in games), "won_winnable": won_winnable,
+            "share": won_winnable / len(winnable) if winnable else None,
+            "wilson": wilson(won_winnable, len(winnable)),
+            "home": statistics.mean(game["home"] for game in games),
+            "cpu": statistics.mean(game["cpu"] for game in games)}
     return summary
 
 
+def targets(summaries: dict[str, dict]) -> list[tuple[str, str, bool]]:
+    """``(target, measured, met)`` of every target the summaries can say something of."""
+    found = []
+    for variant_id, s in summaries.items():
+        if variant_id in TARGETS:
+            goal = TARGETS[variant_id]
+            found.append((f"{variant_id}: solver settles ≥ {goal:.0%} of the deals",
+                          f"{s['settled']:.1%}", s["settled"] >= goal))
+        bots = s["bots"]
+        if variant_id in WIN_TARGETS and "hint" in bots:
+            goal, share = WIN_TARGETS[variant_id], bots["hint"]["share"]
+            found.append((f"{variant_id}: hint bot wins ≥ {goal:.0%} of the winnable deals",
+                          "–" if share is None else f"{share:.1%}",
+                          share is not None and share >= goal))
+        if variant_id in CARDS_TARGETS and {"hint", "random"} <= bots.keys():
+            goal = CARDS_TARGETS[variant_id]
+            ratio = bots["hint"]["home"] / max(bots["random"]["home"], 1e-9)
+            found.append((f"{variant_id}: hint bot's mean cards home ≥ {goal:g} × the "
+                          "random bot's", f"{ratio:.2f} ×", ratio >= goal))
+    return found
+
+
 def table(summaries: dict[str, dict], args) -> list[str]:
-    """The Markdown lines of the table (without the markers)."""
-    seeds = "; ".join(f"{variant_id} {args.first}..{args.first + count - 1}"
-                      for variant_id, count in args.counts.items())
-    extra = "".join(f" --seeds-for {option}" for option in args.seeds_for)
+    """The Markdown lines of the section (without the markers)."""
+    seeds = "; ".join(
+        f"{variant_id} {args.first}..{args.first + count - 1}" + (
+            "" if len(args.covered[variant_id]) == count else
+            f" (only {len(args.covered[variant_id])} of these deals recorded: the run was "
+            "cut short)") for variant_id, count in args.counts.items())
     lines = [
         "## How often can these games be won",
         "",
-        f"Written by `python -m bench solver --seeds {args.seeds}{extra} --first {args.first} "
-        f"--budget {args.budget:g} --processes {args.processes}` on "
-        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({platform.python_implementation()} "
-        f"{platform.python_version()}, {os.cpu_count()} cores, load average before "
-        f"{' '.join(f'{x:.2f}' for x in args.load)}).",
+        f"Written by `{args.command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
+        f"({platform.python_implementation()} {platform.python_version()}, "
+        f"{os.cpu_count()} cores, load average before "
+        f"{' '.join(f'{x:.2f}' for x in args.load)}; engine digests "
+        f"{', '.join(f'{k} {v}' for k, v in args.digests.items())}).",
         "",
-        f"Seeds: {seeds}.  The solver searches each deal with the "
-        f"whole deal known (stock order included), at most {args.budget:g} s per deal on one "
-        "core: **won** (a winning line exists; the line is replayed through the engine), "
-        "**proved lost** (every line searched, up to pruning proved sound), **undecided** "
-        "(out of time).  The winnable share is at least won / deals (95 % Wilson interval "
-        "given) and at most (won + undecided) / deals.  The bots play the same seeds: "
-        "the hint bot follows the quick heuristic hints (the hint by sampled deals is "
-        "measured by `python -m bench hints`, in its own section), the random bot plays "
-        "uniformly random legal moves.",
+        f"Seeds: {seeds}.  The solver searches each deal with the whole deal known (stock "
+        f"order included), at most {args.budget:g} s per deal on one core: **won** (a "
+        "winning line exists; the line is replayed through the engine), **proved lost** "
+        "(every line searched, up to pruning proved sound), **undecided** (out of time).  "
+        "The winnable share is at least won / deals (95 % Wilson interval given) and at "
+        "most (won + undecided) / deals.  Times are wall-clock seconds of one search while "
+        f"{args.processes} processes searched.",
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
-        "winnable: won share, 95 % Wilson | at most | hint bot won | random bot won | "
-        "solver s/deal: median | p90 | max | positions/s |",
-        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|",
+        "winnable: won share, 95 % Wilson | at most | solver s/deal: median | p90 | max | "
+        "positions/s |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for variant_id, s in summaries.items():
-        target = TARGETS.get(variant_id)
-        verdict = ""
-        if target is not None:
-            verdict = f" ({target:.0%}: {'met' if s['settled'] >= target else 'not met'})"
-        bots = (f"{s['hint']} ({s['hint'] / s['deals']:.1%}) | "
-                f"{s['random']} ({s['random'] / s['deals']:.1%})") if "hint" in s else "– | –"
+        goal = TARGETS.get(variant_id)
+        verdict = "" if goal is None else \
+            f" ({goal:.0%}: {'met' if s['settled'] >= goal else 'not met'})"
+        low, high = s["wilson"]
         lines.append(
             f"| {variant_id} | {s['deals']} | {s[WON]} | {s[LOST]} | {s[UNDECIDED]} | "
-            f"{s['settled']:.1%}{verdict} | {s[WON] / s['deals']:.1%} "
-            f"[{s['wilson'][0]:.1%}, {s['wilson'][1]:.1%}] | {s['upper']:.1%} | {bots} | "
-            f"{s['median']:.2f} | {s['p90']:.2f} | {s['max']:.2f} | {s['rate']:,.0f} |")
-    lines += ["", "Targets (settled within 10 s per deal on one core): Salic Law 99 %, "
-              "The Clock 95 %, Four Corners 90 %.  Times are wall-clock seconds of one "
-              "search while the other process searched too."]
+            f"{s['settled']:.1%}{verdict} | {s[WON] / s['deals']:.1%} [{low:.1%}, "
+            f"{high:.1%}] | {s['upper']:.1%} | {s['median']:.2f} | {s['p90']:.2f} | "
+            f"{s['max']:.2f} | {s['rate']:,.0f} |")
+    if args.bots:
+        lines += [
+            "",
+            "The bots on the same deals: *random* plays uniformly random legal moves; "
+            "*quick hint* follows the rules of thumb (the hint's fallback); *hint* follows "
+            "`GET /v1/games/<id>/hint` as the API answers it (the unseen cards sampled, "
+            "each sample searched), dealing, drawing or refilling when no card move is "
+            "hinted.  *Of the winnable*: the deals the solver won.",
+            "",
+            "| variant | bot | won | won of the winnable (95 % Wilson) | mean cards home | "
+            "CPU s / deal |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for variant_id, s in summaries.items():
+            for bot, b in s["bots"].items():
+                share = "–" if b["share"] is None else (
+                    f"{b['share']:.1%} [{b['wilson'][0]:.0%}, {b['wilson'][1]:.0%}]")
+                lines.append(f"| {variant_id} | {BOTS[bot]} | {b['won']} "
+                             f"({b['won'] / s['deals']:.1%}) | {b['won_winnable']} of "
+                             f"{s['winnable']}: {share} | {b['home']:.1f} | {b['cpu']:.2f} |")
+    lines += ["", "| target | measured | met |", "|---|---:|---|",
+              *[f"| {name} | {value} | {'yes' if met else 'NO'} |"
+                for name, value, met in targets(summaries)]]
     return lines
-
 
 
 def main(argv: list[str]) -> int:
@@ -150,32 +270,54 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--budget", type=float, default=10.0, help="seconds per deal")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--variant", action="append", help="only this variant (repeatable)")
-    parser.add_argument("--no-bots", dest="bots", action="store_false",
-                        help="leave out the hint and random bots")
+    parser.add_argument("--bots", choices=BOT_SETS, default="all",
+                        help="the bots that play each deal too (default all)")
+    parser.add_argument("--records", type=Path, default=RECORDS,
+                        help="the JSON-lines file of each deal's figures (default "
+                             "var/bench/winrates.jsonl)")
     parser.add_argument("--output", type=Path, default=RESULTS)
+    parser.add_argument("--table-only", action="store_true",
+                        help="play nothing: the table of the deals of the range recorded "
+                             "already (a run cut short says how many it covers)")
     args = parser.parse_args(argv)
+    args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
+    args.bots = BOT_SETS[args.bots]
     chosen = [v.id for v in variants() if not args.variant or v.id in args.variant]
+    args.digests = {variant_id: engine_digest(variant_id) for variant_id in chosen}
     args.counts = dict.fromkeys(chosen, args.seeds)
     for option in args.seeds_for:
         variant_id, _, count = option.partition("=")
         if variant_id not in args.counts or not count.isdigit():
             parser.error(f"--seeds-for {option!r}: ID=N with one of {', '.join(chosen)}")
         args.counts[variant_id] = int(count)
-    tasks = [(variant_id, seed, args.budget, args.bots) for variant_id in chosen
-             for seed in range(args.first, args.first + args.counts[variant_id])]
+    wanted = [(variant_id, seed) for variant_id in chosen
+              for seed in range(args.first, args.first + args.counts[variant_id])]
+    records = load_records(args.records, args.digests, args.budget)
+    missing = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id])
+               for variant_id, seed in wanted
+               if not _recorded(records.get((variant_id, seed)), args.bots)]
+    tasks = [] if args.table_only else missing
+    print(f"{len(wanted) - len(missing)} of {len(wanted)} deals recorded already "
+          f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
     started = time.perf_counter()
-    rows: list[dict] = []
-    with ProcessPoolExecutor(max_workers=args.processes) as pool:
-        for row in pool.map(_one, tasks, chunksize=1):
-            rows.append(row)
-            if len(rows) % 100 == 0:
-                print(f"  {len(rows)}/{len(tasks)} deals, {time.perf_counter() - started:.0f} s",
+    args.records.parent.mkdir(parents=True, exist_ok=True)
+    with ProcessPoolExecutor(max_workers=args.processes) as pool, \
+            args.records.open("a") as out:
+        for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
+            records[record["variant"], record["seed"]] = record
+            out.write(json.dumps(record) + "\n")
+            out.flush()
+            if done % 50 == 0:
+                print(f"  {done}/{len(tasks)} deals, {time.perf_counter() - started:.0f} s",
                       file=sys.stderr, flush=True)
-    summaries = {variant_id: summarise([row for row in rows if row["variant"] == variant_id])
-                 for variant_id in chosen}
+    args.covered = {variant_id: [records[variant_id, seed] for seed in range(
+        args.first, args.first + args.counts[variant_id])
+        if _recorded(records.get((variant_id, seed)), args.bots)] for variant_id in chosen}
+    summaries = {variant_id: summarise(rows, args.bots)
+                 for variant_id, rows in args.covered.items() if rows}
     lines = table(summaries, args)
     print("\n".join(lines))
-    print(f"\n{len(tasks)} deals in {time.perf_counter() - started:.0f} s")
+    print(f"\n{len(tasks)} deals played in {time.perf_counter() - started:.0f} s")
     write_section(args.output, BEGIN, END, "\n".join(lines))
     return 0

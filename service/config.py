@@ -105,6 +105,9 @@ class Config:
     #: Seconds and positions the worker's solver gives one deal while it fills a pool.
     WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 5.0)
     WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 2_000_000)
+    #: The longest pause of the worker between two searches for a pool whose searches
+    #: keep finding nothing (it grows with the misses; a found seed resets it).
+    WINNABLE_BACKOFF_SECONDS = env_float("WINNABLE_BACKOFF_SECONDS", 600.0)
     #: Seconds a creation with "winnable" searches itself when the pool is empty (then
     #: 422 no_winnable_deal).
     WINNABLE_SEARCH_SECONDS = env_float("WINNABLE_SEARCH_SECONDS", 1.5)

@@ -48,6 +48,8 @@ class SolverSettings:
     #: Seconds and positions the worker gives one deal while it fills a pool.
     deal_seconds: float = 5.0
     deal_positions: int = engine_solver.DEFAULT_POSITIONS
+    #: The longest pause between two searches for a pool whose searches keep missing.
+    backoff_seconds: float = 600.0
     #: Seconds a creation with ``winnable`` searches when the pool is empty.
     search_seconds: float = 1.5
     #: The analysis: the whole budget (the worker), and the part a request tries first.
@@ -61,6 +63,7 @@ class SolverSettings:
             pool=parse_pool(config["WINNABLE_POOL"]),
             deal_seconds=float(config["WINNABLE_DEAL_SECONDS"]),
             deal_positions=int(config["WINNABLE_DEAL_POSITIONS"]),
+            backoff_seconds=float(config["WINNABLE_BACKOFF_SECONDS"]),
             search_seconds=float(config["WINNABLE_SEARCH_SECONDS"]),
             analysis_seconds=float(config["ANALYSIS_SECONDS"]),
             analysis_positions=int(config["ANALYSIS_POSITIONS"]),

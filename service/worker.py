@@ -8,7 +8,9 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
    the ones it wins, one search of ``WINNABLE_DEAL_SECONDS`` at a time for each short
-   pool in turn.
+   pool in turn.  A pool whose searches keep finding nothing (Four Corners, whose deals
+   are seldom winnable) is searched less and less often (:class:`Backoff`), so that an
+   idle server does not keep a core busy for ever.
 
 With nothing to do it looks at the job list and the pools again every half second.  It
 runs at a lower CPU priority (``WORKER_NICE``) than the API, so that a search never
@@ -40,6 +42,33 @@ IDLE_WAIT = 0.5
 log = logging.getLogger("patience.worker")
 
 
+class Backoff:
+    """When a pool may be searched again: right away while its searches find seeds;
+    after ``misses`` searches in a row that found nothing, ``2 ** (misses // 8) - 1``
+    seconds later (0 for the first 8, then 1, 3, 7, ... s), never more than ``ceiling``.
+    A variant winnable one deal in six (the Clock) seldom waits at all; one whose deals
+    are almost never won backs off to a search every ``ceiling`` seconds after about 80
+    misses."""
+
+    STEP = 8
+
+    def __init__(self, ceiling: float):
+        self.ceiling = ceiling
+        self.misses = 0
+        self.due = 0.0
+
+    def record(self, found: bool, now: float) -> float:
+        """Count a search's outcome at ``now`` (monotonic seconds); the pause before the
+        next one."""
+        self.misses = 0 if found else self.misses + 1
+        pause = min(self.ceiling, 2.0 ** (self.misses // self.STEP) - 1)
+        self.due = now + pause
+        return pause
+
+    def ready(self, now: float) -> bool:
+        return now >= self.due
+
+
 class Worker:
     """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
@@ -48,6 +77,7 @@ class Worker:
         self.store = analyses.store
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
+        self.backoff = {name: Backoff(self.settings.backoff_seconds) for name in self.pools}
         self._turn = 0  # where the next look for a short pool starts
 
     def step(self) -> str:
@@ -71,11 +101,14 @@ class Worker:
     def _neediest_pool(self) -> str | None:
         """The next variant, in turn, whose pool is short (None: all full).  Each short
         pool gets its turn, so that a variant whose deals are seldom won (Four Corners)
-        never keeps the others waiting."""
+        never keeps the others waiting.  A pool backing off (:class:`Backoff`) is left
+        out until it is due."""
         names = list(self.pools)
+        now = time.monotonic()
         for shift in range(len(names)):
             name = names[(self._turn + shift) % len(names)]
-            if self.store.pool_size(name) < self.pools[name]:
+            if self.backoff[name].ready(now) and \
+                    self.store.pool_size(name) < self.pools[name]:
                 self._turn = (self._turn + shift + 1) % len(names)
                 return name
         return None
@@ -87,9 +120,12 @@ class Worker:
                              positions=self.settings.deal_positions)
         if seed is not None:
             self.store.add_seed(variant_id, seed)
+        now = time.monotonic()
+        pause = self.backoff[variant_id].record(seed is not None, now)
         log.info("pool search", extra={
             "variant": variant_id, "found": seed is not None,
-            "duration_ms": round((time.monotonic() - started) * 1000)})
+            "duration_ms": round((now - started) * 1000),
+            "misses": self.backoff[variant_id].misses, "next_in_s": round(pause, 1)})
         return "pool"
 
     def run(self) -> None:

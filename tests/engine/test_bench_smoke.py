@@ -21,20 +21,44 @@ def test_dispatcher_runs_one_benchmark_by_name_and_refuses_unknown_ones(capsys):
 
 
 def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys):
-    output = tmp_path / "RESULTS.md"
+    output, records = tmp_path / "RESULTS.md", tmp_path / "records.jsonl"
     output.write_text("# Benchmark results\n\nother sections stay\n")
     argv = ["solver", "--seeds", "1", "--first", "2", "--budget", "2", "--processes", "1",
-            "--variant", "salic-law", "--output", str(output)]
+            "--variant", "salic-law", "--output", str(output), "--records", str(records),
+            "--bots", "none"]
     assert bench_main(argv) == 0
-    assert bench_main([*argv, "--no-bots"]) == 0
-    out = capsys.readouterr().out
     # Deal 2 of Salic Law is won (the solution tests replay its line).
-    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in out
+    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in capsys.readouterr().out
+    assert bench_main([*argv[:-1], "quick"]) == 0
+    out = capsys.readouterr()
+    assert "0 of 1 deals recorded already" in out.err   # the verdict, without the bots
+    assert "| salic-law | random legal moves | 0 (0.0%) | 0 of 1: 0.0%" in out.out
+    assert "| salic-law | quick hint (rules of thumb) |" in out.out
+    assert bench_main([*argv[:-1], "quick"]) == 0
+    assert "1 of 1 deals recorded already" in capsys.readouterr().err
+    assert len(records.read_text().splitlines()) == 2
+    # The table of what is recorded, nothing played: deal 3 never was.
+    assert bench_main([*argv[:-1], "quick", "--seeds", "2", "--table-only"]) == 0
+    out = capsys.readouterr()
+    assert "1 of 2 deals recorded already" in out.err
+    assert "0 to play" in out.err
+    assert "salic-law 2..3 (only 1 of these deals recorded: the run was cut short)" in out.out
+    assert len(records.read_text().splitlines()) == 2
     text = output.read_text()
     assert text.startswith("# Benchmark results\n\nother sections stay\n")
     assert text.count("<!-- solver table: begin -->") == 1
     assert text.count("| salic-law | 1 |") == 1
-    assert "| – | – |" in text  # the second run, without bots, replaced the first
+    assert "| salic-law | quick hint (rules of thumb) |" in text
+
+
+def test_hint_latency_benchmark_times_hints_through_gunicorn(tmp_path, capsys):
+    output = tmp_path / "RESULTS.md"
+    assert bench_main(["hints", "--hints", "3", "--variant", "four-corners",
+                       "--output", str(output)]) == 0
+    assert "| four-corners | 3 |" in capsys.readouterr().out
+    text = output.read_text()
+    assert text.count("<!-- bench hints: begin -->") == 1
+    assert "| hint p90 ≤ 300 ms |" in text
 
 
 def test_a_rewritten_results_file_keeps_the_solver_table():
@@ -46,3 +70,21 @@ def test_a_rewritten_results_file_keeps_the_solver_table():
     new = "# Benchmark results\n\nnew http tables\n"
     assert new + other_sections(old) == f"{new}\n{BEGIN}\n| solver |\n{END}\n"
     assert other_sections("no table") == ""
+
+
+def test_a_game_module_changes_only_its_own_variants_records(tmp_path, monkeypatch):
+    from bench import solver
+
+    engine = tmp_path / "service" / "engine"
+    engine.mkdir(parents=True)
+    for name in ("base.py", "clock.py", "salic_law.py", "four_corners.py"):
+        (engine / name).write_text(f"# {name}\n")
+    monkeypatch.setattr(solver, "ROOT", tmp_path)
+    before = {v: solver.engine_digest(v) for v in ("clock", "salic-law", "four-corners")}
+    (engine / "clock.py").write_text("# the Clock, changed\n")
+    after = {v: solver.engine_digest(v) for v in before}
+    assert after["clock"] != before["clock"]
+    assert after["salic-law"] == before["salic-law"]
+    assert after["four-corners"] == before["four-corners"]
+    (engine / "base.py").write_text("# shared, changed\n")
+    assert all(solver.engine_digest(v) != after[v] for v in after)
