@@ -182,6 +182,10 @@ class Variant:
     action_reasons: ClassVar[dict[str, str]] = {}
     #: The rule codes only this variant refuses a move with, and what they mean.
     rule_codes: ClassVar[dict[str, str]] = {}
+    #: How many times the hint budget's positions (``HintBudget`` in :mod:`.help`) the
+    #: sampled hint may search in each sampled deal of this variant: a variant whose
+    #: search expands positions quickly affords more within the same time.
+    hint_positions_scale: ClassVar[int] = 1
     #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
     turns: ClassVar[int] = 0
     layout: tuple[PileSpec, ...]

@@ -258,15 +258,21 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
     deadline = time.perf_counter() + budget.seconds
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
-    positions = budget.positions if view.unseen else budget.positions * budget.samples
+    positions = budget.positions * view.variant.hint_positions_scale
+    if not view.unseen:
+        positions *= budget.samples
     votes: dict[Move, int] = {}
     lost = searched = 0
+    answers = {}        # a sampled deal drawn again is not searched again
     for _sample in range(samples):
         left = deadline - time.perf_counter()
         if left <= 0:
             break
         world = view.sample(rng)
-        found = solve_state(world, max_positions=positions, max_seconds=left)
+        found = answers.get(world.piles)
+        if found is None:
+            found = answers[world.piles] = solve_state(world, max_positions=positions,
+                                                       max_seconds=left)
         searched += 1
         if found.result == WON and found.line:
             first = _shortcut(world, found.line)

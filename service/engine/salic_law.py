@@ -67,6 +67,9 @@ class SalicLaw(Variant):
         "not_a_free_king": "Salic Law: the target king pile holds more than its king",
     }
     actions = (DEAL,)
+    #: The search expands positions several times faster than the other games' (a card
+    #: is its rank, a position a few bytes), so a hint searches more of each sample.
+    hint_positions_scale = 4
     action_reasons = {DEAL: "no card move helps now: deal the next card"}
     layout = _layout()
     table = (9.5, 8.0)
@@ -210,7 +213,9 @@ class _SalicSearch:
     the foundation tops sorted, the stock's length, the newest king pile (while the
     stock lasts, the deal lands there) and the other king piles sorted (they differ
     only in their place in the row).  Of the moves home, one is tried from each
-    distinct pile content, onto one foundation of the right top (foundations with the
+    distinct pile content (while the stock lasts the newest pile, which the deal lands
+    on, is not like the others; nor is a pile with a card asleep, below), onto one
+    foundation of the right top (foundations with the
     same top are interchangeable, and so are bare kings).
 
     **Cards go onto bare kings only to send the card they uncover home at once**: the
@@ -226,6 +231,30 @@ class _SalicSearch:
     followed at once by a move of the card it uncovered: onto another bare king
     (the same again) or home, which ends the chain.  A pile's last card laid on a bare
     king only swaps which king is bare, so it is never needed.
+
+    **A move home declined sleeps until a card of its rank goes home** (a sleep set):
+    once the search has tried sending card A (rank r) home from position N and turns to
+    N's other moves, A may not go home in what follows until some other card of rank r
+    has gone home.  Say a line L from N (not starting with A home) wins and sends A home
+    before any other card of rank r.  Mirror L from N' = N with A home: N' is N without
+    A and with one foundation at r instead of r - 1.  Every move of L up to A's goes the
+    same from N': the tops of the piles are the same (A is gone from under the cards
+    dealt onto it, which leave in the same order, or A is the top and L does not move it
+    but onto a bare king, a move the mirror drops, A then sleeping on that king); the
+    deal lands on the same newest pile (no pile empties); bare kings are only more; no
+    move needs a foundation at r - 1 (that is a card of rank r going home), and a card of
+    rank r + 1 finds one more foundation at r.  When L sends A home the two positions
+    are equal (up to which foundation is which).  So the line "A home, then the mirror"
+    wins too, and it was searched first.  Of several winning lines from N take one whose
+    first move comes earliest in the search's order: nothing in it goes home asleep, so
+    the search finds it (by induction on the cards still to go home and to be dealt;
+    every move of the search brings a card home or deals one).  A safe move home (above)
+    played at once wakes the cards of its rank, as any card of that rank going home
+    does.  A sleeping card that is the last of its rank off the foundations can never
+    wake: the position is lost under its sleep set.  The table keeps with each position
+    the sleep set it was searched under; a position met again is skipped when its sleep
+    set holds that one (every line it allows was searched), else it is searched again
+    under the cards asleep both times.
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen")
@@ -238,17 +267,18 @@ class _SalicSearch:
         self.stock = [card.rank for card in piles[STOCK_PILE]]
         self.budget = budget
         self.line: list[Move] = []
-        self.seen: set[bytes] = set()
+        # key -> the sleep set (see the class docstring) it was searched under.
+        self.seen: dict[bytes, tuple] = {}
 
     def run(self):
         from .solver import LOST, UNDECIDED, WON
 
-        if self.visit():
+        if self.visit(()):
             return WON, self.line
         return (UNDECIDED, None) if self.budget.out else (LOST, None)
 
     def home_safe(self) -> list[tuple[int, int]]:
-        """Play every safe move home; return ``(pile, foundation)`` of each."""
+        """Play every safe move home; return ``(pile, foundation, rank)`` of each."""
         piles, found, line = self.piles, self.found, self.line
         played = []
         changed = True
@@ -259,7 +289,7 @@ class _SalicSearch:
                 while len(pile) > 1 and pile[-1] <= floor and pile[-1] - 1 in found:
                     f = found.index(pile[-1] - 1)
                     found[f] = pile.pop()
-                    played.append((k, f))
+                    played.append((k, f, found[f]))
                     line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
                     changed = True
                     floor = min(found) + 1
@@ -267,74 +297,141 @@ class _SalicSearch:
 
     def unplay(self, played) -> None:
         piles, found, line = self.piles, self.found, self.line
-        for k, f in reversed(played):
+        for k, f, _rank in reversed(played):
             piles[k].append(found[f])
             found[f] -= 1
             line.pop()
+
+    def newest(self) -> int:
+        """The king pile the deal lands on (-1 once the stock is out)."""
+        if not self.stock:
+            return -1
+        return max(k for k, pile in enumerate(self.piles) if pile)
 
     def key(self) -> bytes:
         piles, found = self.piles, self.found
         head = bytes(sorted(found)) + bytes((len(self.stock),))
         if self.stock:
-            newest = max(k for k, pile in enumerate(piles) if pile)
+            newest = self.newest()
             return head + bytes(piles[newest]) + b"|" + b"|".join(
                 sorted(bytes(pile) for k, pile in enumerate(piles) if k != newest))
         return head + b"|".join(sorted(map(bytes, piles)))
 
-    def visit(self) -> bool:
+    def sleep_key(self, sleep) -> tuple:
+        """The sleep set in the table's terms: each sleeping card as the content of its
+        pile (the newest pile marked while the stock lasts) and its height, sorted, so
+        that it names the same cards whatever the order of the piles."""
+        if not sleep:
+            return ()
+        piles, newest = self.piles, self.newest()
+        return tuple(sorted((bytes(piles[k]) + (b"*" if k == newest else b""), h)
+                            for k, h in sleep))
+
+    def visit(self, sleep) -> bool:
         played = self.home_safe()
         found = self.found
         if all(rank == JACK for rank in found):
             return True
+        if played and sleep:
+            piles = self.piles
+            ranks = {rank for _k, _f, rank in played}
+            sleep = tuple((k, h) for k, h in sleep
+                          if h < len(piles[k]) and piles[k][h] not in ranks)
+        if sleep and self.hopeless(sleep):
+            self.unplay(played)
+            return False
         key = self.key()
-        if key not in self.seen and self.budget.spend():
-            self.seen.add(key)
-            if self.children():
+        asleep = self.sleep_key(sleep)
+        before = self.seen.get(key)
+        if before is not None:
+            if _contains(asleep, before):
+                self.unplay(played)
+                return False
+            asleep = _common(asleep, before)
+            rest = list(asleep)
+            kept = []
+            for e in sleep:
+                if (entry := self.sleep_key((e,))[0]) in rest:
+                    rest.remove(entry)
+                    kept.append(e)
+            sleep = tuple(kept)
+        if self.budget.spend():
+            self.seen[key] = asleep
+            if self.children(sleep):
                 return True
         self.unplay(played)
         return False
 
-    def children(self) -> bool:
+    def hopeless(self, sleep) -> bool:
+        """A sleeping card that is the last of its rank off the foundations can never
+        wake (only another card of its rank going home wakes it), so it never goes
+        home: the position is lost under its sleep set."""
+        piles, found = self.piles, self.found
+        for k, h in sleep:
+            rank = piles[k][h]
+            if sum(top >= rank for top in found) == 7:
+                return True
+        return False
+
+    def children(self, sleep) -> bool:
         piles, found, line, budget = self.piles, self.found, self.line, self.budget
         tried = set()
+        newest = self.newest()
         for k, pile in enumerate(piles):            # moves home
             if len(pile) < 2 or pile[-1] - 1 not in found:
                 continue
-            content = bytes(pile)
+            top = len(pile) - 1
+            if (k, top) in sleep:
+                continue
+            content = (bytes(pile), k == newest, tuple(h for p, h in sleep if p == k))
             if content in tried:
+                sleep = (*sleep, (k, top))
                 continue
             tried.add(content)
             f = found.index(pile[-1] - 1)
-            found[f] = pile.pop()
+            rank = found[f] = pile.pop()
             line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
-            if self.visit():
+            awake = tuple(e for e in sleep if piles[e[0]][e[1]] != rank)
+            if self.visit(awake):
                 return True
             line.pop()
-            pile.append(found[f])
+            pile.append(rank)
             found[f] -= 1
             if budget.out:
                 return False
+            sleep = (*sleep, (k, top))
         if self.stock:
-            return self.deal()
+            return self.deal(sleep)
         bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
         if not bare:
             return False
         tried.clear()
         for k, pile in enumerate(piles):            # cards onto bare kings, then one home
-            if len(pile) < 3 or (content := bytes(pile)) in tried:
+            if len(pile) < 3:
+                continue
+            content = (bytes(pile), tuple(h for p, h in sleep if p == k))
+            if content in tried:
                 continue
             tried.add(content)
             for depth in range(1, min(len(bare), len(pile) - 2) + 1):
-                rank = pile[-1 - depth]
-                if rank - 1 not in found:
+                under = len(pile) - 1 - depth
+                rank = pile[under]
+                if rank - 1 not in found or (k, under) in sleep:
                     continue
+                # Sleeping cards laid on bare kings sleep on there; the card going home
+                # wakes the cards of its rank.
+                moved = {}
+                for i, b in enumerate(bare[:depth]):
+                    moved[(k, len(pile) - 1 - i)] = (b, 1)
+                after = tuple(moved.get(e, e) for e in sleep)
                 for b in bare[:depth]:
                     piles[b].append(pile.pop())
                     line.append(_MOVES[KINGS[k]][KINGS[b]])
                 f = found.index(rank - 1)
                 found[f] = pile.pop()
                 line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
-                if self.visit():
+                after = tuple(e for e in after if piles[e[0]][e[1]] != rank)
+                if self.visit(after):
                     return True
                 pile.append(found[f])
                 found[f] -= 1
@@ -345,7 +442,7 @@ class _SalicSearch:
                     return False
         return False
 
-    def deal(self) -> bool:
+    def deal(self, sleep) -> bool:
         piles, found, stock = self.piles, self.found, self.stock
         rank = stock.pop()
         if rank == KING:
@@ -361,7 +458,7 @@ class _SalicSearch:
         if target is not None:
             target.append(rank)
         self.line.append(Move(DEAL))
-        if self.visit():
+        if self.visit(sleep):
             return True
         self.line.pop()
         if target is not None:
@@ -370,6 +467,30 @@ class _SalicSearch:
             found[slot] = 0
         stock.append(rank)
         return False
+
+
+def _contains(asleep: tuple, before: tuple) -> bool:
+    """Whether the sorted sleep key ``asleep`` holds every entry of ``before`` (as
+    many times)."""
+    if not before:
+        return True
+    rest = list(asleep)
+    for entry in before:
+        if entry not in rest:
+            return False
+        rest.remove(entry)
+    return True
+
+
+def _common(asleep: tuple, before: tuple) -> tuple:
+    """The entries two sorted sleep keys share (as multisets), sorted."""
+    rest = list(before)
+    common = []
+    for entry in asleep:
+        if entry in rest:
+            rest.remove(entry)
+            common.append(entry)
+    return tuple(common)
 
 
 _MOVES = move_table(SalicLaw)

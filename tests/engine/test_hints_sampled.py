@@ -192,3 +192,31 @@ def test_a_lost_position_says_so_and_still_brings_cards_home():
 
 def test_the_stock_text_helper_round_trips(guess):
     assert cards_text(parse_cards(CLOCK_5_LOSING_STOCK)) == CLOCK_5_LOSING_STOCK
+
+
+def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(monkeypatch):
+    # A Salic Law deal dealt out to its last stock card, playing each card move as it
+    # comes: every sample of the one unseen card is the same deal, searched once, with
+    # 4x the positions.
+    import service.engine.help as help_module
+
+    for seed in range(20):
+        state = new_game("salic-law", seed)
+        while state.stock_count > 1 and state.status == "playing":
+            state, _step = state.apply(state.legal_moves()[0])
+        if state.stock_count == 1 and len(state.legal_moves()) > 1:
+            break
+    assert len(state.legal_moves()) > 1
+    budgets = []
+
+    def spy(world, *, max_positions, max_seconds):
+        budgets.append(max_positions)
+        return solve_state(world, max_positions=max_positions, max_seconds=max_seconds)
+
+    monkeypatch.setattr(help_module, "solve_state", spy)
+    suggestion = hint(state, UNHURRIED)
+    assert state.variant.hint_positions_scale == 4
+    assert budgets == [4 * UNHURRIED.positions]
+    assert suggestion is not None
+    if "sampled deals" in suggestion.reason:
+        assert re.search(r"wins in 8 of 8 sampled deals", suggestion.reason)

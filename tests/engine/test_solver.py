@@ -86,7 +86,7 @@ def _agree(states, budget: int) -> dict[str, int]:
     return settled
 
 
-@pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2)])
+@pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2), (22, 6, 2)])
 def test_salic_law_search_agrees_with_the_exhaustive_search(left, stock, lanes):
     rng = random.Random(f"salic {left} {stock}")
     settled = _agree((solver_positions.salic_law(rng, left, stock, lanes)
