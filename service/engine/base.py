@@ -360,7 +360,7 @@ class Variant:
         """When no sampled deal is won: the move that brings the most cards home over the
         sampled deals ``worlds`` (every card known in each; they share one visible
         position), searching at most ``max_positions`` positions after each move in
-        each deal and stopping at ``deadline`` (``time.perf_counter``), and the reason
+        each deal and stopping at ``deadline`` (``solver.now``), and the reason
         in a player's words.  None by default: the quick hint answers."""
         return None
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-import time
 
 from .base import (
     FOUNDATION,
@@ -275,7 +274,7 @@ class Clock(Variant):
         move whose searches bring the most cards home in all (a won deal counts every
         card, and a proved loss only what its search brought home) is the hint.  Ties
         go to the first move in the listing order."""
-        from .solver import Budget
+        from .solver import Budget, now
 
         moves = worlds[0].legal_moves()
         if len(moves) < 2:
@@ -286,7 +285,7 @@ class Clock(Variant):
         played = 0
         for world in worlds:
             for move in moves:
-                left = deadline - time.perf_counter()
+                left = deadline - now()
                 if left <= 0:
                     break
                 key = (world.piles, move)

@@ -14,13 +14,12 @@ used here.
 from __future__ import annotations
 
 import random
-import time
 from collections import deque
 from dataclasses import dataclass
 
 from .base import PLAYING, State
 from .moves import MOVE, Line, Move, Step
-from .solver import LOST, WON, solve_state
+from .solver import LOST, WON, now, solve_state
 from .visible import VisibleView, visible_view
 
 
@@ -242,7 +241,7 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
     if len(moves) <= 1:
         return heuristic_hint(state)
     view = visible_view(state)
-    deadline = time.perf_counter() + budget.seconds
+    deadline = now() + budget.seconds
     votes, lost, worlds = _sample_votes(view, budget, deadline)
     searched = len(worlds)
     if votes:
@@ -265,8 +264,9 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
 
 def _sample_votes(view: VisibleView, budget: HintBudget,
                   deadline: float) -> tuple[dict[Move, int], int, list[State]]:
-    """Search the samples of ``view``: ``(votes, lost, worlds)``, the winning first
-    moves counted, how many samples were proved lost and the samples searched."""
+    """Search the samples of ``view`` until ``deadline`` (:func:`.solver.now`):
+    ``(votes, lost, worlds)``, the winning first moves counted, how many samples were
+    proved lost and the samples searched."""
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
     positions = budget.positions * view.variant.hint_positions_scale
@@ -277,7 +277,7 @@ def _sample_votes(view: VisibleView, budget: HintBudget,
     worlds = []
     answers = {}        # a sampled deal drawn again is not searched again
     for _sample in range(samples):
-        left = deadline - time.perf_counter()
+        left = deadline - now()
         if left <= 0:
             break
         world = view.sample(rng)

@@ -196,10 +196,8 @@ def test_when_no_clock_sample_is_won_the_move_bringing_most_cards_home_answers()
 def test_the_clock_progress_hint_picks_the_move_of_most_cards_home():
     # Every legal move of deal 42's opening, scored in the same sampled deals the hint
     # reads: the hint's move has the best total.
-    import time
-
     from service.engine.clock import _ClockSearch
-    from service.engine.solver import Budget
+    from service.engine.solver import Budget, now
 
     state = new_game("clock", 42)
     view = visible_view(state)
@@ -214,7 +212,7 @@ def test_the_clock_progress_hint_picks_the_move_of_most_cards_home():
             search.track = True
             search.run(world.apply(move)[0])
             totals[move] += search.best
-    move, _reason = state.variant.progress_hint(worlds, 60, time.perf_counter() + 60)
+    move, _reason = state.variant.progress_hint(worlds, 60, now() + 60)
     assert totals[move] == max(totals.values())
     assert len(set(totals.values())) > 1        # the moves do not all score alike
 
