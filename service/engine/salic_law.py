@@ -366,12 +366,10 @@ class _SalicSearch:
         """A sleeping card that is the last of its rank off the foundations can never
         wake (only another card of its rank going home wakes it), so it never goes
         home: the position is lost under its sleep set."""
-        piles, found = self.piles, self.found
-        for k, h in sleep:
-            rank = piles[k][h]
-            if sum(top >= rank for top in found) == 7:
-                return True
-        return False
+        piles = self.piles
+        lowest, second = sorted(self.found)[:2]
+        # Seven foundations hold a card of rank r when exactly one is below r.
+        return any(lowest < piles[k][h] <= second for k, h in sleep)
 
     def children(self, sleep) -> bool:
         piles, found, line, budget = self.piles, self.found, self.line, self.budget
@@ -383,7 +381,8 @@ class _SalicSearch:
             top = len(pile) - 1
             if (k, top) in sleep:
                 continue
-            content = (bytes(pile), k == newest, tuple(h for p, h in sleep if p == k))
+            content = (bytes(pile), k == newest,
+                       tuple(h for p, h in sleep if p == k) if sleep else ())
             if content in tried:
                 sleep = (*sleep, (k, top))
                 continue
@@ -409,7 +408,7 @@ class _SalicSearch:
         for k, pile in enumerate(piles):            # cards onto bare kings, then one home
             if len(pile) < 3:
                 continue
-            content = (bytes(pile), tuple(h for p, h in sleep if p == k))
+            content = (bytes(pile), tuple(h for p, h in sleep if p == k) if sleep else ())
             if content in tried:
                 continue
             tried.add(content)

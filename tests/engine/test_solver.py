@@ -144,3 +144,25 @@ def test_a_salic_law_move_home_is_not_always_safe():
     wrong, _ = state.apply(Move.parse("king-3>foundation-1"))
     assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
     assert solve_state(wrong).result == LOST
+
+
+def test_salic_law_the_newest_pile_is_not_like_an_equal_older_one():
+    # During the deal king-1 and king-2 both hold a 5 over their king and one foundation
+    # (at 4) takes a 5.  The 5 must come from king-2, the newest pile: the next card
+    # dealt (a 9) buries what is left there, and the other foundation (at 3) needs the
+    # other 5 later.  A search that tried only one of the two equal piles would miss it.
+    from .positions import craft
+
+    done = {f"foundation-{f}": "AS2S3S4S5S6S7S8S9STSJS" for f in range(3, 9)}
+    piles = {**done, "foundation-1": "AH2H3H4H", "foundation-2": "AD2D3D",
+             "king-1": "KS5C", "king-2": "KH5D",
+             # bottom first: the 9C on top is dealt first, then the 4C, and so on.
+             "stock": "JDJCTDTC9D8D8C7D7C6D6C4C9C"}
+    state = craft("salic-law", piles)
+    assert exhaustive_search(state, Budget(50_000, 60))[0] == WON
+    solution = solve_state(state)
+    _replays_to_a_win(state, solution)
+    assert str(solution.line[0].move) == "king-2>foundation-1"
+    wrong, _ = state.apply(Move.parse("king-1>foundation-1"))
+    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
+    assert solve_state(wrong).result == LOST
