@@ -40,8 +40,10 @@ import platform
 import random
 import shlex
 import statistics
+import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,7 +53,7 @@ from service.engine import WON as WON_STATUS
 from service.engine import variants
 from service.engine.help import heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
-from service.engine.solver import LOST, UNDECIDED, WON, solve
+from service.engine.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -96,11 +98,25 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
             "cpu": round(time.process_time() - started, 3)}
 
 
-def play_deal(task: tuple[str, int, float, tuple[str, ...], str]) -> dict:
+def source_commit() -> str:
+    """The commit the engine's sources come from (``+changes`` when they differ from it),
+    or ``?`` outside a git checkout."""
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    try:
+        head = git("rev-parse", "--short=10", "HEAD")
+        return head + ("+changes" if git("status", "--porcelain", "service/engine") else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+
+
+def play_deal(task: tuple[str, int, float, tuple[str, ...], str, str]) -> dict:
     """The record of one deal: the solver's verdict and each bot's game."""
-    variant_id, seed, budget, bots, digest = task
+    variant_id, seed, budget, bots, digest, commit = task
     solution = solve(variant_id, seed, max_seconds=budget)
-    return {"variant": variant_id, "seed": seed, "engine": digest, "budget": budget,
+    return {"variant": variant_id, "seed": seed, "engine": digest, "commit": commit,
+            "budget": budget,
             "result": solution.result, "searched": solution.searched,
             "seconds": round(solution.seconds, 3),
             "line": len(solution.line) if solution.line is not None else None,
@@ -108,10 +124,11 @@ def play_deal(task: tuple[str, int, float, tuple[str, ...], str]) -> dict:
 
 
 # --- the records -------------------------------------------------------------------------
-def load_records(path: Path, digests: dict[str, str], budget: float
+def load_records(path: Path, digests: dict[str, str] | None, budget: float
                  ) -> dict[tuple[str, int], dict]:
-    """The records of ``path`` made by this engine (``digests``: by variant) with this
-    budget, by (variant, seed); a later line replaces an earlier one."""
+    """The records of ``path`` made by this engine (``digests``: by variant; None: by
+    any engine) with this budget, by (variant, seed); a later line replaces an earlier
+    one."""
     found: dict[tuple[str, int], dict] = {}
     if not path.exists():
         return found
@@ -120,8 +137,8 @@ def load_records(path: Path, digests: dict[str, str], budget: float
             record = json.loads(line)
         except ValueError:
             continue            # a line cut short by an interrupted run
-        if record.get("engine") == digests.get(record.get("variant")) and \
-                record.get("budget") == budget:
+        if (digests is None or record.get("engine") == digests.get(record.get("variant"))) \
+                and record.get("budget") == budget:
             found[record["variant"], record["seed"]] = record
     return found
 
@@ -195,6 +212,20 @@ def targets(summaries: dict[str, dict]) -> list[tuple[str, str, bool]]:
     return found
 
 
+def provenance(args) -> list[str]:
+    """Where the records come from, when they are not all of this checkout's engine."""
+    here = source_commit()
+    lines = []
+    for variant_id, rows in args.covered.items():
+        made = Counter((row["engine"], row.get("commit", "?")) for row in rows)
+        if set(made) != {(args.digests[variant_id], here)}:
+            lines.append(f"{variant_id}: " + "; ".join(
+                f"{count} deals by engine {digest} at commit {commit}"
+                + ("" if digest == args.digests[variant_id] else " (not this checkout's)")
+                for (digest, commit), count in sorted(made.items())) + ".")
+    return ["", "Records: " + "  ".join(lines)] if lines else []
+
+
 def table(summaries: dict[str, dict], args) -> list[str]:
     """The Markdown lines of the section (without the markers)."""
     seeds = "; ".join(
@@ -216,8 +247,11 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         "winning line exists; the line is replayed through the engine), **proved lost** "
         "(every line searched, up to pruning proved sound), **undecided** (out of time).  "
         "The winnable share is at least won / deals (95 % Wilson interval given) and at "
-        "most (won + undecided) / deals.  Times are wall-clock seconds of one search while "
-        f"{args.processes} processes searched.",
+        "most (won + undecided) / deals.  Every budget in seconds, the solver's and the "
+        "hint's, is read on the worker process's CPU time, so each search gets its "
+        "seconds of one core however busy the machine is; the times are CPU seconds.  "
+        f"{args.processes} processes shared the deals.",
+        *provenance(args),
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
         "winnable: won share, 95 % Wilson | at most | solver s/deal: median | p90 | max | "
@@ -279,6 +313,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--table-only", action="store_true",
                         help="play nothing: the table of the deals of the range recorded "
                              "already (a run cut short says how many it covers)")
+    parser.add_argument("--any-engine", action="store_true",
+                        help="with --table-only: use the records of any engine, the table "
+                             "naming the commits they were made at")
     args = parser.parse_args(argv)
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
@@ -293,8 +330,12 @@ def main(argv: list[str]) -> int:
         args.counts[variant_id] = int(count)
     wanted = [(variant_id, seed) for variant_id in chosen
               for seed in range(args.first, args.first + args.counts[variant_id])]
-    records = load_records(args.records, args.digests, args.budget)
-    missing = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id])
+    if args.any_engine and not args.table_only:
+        parser.error("--any-engine goes with --table-only")
+    records = load_records(args.records, None if args.any_engine else args.digests,
+                           args.budget)
+    commit = source_commit()
+    missing = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id], commit)
                for variant_id, seed in wanted
                if not _recorded(records.get((variant_id, seed)), args.bots)]
     tasks = [] if args.table_only else missing
@@ -302,7 +343,7 @@ def main(argv: list[str]) -> int:
           f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
     started = time.perf_counter()
     args.records.parent.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(max_workers=args.processes) as pool, \
+    with ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
             args.records.open("a") as out:
         for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
             records[record["variant"], record["seed"]] = record

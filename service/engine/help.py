@@ -14,13 +14,12 @@ used here.
 from __future__ import annotations
 
 import random
-import time
 from collections import deque
 from dataclasses import dataclass
 
 from .base import PLAYING, State
 from .moves import MOVE, Line, Move, Step
-from .solver import LOST, WON, solve_state
+from .solver import LOST, WON, now, solve_state
 from .visible import VisibleView, visible_view
 
 
@@ -255,7 +254,7 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
 def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int], int, int]:
     """Search the samples of ``view``: ``(votes, lost, searched)``, the winning first
     moves counted, how many samples were proved lost and how many were searched."""
-    deadline = time.perf_counter() + budget.seconds
+    deadline = now() + budget.seconds
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
     positions = budget.positions * view.variant.hint_positions_scale
@@ -265,7 +264,7 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
     lost = searched = 0
     answers = {}        # a sampled deal drawn again is not searched again
     for _sample in range(samples):
-        left = deadline - time.perf_counter()
+        left = deadline - now()
         if left <= 0:
             break
         world = view.sample(rng)

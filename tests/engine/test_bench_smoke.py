@@ -44,6 +44,17 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
     assert "0 to play" in out.err
     assert "salic-law 2..3 (only 1 of these deals recorded: the run was cut short)" in out.out
     assert len(records.read_text().splitlines()) == 2
+    # Records of another engine count only when asked, and the table says whose they are.
+    lines = records.read_text().splitlines()
+    records.write_text("".join(line.replace('"engine": "', '"engine": "old') + "\n"
+                               for line in lines))
+    assert bench_main([*argv[:-1], "quick", "--table-only"]) == 0
+    assert "0 of 1 deals recorded already" in capsys.readouterr().err
+    assert bench_main([*argv[:-1], "quick", "--table-only", "--any-engine"]) == 0
+    out = capsys.readouterr().out
+    assert "1 of these deals recorded" not in out
+    assert "Records: salic-law: 1 deals by engine old" in out
+    assert "(not this checkout's)" in out
     text = output.read_text()
     assert text.startswith("# Benchmark results\n\nother sections stay\n")
     assert text.count("<!-- solver table: begin -->") == 1
