@@ -290,9 +290,10 @@ class _FourCornersSearch:
       packet's top is only covered).
     * **Trapped positions are lost** (:func:`_trapped`): a relaxed game, a superset of
       the real one, shows that some card can never leave its packet.  It is tried at
-      every position while the stock lasts and where the stock runs out with every
-      case of :func:`_trapped` weighed, and at the other positions after it with the
-      rules that hold in every case only (one relaxed game, cheaper).
+      every position: with every case of :func:`_trapped` weighed where the stock
+      runs out and while it holds at most ``_CASES_STOCK`` cards, elsewhere with the
+      rules that hold in every case only (one relaxed game, cheaper).  Each relaxed
+      game of a case counts as a position against the budget.
     """
 
     __slots__ = ("stock", "budget", "line", "seen")
@@ -342,7 +343,8 @@ class _FourCornersSearch:
         if key in self.seen or not self.budget.spend():
             return False
         self.seen.add(key)
-        if _trapped(packets, up, down, self.stock[:n]):
+        if _trapped(packets, up, down, self.stock[:n], n <= _CASES_STOCK,
+                    self.budget.spend):
             return False
         line = self.line
         for p in PACKETS:
@@ -405,7 +407,7 @@ class _FourCornersSearch:
             del line[len(line) - played:]
             return False
         self.seen.add(key)
-        if _trapped(packets, up, down, b"", root):
+        if _trapped(packets, up, down, b"", root, self.budget.spend):
             del line[len(line) - played:]
             return False
         if self.endgame_moves(packets, up, down):
@@ -459,6 +461,10 @@ class _FourCornersSearch:
 
 
 _MOVES = move_table(FourCorners)
+#: While the stock holds more cards than this, the search's relaxed game plays the
+#: rules of all cases only: with that many free cards the cases hardly ever tell more,
+#: and weighing them costs up to a dozen relaxed games per position.
+_CASES_STOCK = 24
 _ALL_UP = bytes((KING,) * 4)
 _ALL_DOWN = bytes((ACE,) * 4)
 
@@ -467,7 +473,7 @@ def _code(card: Card) -> int:
     return ROW_SUITS.index(card.suit) * 16 + card.rank
 
 
-def _trapped(packets, up, down, stock: bytes, cases: bool = True) -> bool:
+def _trapped(packets, up, down, stock: bytes, cases: bool = True, spend=None) -> bool:
     """True when some cards can never leave their packets, so the position is lost.
 
     The test is a relaxed game, a superset of the real one (:func:`_stuck`), played
@@ -489,7 +495,10 @@ def _trapped(packets, up, down, stock: bytes, cases: bool = True) -> bool:
       for some suit, the relaxed game is stuck in every case left for that suit.
       Cases ruled out for one suit narrow the rules of the others' cases, until
       nothing more is ruled out.  Without ``cases``, only the rules that hold in every
-      case are played (one relaxed game instead of up to a dozen).
+      case are played (one relaxed game instead of up to a dozen).  ``spend`` (the
+      search's ``Budget.spend``) is called before each relaxed game of a case, so that
+      they count against the search's budget like positions; once it answers False
+      the position counts as not trapped.
     """
     options = []
     for suit in range(4):
@@ -513,6 +522,8 @@ def _trapped(packets, up, down, stock: bytes, cases: bool = True) -> bool:
             if len(options[suit]) < 2:
                 continue
             for case in sorted(options[suit]):
+                if spend is not None and not spend():
+                    return False
                 tried = list(options)
                 tried[suit] = {case}
                 if _stuck(packets, up, down, stock, *_rules(up, down, tried)):
