@@ -355,15 +355,6 @@ class Variant:
         from .solver import exhaustive_search  # the solver builds on this module
         return exhaustive_search(state, budget)
 
-    def progress_hint(self, worlds: list[State], max_positions: int,
-                      deadline: float) -> tuple[Move, str] | None:
-        """When no sampled deal is won: the move that brings the most cards home over the
-        sampled deals ``worlds`` (every card known in each; they share one visible
-        position), searching at most ``max_positions`` positions after each move in
-        each deal and stopping at ``deadline`` (``solver.now``), and the reason
-        in a player's words.  None by default: the quick hint answers."""
-        return None
-
     def _has_move(self, state: State) -> bool:
         if self._actions(state):
             return True

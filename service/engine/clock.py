@@ -12,7 +12,6 @@ from .base import (
     STOCK,
     TABLEAU,
     WASTE,
-    WON,
     PileSpec,
     State,
     Variant,
@@ -84,14 +83,12 @@ class Clock(Variant):
         "random orders (the same ones for the same position), each order is searched with "
         "every card known, and the hint is the move, a refill or a draw included, that "
         "starts a winning line in the most of them (\"wins in 7 of 8 sampled deals\"). "
-        "When no sampled deal is won within the search budget: a move home that autoplay "
-        "would play; else the move after which a short search of each sampled deal brings "
-        "the most cards home. When no sampled deal can be won at all, the quick hint, "
-        "judged from the face-up cards only. In order: a move home that autoplay would "
-        "play; any other move home; the first move of the shortest line of card moves that "
-        "brings the most cards home (a bounded breadth-first search); a marriage that "
-        "leaves a packet short, so that the stock refills it. When no card move helps: "
-        "refill or draw, whichever is legal, else no move.")
+        "When no sampled deal is won within the search budget, the quick hint, judged "
+        "from the face-up cards only. In order: a move home that autoplay would play; any "
+        "other move home; the first move of the shortest line of card moves that brings "
+        "the most cards home (a bounded breadth-first search); a marriage that leaves a "
+        "packet short, so that the stock refills it. When no card move helps: refill or "
+        "draw, whichever is legal, else no move.")
     order = 1
     rule_codes = {
         "packet_too_short": "Clock: a marriage needs a receiving packet of at least three "
@@ -267,58 +264,6 @@ class Clock(Variant):
         """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
         return _ClockSearch(budget).run(state)
 
-    def progress_hint(self, worlds, max_positions, deadline):
-        """Each legal move is played in each sampled deal, and the solver's search
-        runs from there for an equal share of half ``max_positions`` (a sampled deal
-        drawn twice is searched once and counts twice; the hint's time is kept); the
-        move whose searches bring the most cards home in all (a won deal counts every
-        card, and a proved loss only what its search brought home) is the hint.  Ties
-        go to the first move in the listing order."""
-        from .solver import Budget, now
-
-        moves = worlds[0].legal_moves()
-        if len(moves) < 2:
-            return None
-        share = max(1, max_positions // (2 * len(moves)))
-        totals = dict.fromkeys(moves, 0)
-        known: dict[tuple, int] = {}
-        played = 0
-        for world in worlds:
-            for move in moves:
-                left = deadline - now()
-                if left <= 0:
-                    break
-                key = (world.piles, move)
-                if key not in known:
-                    after, _step = world.apply(move)
-                    if after.status == WON:
-                        known[key] = len(ALL_CARDS) * 2
-                    else:
-                        search = _ClockSearch(Budget(share, left))
-                        search.track = True
-                        search.run(after)
-                        known[key] = search.best
-                totals[move] += known[key]
-            else:
-                played += 1
-                continue
-            break
-        if not played:
-            return None
-        best = max(moves, key=totals.__getitem__)
-        card = worlds[0].card_of(best)
-        if best.type != MOVE:
-            what = "refill the short packets" if best.type == REFILL else \
-                "draw the next stock card"
-        elif self.index[best.target] in self.foundations:
-            what = f"{card} goes home to {best.target}"
-        else:
-            what = f"moving {card} onto {best.target}"
-        mean = totals[best] / played
-        return best, (f"{what}: no sampled deal is won within the search's budget, and "
-                      f"this move leads to the most cards home, {mean:.0f} of 104 on "
-                      f"average over {played} sampled deals")
-
 
 # --- the solver's search (see .solver) ------------------------------------------------
 _SUITS = "SHDC"
@@ -382,7 +327,7 @@ class _ClockSearch:
         gone, as it would in the line).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "track", "best")
+    __slots__ = ("stock", "budget", "line", "seen", "order", "left")
 
     def __init__(self, budget):
         self.budget = budget
@@ -390,9 +335,6 @@ class _ClockSearch:
         self.seen: set[bytes] = set()
         self.order: random.Random | None = None
         self.left = 0
-        #: Whether to keep in ``best`` the most cards home at any position searched.
-        self.track = False
-        self.best = 0
 
     def run(self, state: State):
         """Search ``state`` in rounds (see the class docstring) until one wins, one
@@ -435,10 +377,6 @@ class _ClockSearch:
         packets, talon, tops = self.force(packets, talon, tops, n)
         if tops == _DONE:
             return True
-        if self.track:
-            home = sum(_F_PLACE[f][top] for f, top in enumerate(tops)) + len(FOUNDATIONS)
-            if home > self.best:
-                self.best = home
         if n:
             key = b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
         else:

@@ -224,11 +224,8 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
       world to search, with the budget of all the samples.  A safe move home is
       searched like any other move: which card goes home first, or whether to deal
       first, can decide a game.
-    * When no sample is won within the budget and some sample is not proved lost, a
-      variant may weigh the moves by the cards they bring home over the same samples
-      (:meth:`Variant.progress_hint`; the Clock does), unless a safe move home is open.
-    * Otherwise :func:`heuristic_hint` answers (a safe move home first; its reason says
-      so when every sample was proved lost).
+    * When no sample is won within the budget, :func:`heuristic_hint` answers (a safe
+      move home first; its reason says so when every sample was proved lost).
 
     The answer may be an action move (deal, draw, refill) when the winning lines start
     with one; None means no card move helps and the player should deal, draw or refill.
@@ -241,40 +238,30 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
     if len(moves) <= 1:
         return heuristic_hint(state)
     view = visible_view(state)
-    deadline = now() + budget.seconds
-    votes, lost, worlds = _sample_votes(view, budget, deadline)
-    searched = len(worlds)
+    votes, lost, searched = _sample_votes(view, budget)
     if votes:
         best = max(moves, key=lambda m: votes.get(m, 0))  # ties: the listing order
         if votes.get(best):
             return _voted_hint(view, state, best, votes[best], searched)
-    if worlds and lost < searched and not safe_moves(state):
-        progress = state.variant.progress_hint(worlds, budget.positions, deadline)
-        if progress is not None:
-            move, reason = progress
-            card = state.card_of(move)
-            return Hint(move, None if card is None else str(card), reason)
     fallback = heuristic_hint(state)
     if fallback is not None and searched and lost == searched:
-        why = (f"none of the {searched} sampled deals can be won" if view.unseen
-               else "the game can no longer be won")
-        return Hint(fallback.move, fallback.card, f"{why}; {fallback.reason}")
+        worlds = (f"none of the {searched} sampled deals can be won" if view.unseen
+                  else "the game can no longer be won")
+        return Hint(fallback.move, fallback.card, f"{worlds}; {fallback.reason}")
     return fallback
 
 
-def _sample_votes(view: VisibleView, budget: HintBudget,
-                  deadline: float) -> tuple[dict[Move, int], int, list[State]]:
-    """Search the samples of ``view`` until ``deadline`` (:func:`.solver.now`):
-    ``(votes, lost, worlds)``, the winning first moves counted, how many samples were
-    proved lost and the samples searched."""
+def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int], int, int]:
+    """Search the samples of ``view``: ``(votes, lost, searched)``, the winning first
+    moves counted, how many samples were proved lost and how many were searched."""
+    deadline = now() + budget.seconds
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
     positions = budget.positions * view.variant.hint_positions_scale
     if not view.unseen:
         positions *= budget.samples
     votes: dict[Move, int] = {}
-    lost = 0
-    worlds = []
+    lost = searched = 0
     answers = {}        # a sampled deal drawn again is not searched again
     for _sample in range(samples):
         left = deadline - now()
@@ -285,13 +272,13 @@ def _sample_votes(view: VisibleView, budget: HintBudget,
         if found is None:
             found = answers[world.piles] = solve_state(world, max_positions=positions,
                                                        max_seconds=left)
-        worlds.append(world)
+        searched += 1
         if found.result == WON and found.line:
             first = _shortcut(world, found.line)
             votes[first] = votes.get(first, 0) + 1
         elif found.result == LOST:
             lost += 1
-    return votes, lost, worlds
+    return votes, lost, searched
 
 
 def _shortcut(world: State, line) -> Move:
