@@ -146,7 +146,7 @@ def test_two_games_alike_but_for_their_stock_get_the_same_hint(client, redis_db)
 
 def test_following_hints_through_the_api_wins_salic_law_9(client):
     """The hint bot of the benchmark, played over HTTP: every hint is a legal move, and
-    deal 9 is won (as ``bench hints`` reports)."""
+    deal 9 is won (as the hint bot of ``bench solver`` wins it)."""
     game, token, _ = create(client, "salic-law", seed=9)
     gid = game["id"]
     for _ in range(400):
