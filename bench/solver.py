@@ -250,7 +250,8 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         "most (won + undecided) / deals.  Every budget in seconds, the solver's and the "
         "hint's, is read on the worker process's CPU time, so each search gets its "
         "seconds of one core however busy the machine is; the times are CPU seconds.  "
-        f"{args.processes} processes shared the deals.",
+        + ("The deals were played by the runs that recorded them."
+           if args.table_only else f"{args.processes} processes shared the deals."),
         *provenance(args),
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
