@@ -164,6 +164,18 @@ def _stored(version: bytes | None, record: bytes | None) -> StoredGame | None:
     return StoredGame(int(version), GameRecord.from_json(orjson.loads(record)))
 
 
+def _round_trip(connection, commands: list[tuple]) -> list:
+    """``commands`` sent together on ``connection`` (one round trip): their replies,
+    errors as exception objects.  A connection that failed midway is dropped: replies
+    may be left unread on it."""
+    try:
+        connection.send_packed_command(connection.pack_commands(commands))
+        return cluster.read_replies(connection, len(commands))
+    except BaseException:
+        connection.disconnect()
+        raise
+
+
 class _ThreadConnections:
     """One redis-py connection per thread for the commands of the request path.
 
@@ -221,14 +233,7 @@ class _ThreadConnections:
     def run(self, _key, commands: list[tuple]) -> list:
         """``commands`` sent together on this thread's connection (one round trip):
         their replies, errors as exception objects."""
-        connection = self._connection()
-        try:
-            connection.send_packed_command(connection.pack_commands(commands))
-            replies = cluster.read_replies(connection, len(commands))
-        except BaseException:
-            connection.disconnect()
-            raise
-        return replies
+        return _round_trip(self._connection(), commands)
 
     def close(self) -> None:
         with self._lock:
@@ -277,14 +282,9 @@ class _PooledConnections:
         their replies, errors as exception objects."""
         connection = self._pool.get_connection()
         try:
-            connection.send_packed_command(connection.pack_commands(commands))
-            replies = cluster.read_replies(connection, len(commands))
-        except BaseException:
-            connection.disconnect()
-            raise
+            return _round_trip(connection, commands)
         finally:
             self._pool.release(connection)
-        return replies
 
     def close(self) -> None:
         self._pool.disconnect()
