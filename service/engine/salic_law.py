@@ -179,23 +179,25 @@ class SalicLaw(Variant):
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_SalicSearch`): ``(result, moves)``.
 
-        A small budget (a hint's) goes to one plain search.  A larger one (the
-        solver's) first lets the plain search run for :data:`PLAIN_POSITIONS`
-        positions, then, when that did not settle the deal, starts again with the
-        deferring search (``plain=False``) for the rest: the two orders of moves find
-        different won lines quickly, and the second proves losses with fewer positions.
+        A small budget (a hint's) goes to the plain search alone.  A larger one (the
+        solver's) first lets the deferring search (``plain=False``) run for
+        :data:`DEFERRING_POSITIONS` positions, then, when that did not settle the deal,
+        the plain search for the rest: the two orders of moves find different won lines
+        quickly, and the deals the deferring search wins it mostly wins early.
         """
-        if budget.max_positions < PLAIN_POSITIONS * 4:
+        if budget.max_positions < DEFERRING_POSITIONS * 4:
             return _SalicSearch(state, budget, plain=True).run()
-        result = _SalicSearch(state, _Part(budget, PLAIN_POSITIONS), plain=True).run()
-        if result[1] is not None or result[0] != "undecided" or budget.out:
+        part = _Part(budget, DEFERRING_POSITIONS)
+        result = _SalicSearch(state, part, plain=False).run()
+        if result[0] != "undecided" or budget.out:
             return result
-        return _SalicSearch(state, budget).run()
+        return _SalicSearch(state, budget, plain=True).run()
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
-#: Positions the plain search gets first out of a solver's budget (SalicLaw.solver_search).
-PLAIN_POSITIONS = 20_000
+#: Positions the deferring search gets first out of a solver's budget
+#: (SalicLaw.solver_search).
+DEFERRING_POSITIONS = 20_000
 
 
 class _Part:
@@ -289,7 +291,8 @@ class _SalicSearch:
     under the cards asleep both times.
 
     The rules above make the plain search (``plain=True``).  The deferring search
-    (``plain=False``, the solver's main search, see ``SalicLaw.solver_search``) adds
+    (``plain=False``, which a solver's search starts with, see
+    ``SalicLaw.solver_search``) adds
     three, each sound on its own:
 
     **A card home from an old pile waits for the deal**: while the stock lasts, the

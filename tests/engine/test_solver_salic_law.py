@@ -91,14 +91,21 @@ def test_a_position_is_lost_when_a_lost_one_sends_a_card_home_to_it():
     assert x.dominated(((2, 2),))           # only when it sleeps in X as well.
 
 
-def test_a_solvers_budget_goes_to_the_plain_search_then_the_deferring_one():
+def test_a_solvers_budget_goes_to_the_deferring_search_then_the_plain_one():
+    # Deal 25: the deferring search wins it early, the plain one not in 40,000 positions.
     state = get_variant("salic-law").deal(25)
     plain = salic_law._SalicSearch(state, Budget(40_000, 60), plain=True).run()
     assert plain[0] == UNDECIDED
     solution = solve("salic-law", 25, max_positions=100_000, max_seconds=60)
     assert solution.result == WON           # replayed by the solver
-    assert solution.searched > salic_law.PLAIN_POSITIONS
+    assert solution.searched < salic_law.DEFERRING_POSITIONS
+    # Deal 61: the plain search wins it at once, the deferring one not in its part.
+    state = get_variant("salic-law").deal(61)
+    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == UNDECIDED
+    solution = solve("salic-law", 61, max_positions=100_000, max_seconds=60)
+    assert solution.result == WON
+    assert solution.searched > salic_law.DEFERRING_POSITIONS
     # A hint's budget goes to the plain search alone.
-    small = solve("salic-law", 25, max_positions=2_000, max_seconds=60)
-    assert small.searched == 2_000
-    assert salic_law._SalicSearch(state, Budget(2_000, 60), plain=True).run()[0] == small.result
+    small = solve("salic-law", 61, max_positions=2_000, max_seconds=60)
+    assert small.result == WON
+    assert small.searched < 2_000
