@@ -303,8 +303,10 @@ class _ClockSearch:
     A depth-first search that goes wrong early in the deal spends its whole budget on
     the endgames below that mistake.  So the search runs in rounds: round 0 tries the
     moves in their natural order (moves home, marriages, then the refill or draw),
-    round k > 0 in an order shuffled by ``random.Random(k)`` (so the answer for a
-    position and budget is always the same), each with a fresh table and a share of
+    round k > 0 in an order drawn by ``random.Random(k)`` (so the answer for a
+    position and budget is always the same) round the order of :func:`_move_class`
+    (moves home, then marriages that leave a packet to refill, other marriages, the
+    draw last: see :meth:`ranked`), each with a fresh table and a share of
     :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
     wins gives the line; a round that finishes within its share has searched every
     line (the order of the moves changes nothing of what is searched, only when), so
@@ -429,7 +431,7 @@ class _ClockSearch:
         line = self.line
         moves = self.moves(packets, talon, tops, n)
         if self.order is not None:
-            self.order.shuffle(moves)
+            moves = self.ranked(moves, packets, n)
         for move, after in moves:
             line.append(move)
             if self.visit(*after):
@@ -438,6 +440,15 @@ class _ClockSearch:
             if self.out:
                 return False
         return False
+
+    def ranked(self, moves: list, packets, n) -> list:
+        """``moves`` in a round's order: by :func:`_move_class` plus a random number
+        below 2 classes (drawn from the round's generator), so that each move may change
+        places with the moves of the next class up or down, never two classes away."""
+        rand = self.order.random
+        keyed = sorted((_move_class(move, packets, n) + _CLASS_SPREAD * rand(), k, move, after)
+                       for k, (move, after) in enumerate(moves))
+        return [(move, after) for _key, _k, move, after in keyed]
 
     def moves(self, packets, talon, tops, n) -> list:
         """The moves searched from a position and the positions they lead to (as the
@@ -496,6 +507,27 @@ class _ClockSearch:
         elif not _buries_itself(stock[n - 1], talon, tops):
             found.append((_DRAW, (packets, talon + stock[n - 1:n], tops, n - 1)))
         return found
+
+
+#: The source packet (0 .. 11) of each marriage, and the moves home, by move.
+_MARRIAGE_SOURCE = {_MOVES[p][q]: p - PACKETS[0] for p in PACKETS for q in PACKETS if p != q}
+_HOME = frozenset(_MOVES[p][f] for p in (*PACKETS, TALON) for f in FOUNDATIONS)
+#: How far a round's random number may move a move among the classes of
+#: :func:`_move_class` (a move may overtake the next class, never the one after).
+_CLASS_SPREAD = 2.0
+
+
+def _move_class(move: Move, packets, n: int) -> int:
+    """The rank of a move in a round's order (lower first): 0 a move home; 1 a
+    marriage that leaves its packet short while the stock lasts (the refill puts the
+    next stock card on the packet, where it can marry, rather than on the talon) or a
+    refill; 2 any other marriage; 3 a draw (the talon only gives its top card back)."""
+    if move in _HOME:
+        return 0
+    source = _MARRIAGE_SOURCE.get(move)
+    if source is not None:
+        return 1 if n and len(packets[source]) <= PACKET_SIZE else 2
+    return 3 if move == _DRAW else 1
 
 
 _DONE = bytes(f + 1 for f in FOUNDATIONS)

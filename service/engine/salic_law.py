@@ -177,11 +177,45 @@ class SalicLaw(Variant):
         return all(piles[f] and piles[f][-1].rank >= card.rank - 1 for f in FOUNDATIONS)
 
     def solver_search(self, state: State, budget):
-        """The solver's search (:class:`_SalicSearch`): ``(result, moves)``."""
-        return _SalicSearch(state, budget).run()
+        """The solver's search (:class:`_SalicSearch`): ``(result, moves)``.
+
+        A small budget (a hint's) goes to the plain search alone.  A larger one (the
+        solver's) first lets the deferring search (``plain=False``) run for
+        :data:`DEFERRING_POSITIONS` positions, then, when that did not settle the deal,
+        the plain search for the rest: the two orders of moves find different won lines
+        quickly, and the deals the deferring search wins it mostly wins early.
+        """
+        if budget.max_positions < DEFERRING_POSITIONS * 4:
+            return _SalicSearch(state, budget, plain=True).run()
+        part = _Part(budget, DEFERRING_POSITIONS)
+        result = _SalicSearch(state, part, plain=False).run()
+        if result[0] != "undecided" or budget.out:
+            return result
+        return _SalicSearch(state, budget, plain=True).run()
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
+#: Positions the deferring search gets first out of a solver's budget
+#: (SalicLaw.solver_search).
+DEFERRING_POSITIONS = 20_000
+
+
+class _Part:
+    """At most ``positions`` more positions of ``budget`` (which keeps the count)."""
+
+    __slots__ = ("budget", "limit", "out")
+
+    def __init__(self, budget, positions: int):
+        self.budget = budget
+        self.limit = budget.searched + positions
+        self.out = False
+
+    def spend(self) -> bool:
+        if not self.budget.spend() or self.budget.searched >= self.limit:
+            self.out = True
+        return not self.out
+
+
 class _SalicSearch:
     """The search of ``SalicLaw.solver_search``: depth first, with a table of the
     positions already searched.
@@ -255,11 +289,42 @@ class _SalicSearch:
     the sleep set it was searched under; a position met again is skipped when its sleep
     set holds that one (every line it allows was searched), else it is searched again
     under the cards asleep both times.
+
+    The rules above make the plain search (``plain=True``).  The deferring search
+    (``plain=False``, which a solver's search starts with, see
+    ``SalicLaw.solver_search``) adds
+    three, each sound on its own:
+
+    **A card home from an old pile waits for the deal**: while the stock lasts, the
+    moves home are tried in this order: from the newest pile (the next card dealt
+    buries its top), from an older pile when the card makes room for another move home
+    (a top card of the next rank, or the card under it, could follow it home), then
+    the deal, then the other moves home from older piles.  Only the order changes, and
+    the argument for sleep sets above holds for any order of a position's moves (the
+    deal never sleeps).  Playing first what cannot wait leaves the card that can wait on
+    its pile, awake, in the positions after the deal, which the next rule uses.
+
+    **Every card wakes when the deal ends**: the first position after the last card is
+    dealt is searched with no card asleep.  Waking cards only lets more lines be
+    searched, so it is sound; it lets that position be matched in the table whatever
+    line led there, and it is what the next rule needs.
+
+    **A position after the deal is lost when one it follows from is lost**: when the
+    deal ends in position X, and Y is a position already searched to the end and lost,
+    where Y is X with one foundation top, of rank f >= 2, laid back on a king pile, then X
+    is lost.  From Y, that card goes home (the foundation it left shows f - 1 in Y) and
+    the table is X (up to which pile and foundation is which).  Were a line L from X to
+    win, "the card home, then L" would win from Y.  The search of Y proved that no line
+    from Y wins that respects the cards asleep in Y; so the rule applies only when each
+    of those is either asleep in X too (L respects it) or of rank f and not the card laid
+    back (the card's move home wakes it), and not when the card laid back itself was
+    asleep in Y.  The table of lost positions keeps only positions searched to the end
+    (a position still being searched, or cut by the budget, proves nothing).
     """
 
-    __slots__ = ("piles", "found", "stock", "budget", "line", "seen")
+    __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain")
 
-    def __init__(self, state: State, budget):
+    def __init__(self, state: State, budget, plain: bool = False):
         piles = state.piles
         # A king pile as ranks, its king (13) first; [] for a king not dealt yet.
         self.piles = [[card.rank for card in piles[k]] for k in KINGS]
@@ -269,6 +334,11 @@ class _SalicSearch:
         self.line: list[Move] = []
         # key -> the sleep set (see the class docstring) it was searched under.
         self.seen: dict[bytes, tuple] = {}
+        # key -> the sleep set under which the position was searched to the end and lost
+        # (positions after the deal, deferring search only: "A position after the deal is
+        # lost when one it follows from is lost").
+        self.lost: dict[bytes, tuple] = {}
+        self.plain = plain
 
     def run(self):
         from .solver import LOST, UNDECIDED, WON
@@ -327,11 +397,13 @@ class _SalicSearch:
         return tuple(sorted((bytes(piles[k]) + (b"*" if k == newest else b""), h)
                             for k, h in sleep))
 
-    def visit(self, sleep) -> bool:
+    def visit(self, sleep, ended: bool = False) -> bool:
         played = self.home_safe()
         found = self.found
         if all(rank == JACK for rank in found):
             return True
+        if ended and not self.plain:
+            sleep = ()
         if played and sleep:
             piles = self.piles
             ranks = {rank for _k, _f, rank in played}
@@ -357,9 +429,49 @@ class _SalicSearch:
             sleep = tuple(kept)
         if self.budget.spend():
             self.seen[key] = asleep
+            if ended and not self.plain and self.lost and self.dominated(sleep):
+                self.lost[key] = asleep
+                self.unplay(played)
+                return False
             if self.children(sleep):
                 return True
+            if not self.stock and not self.plain and not self.budget.out:
+                self.lost[key] = asleep
         self.unplay(played)
+        return False
+
+    def dominated(self, sleep) -> bool:
+        """Whether a position the search lost already becomes this one by one card home:
+        a foundation top f laid back on a pile (see "A position after the deal is lost
+        when one it follows from is lost")."""
+        piles, found, lost = self.piles, self.found, self.lost
+        contents = sorted(map(bytes, piles))
+        asleep = self.sleep_key(sleep)
+        for f in set(found):
+            if f < 2:
+                continue
+            tops = sorted(found)
+            tops[tops.index(f)] = f - 1
+            head = bytes(sorted(tops)) + bytes((0,))
+            card = bytes((f,))
+            for j, content in enumerate(contents):
+                if j and content == contents[j - 1]:
+                    continue
+                laid = content + card
+                other = contents[:j] + [laid] + contents[j + 1:]
+                before = lost.get(head + b"|".join(sorted(other)))
+                if before is None:
+                    continue
+                if (laid, len(content)) in before:
+                    continue            # the card put back sleeps there
+                # The other cards asleep there, in this position's terms: those of rank
+                # f wake when the card put back goes home.
+                rest = [(content, h) if pile == laid else (pile, h)
+                        for pile, h in before if pile[h] != f]
+                if rest and laid in contents:
+                    continue            # which equal pile a card sleeps on is unclear
+                if _contains(asleep, tuple(sorted(rest))):
+                    return True
         return False
 
     def hopeless(self, sleep) -> bool:
@@ -375,7 +487,27 @@ class _SalicSearch:
         piles, found, line, budget = self.piles, self.found, self.line, self.budget
         tried = set()
         newest = self.newest()
-        for k, pile in enumerate(piles):            # moves home
+        order: list[int | None] = list(range(len(piles)))
+        if self.stock and self.plain:
+            order.append(None)
+        elif self.stock:
+            # While the stock lasts: the moves home an old pile could as well make after
+            # the next card is dealt go after the deal (see "A card home from an old
+            # pile"), the others before it; None stands for the deal.
+            later = [k for k in order if k != newest and self.can_wait(k)]
+            first = [k for k in order if k not in later]
+            if newest in first:
+                first.remove(newest)
+                first.insert(0, newest)
+            order = first + [None] + later
+        for k in order:                             # moves home (and the deal)
+            if k is None:
+                if self.deal(sleep):
+                    return True
+                if budget.out:
+                    return False
+                continue
+            pile = piles[k]
             if len(pile) < 2 or pile[-1] - 1 not in found:
                 continue
             top = len(pile) - 1
@@ -400,7 +532,7 @@ class _SalicSearch:
                 return False
             sleep = (*sleep, (k, top))
         if self.stock:
-            return self.deal(sleep)
+            return False
         bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
         if not bare:
             return False
@@ -441,6 +573,25 @@ class _SalicSearch:
                     return False
         return False
 
+    def can_wait(self, k: int) -> bool:
+        """Whether pile ``k``'s top card, of rank r, would go home now (a foundation
+        shows r - 1) without making room for a next move home: no top card of rank
+        r + 1 and the card under it not playable once it is gone."""
+        piles, found = self.piles, self.found
+        pile = piles[k]
+        if len(pile) < 2:
+            return True
+        rank = pile[-1]
+        if rank - 1 not in found:
+            return True
+        if any(len(p) > 1 and p[-1] == rank + 1 for p in piles):
+            return False
+        if len(pile) > 2:
+            under = pile[-2]
+            if under - 1 in found or under - 1 == rank:
+                return False
+        return True
+
     def deal(self, sleep) -> bool:
         piles, found, stock = self.piles, self.found, self.stock
         rank = stock.pop()
@@ -457,7 +608,7 @@ class _SalicSearch:
         if target is not None:
             target.append(rank)
         self.line.append(Move(DEAL))
-        if self.visit(sleep):
+        if self.visit(sleep, not stock):
             return True
         self.line.pop()
         if target is not None:

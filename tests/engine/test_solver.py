@@ -187,3 +187,36 @@ def test_salic_law_the_newest_pile_is_not_like_an_equal_older_one():
     wrong, _ = state.apply(Move.parse("king-1>foundation-1"))
     assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
     assert solve_state(wrong).result == LOST
+
+
+def test_clock_rounds_order_moves_round_their_classes():
+    # Deal 42 opens with two moves home, two marriages (each leaves a packet of two
+    # cards to refill) and the draw: a round may swap a move home and a marriage, never
+    # a move home and the draw.
+    from service.engine.clock import PACKETS, _ClockSearch, _code, _move_class
+
+    state = get_variant("clock").deal(42)
+    packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)
+    search = _ClockSearch(Budget(10, 1))
+    search.stock = bytes(_code(card) for card in state.piles[24])
+    tops = bytes(state.piles[f][-1].rank for f in range(12))
+    moves = search.moves(packets, b"", tops, len(search.stock))
+    classes = sorted(_move_class(move, packets, len(search.stock)) for move, _ in moves)
+    assert classes == [0, 0, 1, 1, 3]
+    firsts = set()
+    for round_ in range(1, 40):
+        search.order = random.Random(round_)
+        ranked = [str(move) for move, _ in search.ranked(moves, packets, len(search.stock))]
+        assert sorted(ranked) == sorted(str(move) for move, _ in moves)
+        assert ranked.index("draw") > max(ranked.index("packet-4>foundation-1"),
+                                          ranked.index("packet-12>foundation-8"))
+        firsts.add(ranked[0])
+    assert "packet-5>packet-12" in firsts
+    assert "packet-4>foundation-1" in firsts
+
+
+def test_clock_search_wins_a_deal_its_rounds_find_early():
+    # Deal 8 needs over 300,000 positions in rounds shuffled without regard to the
+    # moves' classes; ranked rounds win it within 3,000.
+    solution = solve("clock", 8, max_positions=5000, max_seconds=1e9)
+    _replays_to_a_win(get_variant("clock").deal(8), solution)

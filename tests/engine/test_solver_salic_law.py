@@ -1,0 +1,111 @@
+"""The Salic Law solver's deferring search (``_SalicSearch`` with ``plain=False``):
+checked against the plain exhaustive search, its rule for lost positions after the deal
+on a crafted table, and the two searches a solver's budget is shared by."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from service.engine import get_variant, salic_law
+from service.engine.solver import LOST, UNDECIDED, WON, Budget, exhaustive_search, replay, solve
+
+from . import solver_positions
+
+
+def _deferring(state, positions: int = 1_000_000):
+    return salic_law._SalicSearch(state, Budget(positions, 60), plain=False).run()
+
+
+@pytest.fixture
+def dominated_count(monkeypatch):
+    """How many positions the rule for lost positions after the deal cut."""
+    count = [0]
+    rule = salic_law._SalicSearch.dominated
+
+    def counted(search, sleep):
+        cut = rule(search, sleep)
+        count[0] += cut
+        return cut
+
+    monkeypatch.setattr(salic_law._SalicSearch, "dominated", counted)
+    return count
+
+
+@pytest.mark.parametrize(("left", "stock", "lanes"), [(20, 6, 2), (26, 12, 3)])
+def test_the_deferring_search_agrees_with_the_exhaustive_search(left, stock, lanes):
+    rng = random.Random(f"salic deferring {left} {stock}")
+    settled = {WON: 0, LOST: 0}
+    for _ in range(8 if left > 20 else 10):
+        state = solver_positions.salic_law(rng, left, stock, lanes)
+        plain, _moves = exhaustive_search(state, Budget(30_000, 60))
+        if plain == UNDECIDED:
+            continue
+        result, moves = _deferring(state)
+        assert result == plain, state.to_dict()
+        if result == WON:
+            replay(state, moves)            # raises unless the line wins
+        settled[result] += 1
+    assert settled[WON] >= 5, settled
+    assert settled[LOST] >= 1, settled
+
+
+def test_a_position_after_the_deal_cut_as_lost_leaves_the_answer_alone(dominated_count):
+    # A position found by trying generated ones: the rule cuts a position after the
+    # deal, and the answer stays the exhaustive search's.
+    rng = random.Random("salic deferring 24 12")
+    for _ in range(32):
+        state = solver_positions.salic_law(rng, 24, 12, 2)
+    result, moves = _deferring(state)
+    assert dominated_count[0] >= 1
+    assert exhaustive_search(state, Budget(30_000, 60))[0] == result == WON
+    replay(state, moves)
+
+
+def _after_the_deal(piles, found):
+    state = get_variant("salic-law").deal(0)
+    search = salic_law._SalicSearch(state, Budget(1000, 60), plain=False)
+    search.stock = []
+    search.piles = [list(pile) for pile in piles]
+    search.found = list(found)
+    return search
+
+
+def test_a_position_is_lost_when_a_lost_one_sends_a_card_home_to_it():
+    # X: a 7 home on the foundation at 7; Y: that 7 back on the pile with 9 5.
+    x_piles = ([13, 9, 5], [13, 11], [13, 4, 10], [13], [13], [13], [13], [13])
+    y_piles = ([13, 9, 5, 7], *x_piles[1:])
+    found = [7, 3, 6, 11, 11, 11, 11, 11]
+    y = _after_the_deal(y_piles, [6, *found[1:]])
+    y_key = y.key()
+    x = _after_the_deal(x_piles, found)
+    assert not x.dominated(())
+    x.lost[y_key] = ()
+    assert x.dominated(())
+    # A card of rank 7 asleep in Y wakes when the 7 goes home: still lost...
+    x.lost[y_key] = ((bytes([13, 9, 5, 7]), 3),)
+    assert not x.dominated(())              # ...but not when it is the card laid back,
+    x.lost[y_key] = ((bytes([13, 4, 10]), 2),)
+    assert not x.dominated(())              # nor when a card asleep in Y is awake in X,
+    assert x.dominated(((2, 2),))           # only when it sleeps in X as well.
+
+
+def test_a_solvers_budget_goes_to_the_deferring_search_then_the_plain_one():
+    # Deal 25: the deferring search wins it early, the plain one not in 40,000 positions.
+    state = get_variant("salic-law").deal(25)
+    plain = salic_law._SalicSearch(state, Budget(40_000, 60), plain=True).run()
+    assert plain[0] == UNDECIDED
+    solution = solve("salic-law", 25, max_positions=100_000, max_seconds=60)
+    assert solution.result == WON           # replayed by the solver
+    assert solution.searched < salic_law.DEFERRING_POSITIONS
+    # Deal 61: the plain search wins it at once, the deferring one not in its part.
+    state = get_variant("salic-law").deal(61)
+    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == UNDECIDED
+    solution = solve("salic-law", 61, max_positions=100_000, max_seconds=60)
+    assert solution.result == WON
+    assert solution.searched > salic_law.DEFERRING_POSITIONS
+    # A hint's budget goes to the plain search alone.
+    small = solve("salic-law", 61, max_positions=2_000, max_seconds=60)
+    assert small.result == WON
+    assert small.searched < 2_000
