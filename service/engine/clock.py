@@ -443,8 +443,9 @@ class _ClockSearch:
 
     def ranked(self, moves: list, packets, n) -> list:
         """``moves`` in a round's order: by :func:`_move_class` plus a random number
-        below 2 classes (drawn from the round's generator), so that each move may change
-        places with the moves of the next class up or down, never two classes away."""
+        below :data:`_CLASS_SPREAD` classes (drawn from the round's generator), so that
+        a move comes before the moves of a higher class more often the further apart
+        their classes are, yet any order may come up."""
         rand = self.order.random
         keyed = sorted((_move_class(move, packets, n) + _CLASS_SPREAD * rand(), k, move, after)
                        for k, (move, after) in enumerate(moves))
@@ -513,8 +514,8 @@ class _ClockSearch:
 _MARRIAGE_SOURCE = {_MOVES[p][q]: p - PACKETS[0] for p in PACKETS for q in PACKETS if p != q}
 _HOME = frozenset(_MOVES[p][f] for p in (*PACKETS, TALON) for f in FOUNDATIONS)
 #: How far a round's random number may move a move among the classes of
-#: :func:`_move_class` (a move may overtake the next class, never the one after).
-_CLASS_SPREAD = 2.0
+#: :func:`_move_class`: with a spread above 3 even a draw may come before a move home.
+_CLASS_SPREAD = 4.0
 
 
 def _move_class(move: Move, packets, n: int) -> int:

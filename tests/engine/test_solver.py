@@ -191,8 +191,8 @@ def test_salic_law_the_newest_pile_is_not_like_an_equal_older_one():
 
 def test_clock_rounds_order_moves_round_their_classes():
     # Deal 42 opens with two moves home, two marriages (each leaves a packet of two
-    # cards to refill) and the draw: a round may swap a move home and a marriage, never
-    # a move home and the draw.
+    # cards to refill) and the draw: the rounds try the moves in many orders, the moves
+    # home mostly first and the draw mostly last.
     from service.engine.clock import PACKETS, _ClockSearch, _code, _move_class
 
     state = get_variant("clock").deal(42)
@@ -203,16 +203,16 @@ def test_clock_rounds_order_moves_round_their_classes():
     moves = search.moves(packets, b"", tops, len(search.stock))
     classes = sorted(_move_class(move, packets, len(search.stock)) for move, _ in moves)
     assert classes == [0, 0, 1, 1, 3]
-    firsts = set()
+    firsts, lasts = [], []
     for round_ in range(1, 40):
         search.order = random.Random(round_)
         ranked = [str(move) for move, _ in search.ranked(moves, packets, len(search.stock))]
         assert sorted(ranked) == sorted(str(move) for move, _ in moves)
-        assert ranked.index("draw") > max(ranked.index("packet-4>foundation-1"),
-                                          ranked.index("packet-12>foundation-8"))
-        firsts.add(ranked[0])
-    assert "packet-5>packet-12" in firsts
-    assert "packet-4>foundation-1" in firsts
+        firsts.append(ranked[0])
+        lasts.append(ranked[-1])
+    assert len(set(firsts)) >= 3
+    assert sum(first.endswith(("foundation-1", "foundation-8")) for first in firsts) > 20
+    assert lasts.count("draw") > 20
 
 
 def test_clock_search_wins_a_deal_its_rounds_find_early():
