@@ -19,7 +19,7 @@ from .base import (
     register,
 )
 from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
-from .moves import DRAW, MOVE, REFILL, Move
+from .moves import DRAW, MOVE, REFILL, Line, Move
 from .solver import move_table
 
 HOURS = range(1, 13)
@@ -84,11 +84,13 @@ class Clock(Variant):
         "every card known, and the hint is the move, a refill or a draw included, that "
         "starts a winning line in the most of them (\"wins in 7 of 8 sampled deals\"). "
         "When no sampled deal is won within the search budget, the quick hint, judged "
-        "from the face-up cards only. In order: a move home that autoplay would play; any "
-        "other move home; the first move of the shortest line of card moves that brings "
-        "the most cards home (a bounded breadth-first search); a marriage that leaves a "
-        "packet short, so that the stock refills it. When no card move helps: refill or "
-        "draw, whichever is legal, else no move.")
+        "from the face-up cards only. In order: a move home that autoplay would play; the "
+        "first move of the line of card moves that brings the most cards home (a bounded "
+        "breadth-first search; of the positions with as many cards home, the one with "
+        "the most packets left short for the refill and the fewest cards buried that "
+        "their foundations soon want); a marriage that leaves a packet short, so that "
+        "the stock refills it. When no card move helps: refill or draw, whichever is "
+        "legal, else no move.")
     order = 1
     rule_codes = {
         "packet_too_short": "Clock: a marriage needs a receiving packet of at least three "
@@ -259,6 +261,12 @@ class Clock(Variant):
         ids = self.pile_ids
         return (f"moving {state.piles[source][-1]} onto {ids[target]} leaves {ids[source]} "
                 "short, so the stock refills it")
+
+    def endgame_line(self, state: State) -> Line | None:
+        """The quick hint's line (:func:`card_line`): the card moves from ``state`` that
+        bring the most cards home.  Card moves never touch the stock, so the search sees
+        face-up cards only, while the stock lasts as well."""
+        return card_line(state)
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
@@ -574,3 +582,134 @@ def _safe_target(card: int, tops: bytes) -> int | None:
             return f if _home_count(card, tops) == 1 else None
     return None
 
+
+
+# --- the quick hint's line of card moves (Clock.endgame_line) --------------------------
+#: How many positions :func:`card_line` may look at.
+CARD_LINE_POSITIONS = 1000
+#: A card lying under another in a packet counts against a position when its foundation
+#: takes it within this many cards (see :func:`_line_score`).
+NEAR = 4
+#: What a packet left short while the stock lasts counts for (see :func:`_line_score`).
+SHORT_PACKET = 3
+
+
+def card_line(state: State) -> Line | None:
+    """The line of card moves (moves home and marriages) from ``state`` to the position
+    with the most cards home, found by a breadth-first search of at most
+    :data:`CARD_LINE_POSITIONS` positions; among the positions with as many cards home,
+    the best by :func:`_line_score`.  None when no line brings a card home (then the
+    quick hint's other rules answer).
+
+    Card moves never touch the stock, so the search reads only the face-up piles.
+
+    A player who follows these hints never sees a position twice.  A search that saw
+    every position it may reach answers the nearest of the best positions (the first
+    in breadth-first order); after its first move that position is nearer still, and
+    nothing better has come within reach (card moves reach no position the first could
+    not), so the next answer is as near or nearer, down to cards going home.  A search
+    cut short by its budget answers only a line that starts with a move home.
+    """
+    piles = state.piles
+    stock = len(piles[STOCK_PILE])
+    packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)
+    talon = bytes(_code(card) for card in piles[TALON])
+    tops = bytes(piles[f][-1].rank for f in FOUNDATIONS)
+    start = _placed(tops)
+    index = state.variant.index
+    seen = {(packets, talon, tops)}
+    queue = [(packets, talon, tops, ())]
+    best = None
+    nodes = 0
+    for packets, talon, tops, line in queue:
+        if nodes == CARD_LINE_POSITIONS:
+            break
+        nodes += 1
+        if line:
+            score = (_placed(tops), _line_score(packets, talon, tops, stock))
+            if best is None or score > best[0]:
+                best = (score, line, tops == _DONE)
+            if tops == _DONE:
+                break
+        for move, after in _card_moves(packets, talon, tops):
+            if after not in seen:
+                seen.add(after)
+                queue.append((*after, line + ((index[move.source], index[move.target]),)))
+    if best is None or best[0][0] <= start:
+        return None
+    (placed, _score), line, won = best
+    complete = nodes < CARD_LINE_POSITIONS
+    if not complete and line[0][1] not in FOUNDATIONS:
+        return None
+    home = sum(len(piles[f]) for f in FOUNDATIONS) + placed - start
+    return Line(line, won, home, nodes, complete)
+
+
+def _placed(tops: bytes) -> int:
+    """How many cards the foundations hold above their bases."""
+    return sum(_F_PLACE[f][tops[f]] for f in FOUNDATIONS)
+
+
+def _card_moves(packets, talon, tops) -> list:
+    """The card moves of a position (moves home, then marriages) and the positions they
+    lead to, ``(packets, talon, tops)``."""
+    found = []
+    wants: dict[int, list[int]] = {}
+    for f in FOUNDATIONS:
+        top = tops[f]
+        if top != f + 1:
+            wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
+    if talon:
+        for f in wants.get(talon[-1], ()):
+            found.append((_MOVES[TALON][f], (
+                packets, talon[:-1], tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:])))
+    for i, pile in enumerate(packets):
+        if pile:
+            for f in wants.get(pile[-1], ()):
+                found.append((_MOVES[PACKETS[i]][f], (
+                    packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
+                    tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:])))
+    takers: dict[int, list[int]] = {}
+    for j, pile in enumerate(packets):
+        if len(pile) >= PACKET_SIZE:
+            takers.setdefault(_DOWN_CODE[pile[-1]], []).append(j)
+    for i, pile in enumerate(packets):
+        for j in takers.get(pile[-1], ()) if pile else ():
+            if j != i:
+                after = list(packets)
+                after[i] = pile[:-1]
+                after[j] = packets[j] + pile[-1:]
+                found.append((_MOVES[PACKETS[i]][PACKETS[j]], (tuple(after), talon, tops)))
+    return found
+
+
+def _need(card: int, tops: bytes) -> int:
+    """How many cards the nearest foundation that still takes ``card`` needs before it
+    (13 when none does)."""
+    suit, rank = card >> 4, card & 15
+    best = 13
+    for f in FOUNDATIONS:
+        if _F_SUIT[f] == suit:
+            place = _F_PLACE[f].get(rank)
+            top = _F_PLACE[f][tops[f]]
+            if place is not None and place > top:
+                best = min(best, place - top - 1)
+    return best
+
+
+def _line_score(packets, talon, tops, stock: int) -> int:
+    """How a position of card moves looks for what follows, from its face-up cards: each
+    packet left short while the stock lasts counts :data:`SHORT_PACKET` (the refill
+    brings a card into play); each card under another in a packet counts against it the
+    more, the sooner its foundation takes it (within :data:`NEAR` cards); each talon
+    card under the top counts against it one more than the cards its foundation needs
+    before it."""
+    short = sum(1 for pile in packets if len(pile) < PACKET_SIZE) if stock else 0
+    stuck = 0
+    for pile in packets:
+        for card in pile[:-1]:
+            need = _need(card, tops)
+            if need < NEAR:
+                stuck += NEAR - need
+    buried = sum(1 + _need(card, tops) for card in talon[:-1])
+    return SHORT_PACKET * short - stuck - buried

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from service.engine import MOVE, RULE_CODES, Move, variants
+from service.engine.clock import card_line
 from service.engine.endgame import solve
 from service.engine.errors import COMMON_RULE_CODES
 from tests.engine.positions import VARIANT_IDS, clock, walk
@@ -36,16 +37,19 @@ def test_public_fields_name_the_next_deal_in_four_corners_only(variant_id):
 
 
 @pytest.mark.parametrize("variant_id", VARIANT_IDS)
-def test_only_four_corners_searches_and_only_with_the_stock_out(variant_id):
+def test_four_corners_searches_with_the_stock_out_the_clock_its_card_moves(variant_id):
     searched = 0
     for state, _step, _after in walk(variant_id, 2, max_idle=60):
         line = state.variant.endgame_line(state)
         if variant_id == "four-corners" and not state.stock_count:
             assert line == solve(state)
             searched += 1
+        elif variant_id == "clock":
+            assert line == card_line(state)
+            searched += line is not None
         else:
             assert line is None
-    assert searched or variant_id != "four-corners"
+    assert searched or variant_id == "salic-law"
 
 
 def test_the_clock_hints_a_marriage_that_leaves_a_packet_short():
