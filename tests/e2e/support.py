@@ -99,7 +99,7 @@ class Connection:
 
 
 def connections_on_distinct_workers(server: Gunicorn, count: int, *,
-                                    seconds: float = 20.0) -> list[Connection]:
+                                    seconds: float = 60.0) -> list[Connection]:
     """``count`` open connections, each served by another worker (requests to /healthz,
     which no rate limit counts, until the kernel has spread them).  The workers race to
     accept each connection; on a busy machine one of them may lose for a while, so it
