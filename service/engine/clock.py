@@ -384,52 +384,72 @@ class _ClockSearch:
     def visit(self, packets, talon, tops, n) -> bool:
         line = self.line
         depth = len(line)
-        packets, talon, tops = self.force(packets, talon, tops, n)
+        seen = self.seen
+        # The position as it comes, before its safe moves home: met again, it leads to
+        # the same position as before, already searched.
+        first = b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
+        if first in seen:
+            return False
+        packets, talon, tops, wants = self.force(packets, talon, tops, n)
         if tops == _DONE:
             return True
         if n:
-            key = b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
+            key = first if len(line) == depth else \
+                b"|".join(packets) + b"|" + talon + b"|" + tops + bytes((n,))
         else:
             key = b"|".join(sorted(packets)) + b"|" + talon + b"|" + tops
-        if key in self.seen or not self.spend():
+        if key in seen:
+            seen.add(first)
             del line[depth:]
             return False
-        self.seen.add(key)
-        if self.children(packets, talon, tops, n):
+        if not self.spend():
+            del line[depth:]
+            return False
+        seen.add(key)
+        seen.add(first)
+        if self.children(packets, talon, tops, n, wants):
             return True
         del line[depth:]
         return False
 
     def force(self, packets, talon, tops, n):
-        """Play the safe moves home (see the class docstring) until none is left."""
+        """Play the safe moves home (see the class docstring) until none is left; the
+        position reached and its :func:`_wants`."""
         line = self.line
+        wants = _wants(tops)
         changed = True
         while changed:
             changed = False
             if talon:
-                f = _safe_target(talon[-1], tops)
-                if f is not None:
-                    tops = tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:]
+                card = talon[-1]
+                targets = wants.get(card)
+                if targets and _home_count(card, tops) == 1:
+                    f = targets[0]
+                    tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
                     talon = talon[:-1]
                     line.append(_MOVES[TALON][f])
+                    wants = _wants(tops)
                     changed = True
                     continue
             for i, pile in enumerate(packets):
                 if not pile or (n and len(pile) <= PACKET_SIZE):
                     continue
                 card = pile[-1]
-                f = _safe_target(card, tops)
-                if f is None or _home_count(_DOWN_CODE[card], tops) < 2:
+                targets = wants.get(card)
+                if not targets or _home_count(card, tops) != 1 \
+                        or _home_count(_DOWN_CODE[card], tops) < 2:
                     continue
+                f = targets[0]
                 tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
                 packets = packets[:i] + (pile[:-1],) + packets[i + 1:]
                 line.append(_MOVES[PACKETS[i]][f])
+                wants = _wants(tops)
                 changed = True
-        return packets, talon, tops
+        return packets, talon, tops, wants
 
-    def children(self, packets, talon, tops, n) -> bool:
+    def children(self, packets, talon, tops, n, wants) -> bool:
         line = self.line
-        moves = self.moves(packets, talon, tops, n)
+        moves = self.moves(packets, talon, tops, n, wants)
         if self.order is not None:
             moves = self.ranked(moves, packets, n)
         for move, after in moves:
@@ -451,15 +471,13 @@ class _ClockSearch:
                        for k, (move, after) in enumerate(moves))
         return [(move, after) for _key, _k, move, after in keyed]
 
-    def moves(self, packets, talon, tops, n) -> list:
+    def moves(self, packets, talon, tops, n, wants=None) -> list:
         """The moves searched from a position and the positions they lead to (as the
-        arguments of :meth:`visit`): moves home, marriages, then the refill or draw."""
+        arguments of :meth:`visit`): moves home, marriages, then the refill or draw.
+        ``wants`` is the position's :func:`_wants` (built when not given)."""
+        if wants is None:
+            wants = _wants(tops)
         found = []
-        wants: dict[int, list[int]] = {}
-        for f in FOUNDATIONS:
-            top = tops[f]
-            if top != f + 1:
-                wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
         if talon:                                           # moves home
             for f in wants.get(talon[-1], ()):
                 found.append((_MOVES[TALON][f], (
@@ -497,7 +515,7 @@ class _ClockSearch:
         if not n:
             return found
         stock = self.stock
-        if any(len(pile) < PACKET_SIZE for pile in packets):
+        if min(map(len, packets)) < PACKET_SIZE:
             after = list(packets)
             for i, pile in enumerate(after):
                 while len(pile) < PACKET_SIZE and n:
@@ -523,13 +541,21 @@ def _move_class(move: Move, packets, n: int) -> int:
     marriage that leaves its packet short while the stock lasts (the refill puts the
     next stock card on the packet, where it can marry, rather than on the talon) or a
     refill; 2 any other marriage; 3 a draw (the talon only gives its top card back)."""
-    if move in _HOME:
-        return 0
-    source = _MARRIAGE_SOURCE.get(move)
-    if source is not None:
-        return 1 if n and len(packets[source]) <= PACKET_SIZE else 2
-    return 3 if move == _DRAW else 1
+    kind = _KIND.get(id(move))
+    if kind is None:                # a move equal to one of the table's
+        kind = next(k for m, k in _KINDS if m == move)
+    if kind >= 0:
+        return kind
+    return 1 if n and len(packets[~kind]) <= PACKET_SIZE else 2
 
+
+#: Each move the search makes with its class, or ``~source`` for a marriage (its class
+#: depends on the source packet); by the move's identity, the search's moves being these
+#: very objects.
+_KINDS = ([(move, 0) for move in _HOME]
+          + [(move, ~source) for move, source in _MARRIAGE_SOURCE.items()]
+          + [(_DRAW, 3), (_REFILL, 1)])
+_KIND = {id(move): kind for move, kind in _KINDS}
 
 _DONE = bytes(f + 1 for f in FOUNDATIONS)
 #: The card one rank below each card code, same suit (A below 2, K below A).
@@ -538,15 +564,43 @@ _DOWN_CODE = {s * 16 + r: s * 16 + (r - 2) % 13 + 1 for s in range(4) for r in r
 _F_PLACE = tuple({rank: i for i, rank in enumerate(ranks)} for ranks in _F_RANKS)
 
 
+#: The two places of each card code in the foundations' sequences, ``(f, place)``: the
+#: foundations use all 104 cards, so every card lies in exactly two of them, or twice in
+#: one.
+_COPIES = {code: tuple((f, place) for f in FOUNDATIONS if _F_SUIT[f] == code >> 4
+                       for place, rank in enumerate(_F_RANKS[f]) if rank == code & 15)
+           for code in _DOWN_CODE}
+
+
+#: The tables of :func:`_wants` already built, by ``tops``; cleared when this large.
+_WANTS_KEPT = 100_000
+_wants_built: dict[bytes, dict[int, tuple[int, ...]]] = {}
+
+
+def _wants(tops: bytes) -> dict[int, tuple[int, ...]]:
+    """Which card code each unfinished foundation takes next: the foundations (in their
+    order) by the card they want.  The searches ask it of every position, so the tables
+    are kept (and must not be changed by the caller)."""
+    wants = _wants_built.get(tops)
+    if wants is None:
+        built: dict[int, list[int]] = {}
+        for f in FOUNDATIONS:
+            top = tops[f]
+            if top != f + 1:
+                built.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
+        wants = {card: tuple(targets) for card, targets in built.items()}
+        if len(_wants_built) >= _WANTS_KEPT:
+            _wants_built.clear()
+        _wants_built[tops] = wants
+    return wants
+
+
 def _home_count(card: int, tops: bytes) -> int:
     """How many copies of ``card`` lie on the foundations."""
-    suit, rank = card >> 4, card & 15
     count = 0
-    for f in FOUNDATIONS:
-        if _F_SUIT[f] == suit:
-            place = _F_PLACE[f].get(rank)
-            if place is not None and place <= _F_PLACE[f][tops[f]]:
-                count += 1
+    for f, place in _COPIES[card]:
+        if place <= _F_PLACE[f][tops[f]]:
+            count += 1
     return count
 
 
@@ -571,17 +625,6 @@ def _buries_itself(card: int, talon: bytes, tops: bytes) -> bool:
         else:
             return False            # this foundation can come up to the card
     return True
-
-
-def _safe_target(card: int, tops: bytes) -> int | None:
-    """The foundation that takes ``card`` now when its twin is home already, else None."""
-    suit, rank = card >> 4, card & 15
-    want = (rank - 2) % 13 + 1
-    for f in FOUNDATIONS:
-        if _F_SUIT[f] == suit and tops[f] == want and tops[f] != f + 1:
-            return f if _home_count(card, tops) == 1 else None
-    return None
-
 
 
 # --- the quick hint's line of card moves (Clock.endgame_line) --------------------------
@@ -654,11 +697,7 @@ def _card_moves(packets, talon, tops) -> list:
     """The card moves of a position (moves home, then marriages) and the positions they
     lead to, ``(packets, talon, tops)``."""
     found = []
-    wants: dict[int, list[int]] = {}
-    for f in FOUNDATIONS:
-        top = tops[f]
-        if top != f + 1:
-            wants.setdefault(_F_SUIT[f] * 16 + top % 13 + 1, []).append(f)
+    wants = _wants(tops)
     if talon:
         for f in wants.get(talon[-1], ()):
             found.append((_MOVES[TALON][f], (
