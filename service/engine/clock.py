@@ -270,7 +270,7 @@ class Clock(Variant):
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
-        return _ClockSearch(budget).run(state)
+        return _ClockSearch(budget, budget.max_positions >= DEAD_TALON_POSITIONS).run(state)
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
@@ -337,9 +337,10 @@ class _ClockSearch:
         gone, as it would in the line).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen", "order", "left")
+    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "prune")
 
-    def __init__(self, budget):
+    def __init__(self, budget, prune: bool = False):
+        self.prune = prune
         self.budget = budget
         self.line: list[Move] = []
         self.seen: set[bytes] = set()
@@ -363,7 +364,7 @@ class _ClockSearch:
             self.left = RESTART_POSITIONS + RESTART_GROWTH * round_
             self.seen = set()
             self.line = []
-            if self.visit(packets, talon, tops, len(self.stock)):
+            if self.visit(packets, talon, tops, len(self.stock), _NO_TOPS):
                 return WON, self.line
             if budget.out:
                 return UNDECIDED, None
@@ -381,7 +382,9 @@ class _ClockSearch:
     def out(self) -> bool:
         return self.left < 0 or self.budget.out
 
-    def visit(self, packets, talon, tops, n) -> bool:
+    def visit(self, packets, talon, tops, n, before=None) -> bool:
+        """Search a position (from the position with foundation tops ``before``):
+        True when a winning line was found (then :attr:`line` holds it)."""
         line = self.line
         depth = len(line)
         seen = self.seen
@@ -402,6 +405,12 @@ class _ClockSearch:
             seen.add(first)
             del line[depth:]
             return False
+        if self.prune and before is not None and tops != before \
+                and _dead_talon(talon, tops, before):
+            seen.add(key)
+            seen.add(first)
+            del line[depth:]
+            return False
         if not self.spend():
             del line[depth:]
             return False
@@ -417,6 +426,8 @@ class _ClockSearch:
         position reached and its :func:`_wants`."""
         line = self.line
         wants = _wants(tops)
+        # While the stock lasts a packet keeps three cards here (see the class docstring).
+        least = PACKET_SIZE if n else 0
         changed = True
         while changed:
             changed = False
@@ -425,14 +436,14 @@ class _ClockSearch:
                 targets = wants.get(card)
                 if targets and _home_count(card, tops) == 1:
                     f = targets[0]
-                    tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
+                    tops = tops[:f] + _RANK_BYTE[card] + tops[f + 1:]
                     talon = talon[:-1]
                     line.append(_MOVES[TALON][f])
                     wants = _wants(tops)
                     changed = True
                     continue
             for i, pile in enumerate(packets):
-                if not pile or (n and len(pile) <= PACKET_SIZE):
+                if len(pile) <= least:
                     continue
                 card = pile[-1]
                 targets = wants.get(card)
@@ -440,7 +451,7 @@ class _ClockSearch:
                         or _home_count(_DOWN_CODE[card], tops) < 2:
                     continue
                 f = targets[0]
-                tops = tops[:f] + bytes((card & 15,)) + tops[f + 1:]
+                tops = tops[:f] + _RANK_BYTE[card] + tops[f + 1:]
                 packets = packets[:i] + (pile[:-1],) + packets[i + 1:]
                 line.append(_MOVES[PACKETS[i]][f])
                 wants = _wants(tops)
@@ -454,7 +465,7 @@ class _ClockSearch:
             moves = self.ranked(moves, packets, n)
         for move, after in moves:
             line.append(move)
-            if self.visit(*after):
+            if self.visit(*after, tops):
                 return True
             line.pop()
             if self.out:
@@ -478,40 +489,57 @@ class _ClockSearch:
         if wants is None:
             wants = _wants(tops)
         found = []
+        append = found.append
         if talon:                                           # moves home
-            for f in wants.get(talon[-1], ()):
-                found.append((_MOVES[TALON][f], (
-                    packets, talon[:-1], tops[:f] + bytes((talon[-1] & 15,)) + tops[f + 1:],
-                    n)))
-        tried = set()
+            card = talon[-1]
+            for f in wants.get(card, ()):
+                append((_MOVES[TALON][f], (packets, talon[:-1],
+                                           tops[:f] + _RANK_BYTE[card] + tops[f + 1:], n)))
+        tried = set()       # with the stock out, equal packets play alike: one is tried
         for i, pile in enumerate(packets):
-            if not pile or pile in tried:
+            if not pile:
+                continue
+            card = pile[-1]
+            targets = wants.get(card)
+            if targets is None:
                 continue
             if not n:
+                if pile in tried:
+                    continue
                 tried.add(pile)
-            for f in wants.get(pile[-1], ()):
-                found.append((_MOVES[PACKETS[i]][f], (
-                    packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
-                    tops[:f] + bytes((pile[-1] & 15,)) + tops[f + 1:], n)))
+            moves = _PACKET_MOVES[i]
+            for f in targets:
+                append((moves[f], (packets[:i] + (pile[:-1],) + packets[i + 1:], talon,
+                                   tops[:f] + _RANK_BYTE[card] + tops[f + 1:], n)))
         takers: dict[int, list[int]] = {}                   # marriages
         for j, pile in enumerate(packets):
             if len(pile) >= PACKET_SIZE:
-                takers.setdefault(_DOWN_CODE[pile[-1]], []).append(j)
+                down = _DOWN_CODE[pile[-1]]
+                if down in takers:
+                    takers[down].append(j)
+                else:
+                    takers[down] = [j]
         tried.clear()
         for i, pile in enumerate(packets):
-            if not pile or pile in tried:
+            if not pile:
+                continue
+            receivers = takers.get(pile[-1])
+            if receivers is None:
                 continue
             if not n:
+                if pile in tried:
+                    continue
                 tried.add(pile)
+            moves = _PACKET_MOVES[i]
             targets = set()
-            for j in takers.get(pile[-1], ()):
+            for j in receivers:
                 if j == i or (not n and packets[j] in targets):
                     continue
                 targets.add(packets[j])
                 after = list(packets)
                 after[i] = pile[:-1]
                 after[j] = packets[j] + pile[-1:]
-                found.append((_MOVES[PACKETS[i]][PACKETS[j]], (tuple(after), talon, tops, n)))
+                append((moves[PACKETS[j]], (tuple(after), talon, tops, n)))
         if not n:
             return found
         stock = self.stock
@@ -526,6 +554,34 @@ class _ClockSearch:
         elif not _buries_itself(stock[n - 1], talon, tops):
             found.append((_DRAW, (packets, talon + stock[n - 1:n], tops, n - 1)))
         return found
+
+
+#: From this budget of positions on, the search also drops the positions with a dead
+#: talon card (:func:`_dead_talon`).  The hints search with smaller budgets: their
+#: searches stay as they are.
+DEAD_TALON_POSITIONS = 100_000
+#: Foundation tops that match no position's (the start of a search: every talon card
+#: is checked).
+_NO_TOPS = bytes(12)
+
+
+def _dead_talon(talon: bytes, tops: bytes, before: bytes) -> bool:
+    """Whether a card of ``talon`` can never go home, so that the position is lost,
+    when the foundations have come from ``before`` to ``tops``.
+
+    A talon card T leaves the talon only to go home, and only once every card above it
+    has left; the cards under it stay under it.  When every foundation that still
+    wants T must first take a card whose copies off the foundations all lie under T
+    (:func:`_buries_itself` of T on the talon below it), T never goes home.  Only the
+    foundations and the copies home of T's own suit decide that, and the talon under T
+    never changes: so only the talon cards of the suits whose foundations moved since
+    ``before`` are checked (a card drawn is checked by the draw itself)."""
+    suits = {_F_SUIT[f] for f in FOUNDATIONS if tops[f] != before[f]}
+    for i in range(1, len(talon)):
+        card = talon[i]
+        if card >> 4 in suits and _buries_itself(card, talon[:i], tops):
+            return True
+    return False
 
 
 #: The source packet (0 .. 11) of each marriage, and the moves home, by move.
@@ -558,6 +614,10 @@ _KINDS = ([(move, 0) for move in _HOME]
 _KIND = {id(move): kind for move, kind in _KINDS}
 
 _DONE = bytes(f + 1 for f in FOUNDATIONS)
+#: Each packet's row of the move table, and each card code's rank as a byte (a
+#: foundation's new top).
+_PACKET_MOVES = tuple(_MOVES[p] for p in PACKETS)
+_RANK_BYTE = {s * 16 + r: bytes((r,)) for s in range(4) for r in range(1, 14)}
 #: The card one rank below each card code, same suit (A below 2, K below A).
 _DOWN_CODE = {s * 16 + r: s * 16 + (r - 2) % 13 + 1 for s in range(4) for r in range(1, 14)}
 #: For each foundation, the place of each of its ranks in its sequence.
