@@ -324,6 +324,10 @@ class _ClockSearch:
       wants the drawn card first needs a card whose copies off the foundations all lie
       in the talon, under it, the drawn card can never go home (see
       :func:`_buries_itself`), and nothing but a draw is open (no packet is short).
+    * **A position with a dead talon card is not searched** (with a budget of
+      :data:`DEAD_TALON_POSITIONS` positions or more, ``prune``): a talon card under
+      which the foundations have since buried what they need first (see
+      :func:`_dead_talon`) never goes home.
     * **Safe moves home are forced.**  A card X whose twin is home already has one
       foundation left that takes it, F (each card but a base is wanted by two
       foundations, one copy each, and a base's twin by one).  So F waits at X - 1 for
@@ -572,12 +576,29 @@ def _dead_talon(talon: bytes, tops: bytes, before: bytes) -> bool:
     A talon card T leaves the talon only to go home, and only once every card above it
     has left; the cards under it stay under it.  When every foundation that still
     wants T must first take a card whose copies off the foundations all lie under T
-    (:func:`_buries_itself` of T on the talon below it), T never goes home.  Only the
-    foundations and the copies home of T's own suit decide that, and the talon under T
-    never changes: so only the talon cards of the suits whose foundations moved since
-    ``before`` are checked (a card drawn is checked by the draw itself)."""
-    suits = {_F_SUIT[f] for f in FOUNDATIONS if tops[f] != before[f]}
-    for i in range(1, len(talon)):
+    (:func:`_buries_itself` of T on the talon below it), T never goes home.
+
+    Only the cards gone home since ``before`` can make a card dead: the talon under T
+    does not change, a foundation that moves up has fewer cards to take before T, and
+    what does change is a card B going home, so that its copy under T is the last one
+    off the foundations (then B and T share a suit), or T's twin going home, so that
+    fewer foundations want T (then T itself is such a card).  So the cards checked are
+    those of the suits of the cards gone home, from the lowest talon copy of one of
+    them up (every card when ``before`` is :data:`_NO_TOPS`, the start of a search); a
+    card drawn is checked by the draw itself."""
+    if before == _NO_TOPS:
+        lowest, suits = 1, {0, 1, 2, 3}
+    else:
+        lowest, suits = len(talon), set()
+        for f in FOUNDATIONS:
+            if tops[f] != before[f]:
+                suit, place = _F_SUIT[f], _F_PLACE[f]
+                for rank in _F_RANKS[f][place[before[f]] + 1:place[tops[f]] + 1]:
+                    at = talon.find(suit * 16 + rank)
+                    if at >= 0:
+                        lowest = min(lowest, at)
+                        suits.add(suit)
+    for i in range(max(lowest, 1), len(talon)):
         card = talon[i]
         if card >> 4 in suits and _buries_itself(card, talon[:i], tops):
             return True

@@ -173,6 +173,37 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
     assert not _dead_talon(talon, after, after)
 
 
+def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
+    # After a card move from a position with no dead talon card, the check of the cards
+    # the move may have killed answers like the check of every talon card.
+    from service.engine.clock import (
+        _NO_TOPS,
+        FOUNDATIONS,
+        PACKETS,
+        TALON,
+        _card_moves,
+        _code,
+        _dead_talon,
+    )
+
+    rng = random.Random("clock dead talon after a move")
+    checked = dead = 0
+    for _ in range(600):
+        state = solver_positions.clock(rng, rng.randrange(14, 40), 0, rng.randrange(3, 14))
+        tops = bytes(state.piles[f][-1].rank for f in FOUNDATIONS)
+        talon = bytes(_code(card) for card in state.piles[TALON])
+        packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)
+        if _dead_talon(talon, tops, _NO_TOPS):
+            continue
+        for _move, (_packets, talon_after, tops_after) in _card_moves(packets, talon, tops):
+            full = _dead_talon(talon_after, tops_after, _NO_TOPS)
+            assert _dead_talon(talon_after, tops_after, tops) == full
+            checked += 1
+            dead += full
+    assert checked > 500, checked
+    assert dead >= 3, dead
+
+
 @pytest.mark.parametrize(("left", "talon"), [(16, 6), (20, 8)])
 def test_positions_with_a_dead_talon_card_are_lost(left, talon):
     # Random positions with a long talon: each one with a dead talon card is lost by
