@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 import random
 
@@ -341,10 +340,13 @@ class _ClockSearch:
         gone, as it would in the line).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "prune")
+    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "prune", "best",
+                 "best_line")
 
     def __init__(self, budget, prune: bool = False):
         self.prune = prune
+        self.best = -1
+        self.best_line: list[Move] = []
         self.budget = budget
         self.line: list[Move] = []
         self.seen: set[bytes] = set()
@@ -363,18 +365,69 @@ class _ClockSearch:
         talon = bytes(_code(card) for card in piles[TALON])
         tops = bytes(piles[f][-1].rank for f in FOUNDATIONS)
         budget = self.budget
-        for round_ in itertools.count():
+        n = len(self.stock)
+        round_ = elite = 0
+        from_best = False
+        while True:
+            from_best = self.prune and budget.searched >= ELITE_AFTER and not from_best
+            if from_best:
+                # A round from a position on the deepest line so far.
+                order = random.Random(f"elite {elite}")
+                elite += 1
+                cut = order.randrange(len(self.best_line) + 1)
+                self.order = order
+                self.left = RESTART_POSITIONS + RESTART_GROWTH * round_
+                self.seen = set()
+                self.line = self.best_line[:cut]
+                start = self.play(self.line, packets, talon, tops, n)
+                if self.visit(*start, _NO_TOPS):
+                    return WON, self.line
+                if budget.out:
+                    return UNDECIDED, None
+                continue
             self.order = random.Random(round_) if round_ else None
             self.left = RESTART_POSITIONS + RESTART_GROWTH * round_
             self.seen = set()
             self.line = []
-            if self.visit(packets, talon, tops, len(self.stock), _NO_TOPS):
+            if self.visit(packets, talon, tops, n, _NO_TOPS):
                 return WON, self.line
             if budget.out:
                 return UNDECIDED, None
             if self.left >= 0:
                 return LOST, None
-        raise AssertionError("unreachable")
+            round_ += 1
+
+    def play(self, moves, packets, talon, tops, n):
+        """The position after ``moves`` (moves of this search) from the one given."""
+        stock = self.stock
+        for move in moves:
+            if move is _DRAW:
+                talon += stock[n - 1:n]
+                n -= 1
+                continue
+            if move is _REFILL:
+                after = list(packets)
+                for i, pile in enumerate(after):
+                    while len(pile) < PACKET_SIZE and n:
+                        n -= 1
+                        pile += stock[n:n + 1]
+                    after[i] = pile
+                packets = tuple(after)
+                continue
+            source, target = _PILES[id(move)]
+            if source == TALON:
+                card = talon[-1]
+                talon = talon[:-1]
+            else:
+                i = source - PACKETS[0]
+                card = packets[i][-1]
+                packets = packets[:i] + (packets[i][:-1],) + packets[i + 1:]
+            if target in FOUNDATIONS:
+                tops = tops[:target] + _RANK_BYTE[card] + tops[target + 1:]
+            else:
+                j = target - PACKETS[0]
+                packets = packets[:j] + (packets[j] + bytes((card,)),) + packets[j + 1:]
+        return packets, talon, tops, n
 
     def spend(self) -> bool:
         """One more position for this round; False when the round or the whole budget
@@ -420,6 +473,11 @@ class _ClockSearch:
             return False
         seen.add(key)
         seen.add(first)
+        if self.prune and tops != before:
+            placed = _placed(tops)
+            if placed > self.best:
+                self.best = placed
+                self.best_line = line[:]
         if self.children(packets, talon, tops, n, wants):
             return True
         del line[depth:]
@@ -564,6 +622,13 @@ class _ClockSearch:
 #: talon card (:func:`_dead_talon`).  The hints search with smaller budgets: their
 #: searches stay as they are.
 DEAD_TALON_POSITIONS = 100_000
+#: With such a budget, once this many positions are searched, every other round starts
+#: from a position on the line that brought the most cards home so far (see
+#: :meth:`_ClockSearch.run`).
+ELITE_AFTER = 100_000
+#: The piles of each card move, by the move's identity.
+_PILES = {id(_MOVES[s][t]): (s, t) for s in (*PACKETS, TALON)
+          for t in (*FOUNDATIONS, *PACKETS) if s != t}
 #: Foundation tops that match no position's (the start of a search: every talon card
 #: is checked).
 _NO_TOPS = bytes(12)

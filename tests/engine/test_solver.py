@@ -104,16 +104,21 @@ def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
     assert settled[LOST] >= 2, settled
 
 
-@pytest.mark.parametrize("dead_talon", [True, False], ids=["full-budget", "hint-budget"])
+@pytest.mark.parametrize("mode", ["full-budget", "hint-budget", "from-best"])
 @pytest.mark.parametrize(("left", "stock", "talon"), [(14, 4, 4), (20, 6, 6), (20, 0, 8)])
-def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, dead_talon,
+def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode,
                                                         monkeypatch):
-    # The searches of a big budget drop the positions with a dead talon card, those of
-    # a hint's budget do not: both must agree with the plain search.
+    # The searches of a big budget drop the positions with a dead talon card and, after
+    # a while, search every other round from a position of the best line so far; those
+    # of a hint's budget do neither: all must agree with the plain search.
     from service.engine import clock
 
-    if not dead_talon:
+    if mode == "hint-budget":
         monkeypatch.setattr(clock, "DEAD_TALON_POSITIONS", 10**12)
+    if mode == "from-best":
+        monkeypatch.setattr(clock, "ELITE_AFTER", 0)
+        monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
+        monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
     rng = random.Random(f"clock {left} {stock} {talon}")
     settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
                      30_000)
@@ -132,6 +137,20 @@ def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypa
     settled = _agree((solver_positions.clock(rng, 20, 6, 6) for _ in range(30)), 30_000)
     assert settled[WON] >= 5, settled
     assert settled[LOST] >= 3, settled
+
+
+def test_clock_rounds_from_the_best_line_win_deals(monkeypatch):
+    # Every other round from a position of the best line so far: the won lines (the
+    # prefix replayed by the search, then its own) replay through the engine.
+    from service.engine import clock
+
+    monkeypatch.setattr(clock, "ELITE_AFTER", 0)
+    for seed in (1, 2, 3):
+        state = get_variant("clock").deal(seed)
+        solution = solve_state(state, max_positions=150_000, max_seconds=60)
+        if solution.result == WON:
+            _replays_to_a_win(state, solution)
+        assert solution.result != LOST
 
 
 def test_clock_search_rounds_are_deterministic():
