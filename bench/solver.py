@@ -12,17 +12,22 @@ For every variant and every seed of the range:
 
 Each deal's figures are appended to a JSON-lines file (``--records``, one line per deal
 as it finishes) under a digest of the engine's sources the variant plays by (every
-module of the engine but the other games' own: ``engine_digest``), the budget and the
-bots played.  A run skips the deals already recorded for the same digest, so a long run
-can be
-stopped and started again, or split into ranges (``--first``, ``--seeds``), and the
-table is built from the records of the whole range.  The tables go to standard output
-and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file kept).
+module of the engine but the other games' own: ``engine_digest``) and the budget.  A
+line holds the parts of a deal it played: the solver's verdict, unless ``--no-solver``,
+and the games of the bots asked for.  A run plays only the parts not yet recorded for
+the same digest, so a long run can be stopped and started again, or split into ranges
+(``--first``, ``--seeds``), and the table is built from the records of the whole range,
+each part from the latest line that holds it.  With ``--table-only --any-engine`` the
+parts may come from different engines (say the verdicts of one engine and the hint
+bot's games of a later one whose solver changed nothing but the hint): the table then
+names, part by part, the engines and commits that made them.  The tables go to standard
+output and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file
+kept).
 
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
                            [--budget SECONDS] [--processes N] [--variant ID]
-                           [--bots all|quick|none] [--records PATH] [--output PATH]
-                           [--table-only]
+                           [--bots all|quick|none] [--no-solver] [--records PATH]
+                           [--output PATH] [--table-only [--any-engine]]
 
 The default is the full table: seeds 0..999 of each variant, 10 s per deal, the three
 bots, two processes (one per core of the machine it was written for).  A deal is
@@ -111,24 +116,31 @@ def source_commit() -> str:
         return "?"
 
 
-def play_deal(task: tuple[str, int, float, tuple[str, ...], str, str]) -> dict:
-    """The record of one deal: the solver's verdict and each bot's game."""
-    variant_id, seed, budget, bots, digest, commit = task
-    solution = solve(variant_id, seed, max_seconds=budget)
-    return {"variant": variant_id, "seed": seed, "engine": digest, "commit": commit,
-            "budget": budget,
-            "result": solution.result, "searched": solution.searched,
-            "seconds": round(solution.seconds, 3),
-            "line": len(solution.line) if solution.line is not None else None,
-            "bots": {bot: _play(variant_id, seed, bot) for bot in bots}}
+def play_deal(task: tuple[str, int, float, bool, tuple[str, ...], str, str]) -> dict:
+    """The record of one deal: the solver's verdict (when ``solver``) and each bot's
+    game."""
+    variant_id, seed, budget, solver, bots, digest, commit = task
+    record = {"variant": variant_id, "seed": seed, "engine": digest, "commit": commit,
+              "budget": budget}
+    if solver:
+        solution = solve(variant_id, seed, max_seconds=budget)
+        record.update(result=solution.result, searched=solution.searched,
+                      seconds=round(solution.seconds, 3),
+                      line=len(solution.line) if solution.line is not None else None)
+    record["bots"] = {bot: _play(variant_id, seed, bot) for bot in bots}
+    return record
 
 
 # --- the records -------------------------------------------------------------------------
+VERDICT = ("result", "searched", "seconds", "line")
+
+
 def load_records(path: Path, digests: dict[str, str] | None, budget: float
                  ) -> dict[tuple[str, int], dict]:
-    """The records of ``path`` made by this engine (``digests``: by variant; None: by
-    any engine) with this budget, by (variant, seed); a later line replaces an earlier
-    one."""
+    """The deals recorded in ``path`` by this engine (``digests``: by variant; None: by
+    any engine) with this budget, by (variant, seed), each part (the verdict, each bot's
+    game) from the latest line that holds it.  A deal's ``engine`` and ``commit`` are
+    its verdict's; each game carries its own."""
     found: dict[tuple[str, int], dict] = {}
     if not path.exists():
         return found
@@ -137,15 +149,35 @@ def load_records(path: Path, digests: dict[str, str] | None, budget: float
             record = json.loads(line)
         except ValueError:
             continue            # a line cut short by an interrupted run
-        if (digests is None or record.get("engine") == digests.get(record.get("variant"))) \
-                and record.get("budget") == budget:
-            found[record["variant"], record["seed"]] = record
+        if (digests is not None and record.get("engine") != digests.get(record.get("variant"))) \
+                or record.get("budget") != budget:
+            continue
+        _merge(found, record)
     return found
+
+
+def _merge(deals: dict[tuple[str, int], dict], record: dict) -> None:
+    """Take the parts of one line of records into ``deals``, over the same parts."""
+    made = {"engine": record["engine"], "commit": record.get("commit", "?")}
+    deal = deals.setdefault((record["variant"], record["seed"]),
+                            {"variant": record["variant"], "seed": record["seed"], "bots": {}})
+    if "result" in record:
+        deal.update({key: record[key] for key in VERDICT}, **made)
+    deal["bots"].update({bot: {**game, **made} for bot, game in record["bots"].items()})
+
+
+def _missing(record: dict | None, solver: bool, bots: tuple[str, ...]
+             ) -> tuple[bool, tuple[str, ...]]:
+    """What of a deal is still to play: the verdict (when ``solver``), and the bots."""
+    if record is None:
+        return solver, bots
+    return solver and "result" not in record, tuple(
+        bot for bot in bots if bot not in record["bots"])
 
 
 def _recorded(record: dict | None, bots: tuple[str, ...]) -> bool:
     """Whether ``record`` holds the solver's verdict and the games of ``bots``."""
-    return record is not None and set(bots) <= record["bots"].keys()
+    return _missing(record, True, bots) == (False, ())
 
 
 # --- the figures -------------------------------------------------------------------------
@@ -213,16 +245,26 @@ def targets(summaries: dict[str, dict]) -> list[tuple[str, str, bool]]:
 
 
 def provenance(args) -> list[str]:
-    """Where the records come from, when they are not all of this checkout's engine."""
+    """Where the records come from, part by part, when they are not all of this
+    checkout's engine."""
     here = source_commit()
     lines = []
     for variant_id, rows in args.covered.items():
-        made = Counter((row["engine"], row.get("commit", "?")) for row in rows)
-        if set(made) != {(args.digests[variant_id], here)}:
-            lines.append(f"{variant_id}: " + "; ".join(
+        parts = {"solver verdicts": Counter((row["engine"], row["commit"]) for row in rows)}
+        for bot in args.bots:
+            parts[f"{bot} bot's games"] = Counter(
+                (row["bots"][bot]["engine"], row["bots"][bot]["commit"]) for row in rows)
+        if all(set(made) == {(args.digests[variant_id], here)} for made in parts.values()):
+            continue
+        by_source: dict[tuple, list[str]] = {}
+        for part, made in parts.items():
+            by_source.setdefault(tuple(sorted(made.items())), []).append(part)
+        lines.append(f"{variant_id}: " + "; ".join(
+            " and ".join(names) + ": " + ", ".join(
                 f"{count} deals by engine {digest} at commit {commit}"
                 + ("" if digest == args.digests[variant_id] else " (not this checkout's)")
-                for (digest, commit), count in sorted(made.items())) + ".")
+                for (digest, commit), count in made)
+            for made, names in by_source.items()) + ".")
     return ["", "Records: " + "  ".join(lines)] if lines else []
 
 
@@ -307,6 +349,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--variant", action="append", help="only this variant (repeatable)")
     parser.add_argument("--bots", choices=BOT_SETS, default="all",
                         help="the bots that play each deal too (default all)")
+    parser.add_argument("--no-solver", action="store_true",
+                        help="play the bots only; the table takes the solver's verdicts "
+                             "recorded already")
     parser.add_argument("--records", type=Path, default=RECORDS,
                         help="the JSON-lines file of each deal's figures (default "
                              "var/bench/winrates.jsonl)")
@@ -315,8 +360,9 @@ def main(argv: list[str]) -> int:
                         help="play nothing: the table of the deals of the range recorded "
                              "already (a run cut short says how many it covers)")
     parser.add_argument("--any-engine", action="store_true",
-                        help="with --table-only: use the records of any engine, the table "
-                             "naming the commits they were made at")
+                        help="with --table-only: use the records of any engine, each part "
+                             "from the latest line that holds it, the table naming the "
+                             "engines and commits that made them")
     args = parser.parse_args(argv)
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
@@ -336,9 +382,13 @@ def main(argv: list[str]) -> int:
     records = load_records(args.records, None if args.any_engine else args.digests,
                            args.budget)
     commit = source_commit()
-    missing = [(variant_id, seed, args.budget, args.bots, args.digests[variant_id], commit)
-               for variant_id, seed in wanted
-               if not _recorded(records.get((variant_id, seed)), args.bots)]
+    missing = []
+    for variant_id, seed in wanted:
+        solver, bots = _missing(records.get((variant_id, seed)), not args.no_solver,
+                                args.bots)
+        if solver or bots:
+            missing.append((variant_id, seed, args.budget, solver, bots,
+                            args.digests[variant_id], commit))
     tasks = [] if args.table_only else missing
     print(f"{len(wanted) - len(missing)} of {len(wanted)} deals recorded already "
           f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
@@ -347,7 +397,7 @@ def main(argv: list[str]) -> int:
     with ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
             args.records.open("a") as out:
         for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
-            records[record["variant"], record["seed"]] = record
+            _merge(records, record)
             out.write(json.dumps(record) + "\n")
             out.flush()
             if done % 50 == 0:

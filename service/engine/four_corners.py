@@ -234,12 +234,13 @@ class FourCorners(Variant):
 
     def endgame_line(self, state: State) -> Line | None:
         """Once the stock is out every card is face up: the solver's line
-        (:func:`.endgame.solve`)."""
+        (:func:`.endgame.solve`), searched over at most :data:`ENDGAME_POSITIONS`
+        positions."""
         if state.piles[STOCK_PILE]:
             return None
         from .endgame import solve  # it builds on this module's constants
 
-        return solve(state)
+        return solve(state, ENDGAME_POSITIONS)
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_FourCornersSearch`): ``(result, moves)``."""
@@ -461,6 +462,11 @@ class _FourCornersSearch:
 
 
 _MOVES = move_table(FourCorners)
+#: How many positions the quick hint's search of the endgame (``endgame_line``) may
+#: expand.  Most endgames are settled in far fewer; the others end at the line to the
+#: most cards home seen, and a larger budget finds lines to more cards home, within
+#: the hint's latency target.
+ENDGAME_POSITIONS = 10000
 #: While the stock holds more cards than this, the search's relaxed game plays the
 #: rules of all cases only: with that many free cards the cases hardly ever tell more,
 #: and weighing them costs up to a dozen relaxed games per position.

@@ -85,10 +85,7 @@ export class Follower {
     es.onmessage = handle;
     for (const name of EVENT_NAMES) es.addEventListener(name, handle);
     es.addEventListener("deleted", () => {
-      if (es !== this.es) return;
-      this.onStatus("gone", "This game no longer exists.");
-      this.onGone();
-      this.stop();
+      if (es === this.es) this.gone();
     });
     es.onerror = () => {
       if (es !== this.es || this.stopped) return;
@@ -110,6 +107,20 @@ export class Follower {
     this.stop();
   }
 
+  // The game was deleted (or has expired): say so and stop following.
+  gone() {
+    this.onStatus("gone", "This game no longer exists.");
+    this.onGone();
+    this.stop();
+  }
+
+  // gone() when a request failed because the game no longer exists; false otherwise.
+  goneOn(error) {
+    if (!(error instanceof ApiError && error.code === "game_not_found")) return false;
+    this.gone();
+    return true;
+  }
+
   // Why did the stream fail? Ask the JSON form of the same endpoint.
   async recover() {
     if (this.stopped) return;
@@ -123,12 +134,8 @@ export class Follower {
       }
       this.retryStream(this.backoff, "The live feed closed: reconnecting");
     } catch (error) {
-      if (this.stopped) return;
-      if (error instanceof ApiError && error.code === "game_not_found") {
-        this.onStatus("gone", "This game no longer exists.");
-        this.onGone();
-        this.stop();
-      } else if (error instanceof ApiError && (error.routeMissing || error.status === 406)) {
+      if (this.stopped || this.goneOn(error)) return;
+      if (error instanceof ApiError && (error.routeMissing || error.status === 406)) {
         this.startPolling(
           `Live events are not available on this server (GET /events answered ${error.status}): `
           + `checking for changes every ${POLL_SECONDS} s instead.`,
@@ -195,13 +202,7 @@ export class Follower {
         return;
       }
     } catch (error) {
-      if (this.stopped) return;
-      if (error instanceof ApiError && error.code === "game_not_found") {
-        this.onStatus("gone", "This game no longer exists.");
-        this.onGone();
-        this.stop();
-        return;
-      }
+      if (this.stopped || this.goneOn(error)) return;
       wait = this.backoff;
       this.down = true;
       this.onStatus(navigator.onLine === false ? "offline" : "reconnecting",

@@ -334,6 +334,22 @@ def test_a_spectator_follows_the_player_live(pages, api, live_server, artifacts)
     watcher.screenshot(path=str(artifacts / "four-corners-spectator.png"), full_page=True)
 
 
+def test_a_spectator_learns_that_the_game_was_deleted(pages, api, live_server):
+    game, token = api.create("salic-law", SEEDS["salic-law"])
+    watcher = pages.new()
+    watcher.goto(f"{live_server.url}/#game={game['id']}")
+    settle(watcher, 0)
+    wait_until(watcher, "['live', 'polling'].includes(document.body.dataset.live)")
+    deleted = requests.delete(f"{live_server.url}/v1/games/{game['id']}", timeout=5,
+                              headers={"Authorization": f"Bearer {token}"})
+    assert deleted.status_code == 204
+    # The feed's "deleted" event, or the poll's 404 game_not_found: either way the page
+    # says so and stops following.
+    wait_until(watcher, "document.body.dataset.live === 'gone'")
+    assert watcher.text_content("#message") == "This game has been deleted."
+    assert watcher.get_attribute("#message", "class") == "message error"
+
+
 def test_the_page_recovers_after_a_network_drop(pages, api, live_server):
     page = pages.new()
     game_id = start_from_lobby(page, live_server.url, "salic-law", SEEDS["salic-law"])

@@ -1,5 +1,7 @@
 """`python -m bench engine` keeps working (a tiny run; times are never checked)."""
 
+import json
+
 from bench.__main__ import main as bench_main
 from bench.engine import main as engine_main
 
@@ -53,13 +55,44 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
     assert bench_main([*argv[:-1], "quick", "--table-only", "--any-engine"]) == 0
     out = capsys.readouterr().out
     assert "1 of these deals recorded" not in out
-    assert "Records: salic-law: 1 deals by engine old" in out
+    assert ("Records: salic-law: solver verdicts and random bot's games and quick bot's "
+            "games: 1 deals by engine old") in out
     assert "(not this checkout's)" in out
     text = output.read_text()
     assert text.startswith("# Benchmark results\n\nother sections stay\n")
     assert text.count("<!-- solver table: begin -->") == 1
     assert text.count("| salic-law | 1 |") == 1
     assert "| salic-law | quick hint (rules of thumb) |" in text
+
+
+def test_a_bots_only_run_keeps_the_verdicts_and_the_table_names_each_parts_engine(
+        tmp_path, capsys):
+    output, records = tmp_path / "RESULTS.md", tmp_path / "records.jsonl"
+    argv = ["solver", "--seeds", "1", "--first", "2", "--budget", "2", "--processes", "1",
+            "--variant", "salic-law", "--output", str(output), "--records", str(records)]
+    assert bench_main([*argv, "--bots", "none"]) == 0
+    capsys.readouterr()
+    # The verdict of another engine; the bots played by this one, the solver not run.
+    verdict = records.read_text().replace('"engine": "', '"engine": "old')
+    records.write_text(verdict)
+    assert bench_main([*argv, "--bots", "quick", "--no-solver"]) == 0
+    assert "1 to play" in capsys.readouterr().err
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert "result" in lines[0]
+    assert lines[0]["bots"] == {}
+    assert "result" not in lines[1]
+    assert set(lines[1]["bots"]) == {"random", "quick"}
+    # Nothing left to play; without --any-engine the old verdict does not count.
+    assert bench_main([*argv, "--bots", "quick", "--no-solver"]) == 0
+    out = capsys.readouterr()
+    assert "0 to play" in out.err
+    assert "(only 0 of these deals recorded" in out.out
+    assert bench_main([*argv, "--bots", "quick", "--table-only", "--any-engine"]) == 0
+    out = capsys.readouterr().out
+    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in out
+    assert "Records: salic-law: solver verdicts: 1 deals by engine old" in out
+    assert "; random bot's games and quick bot's games: 1 deals by engine " in out
+    assert "| salic-law | quick hint (rules of thumb) |" in out
 
 
 def test_hint_latency_benchmark_times_hints_through_gunicorn(tmp_path, capsys):
