@@ -269,7 +269,7 @@ class Clock(Variant):
 
     def solver_search(self, state: State, budget):
         """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
-        return _ClockSearch(budget, budget.max_positions >= DEAD_TALON_POSITIONS).run(state)
+        return _ClockSearch(budget, budget.max_positions >= FULL_SEARCH_POSITIONS).run(state)
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
@@ -312,6 +312,16 @@ class _ClockSearch:
     the position is lost; a round that runs out of its share hands over to the next,
     until the budget is out.
 
+    With a full budget (``full``: :data:`FULL_SEARCH_POSITIONS` positions or more; the
+    hints search with less, and their searches do none of this), once
+    :data:`ELITE_AFTER` positions are spent, :data:`ELITE_ROUNDS` rounds of every
+    :data:`ELITE_ROUNDS` + 1 start from a position on the line that brought the most
+    cards home so far, in any round (cut at a depth drawn by the
+    round's generator; the line's moves up to there are replayed by :meth:`play`), so
+    that the early moves of a line that went far are kept while the later ones change.
+    Such a round wins with that line's moves followed by its own; one that searches
+    everything below its start proves nothing about the position searched.
+
     A position is the twelve packets and the talon (``bytes`` of card codes, suit * 16
     + rank, bottom first), the top rank of each foundation and how many cards the stock
     still holds (its order is the deal's).
@@ -324,7 +334,7 @@ class _ClockSearch:
       in the talon, under it, the drawn card can never go home (see
       :func:`_buries_itself`), and nothing but a draw is open (no packet is short).
     * **A position with a dead talon card is not searched** (with a budget of
-      :data:`DEAD_TALON_POSITIONS` positions or more, ``prune``): a talon card under
+      :data:`FULL_SEARCH_POSITIONS` positions or more, ``full``): a talon card under
       which the foundations have since buried what they need first (see
       :func:`_dead_talon`) never goes home.
     * **Safe moves home are forced.**  A card X whose twin is home already has one
@@ -340,11 +350,11 @@ class _ClockSearch:
         gone, as it would in the line).
     """
 
-    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "prune", "best",
+    __slots__ = ("stock", "budget", "line", "seen", "order", "left", "full", "best",
                  "best_line")
 
-    def __init__(self, budget, prune: bool = False):
-        self.prune = prune
+    def __init__(self, budget, full: bool = False):
+        self.full = full
         self.best = -1
         self.best_line: list[Move] = []
         self.budget = budget
@@ -367,10 +377,10 @@ class _ClockSearch:
         budget = self.budget
         n = len(self.stock)
         round_ = elite = 0
-        from_best = False
+        since = 0               # rounds from the best line since the last from the start
         while True:
-            from_best = self.prune and budget.searched >= ELITE_AFTER and not from_best
-            if from_best:
+            if self.full and budget.searched >= ELITE_AFTER and since < ELITE_ROUNDS:
+                since += 1
                 # A round from a position on the deepest line so far.
                 order = random.Random(f"elite {elite}")
                 elite += 1
@@ -385,6 +395,7 @@ class _ClockSearch:
                 if budget.out:
                     return UNDECIDED, None
                 continue
+            since = 0
             self.order = random.Random(round_) if round_ else None
             self.left = RESTART_POSITIONS + RESTART_GROWTH * round_
             self.seen = set()
@@ -462,7 +473,7 @@ class _ClockSearch:
             seen.add(first)
             del line[depth:]
             return False
-        if self.prune and before is not None and tops != before \
+        if self.full and before is not None and tops != before \
                 and _dead_talon(talon, tops, before):
             seen.add(key)
             seen.add(first)
@@ -473,7 +484,7 @@ class _ClockSearch:
             return False
         seen.add(key)
         seen.add(first)
-        if self.prune and tops != before:
+        if self.full and tops != before:
             placed = _placed(tops)
             if placed > self.best:
                 self.best = placed
@@ -619,13 +630,16 @@ class _ClockSearch:
 
 
 #: From this budget of positions on, the search also drops the positions with a dead
-#: talon card (:func:`_dead_talon`).  The hints search with smaller budgets: their
-#: searches stay as they are.
-DEAD_TALON_POSITIONS = 100_000
-#: With such a budget, once this many positions are searched, every other round starts
-#: from a position on the line that brought the most cards home so far (see
-#: :meth:`_ClockSearch.run`).
+#: talon card (:func:`_dead_talon`) and searches rounds from its best line (see
+#: :class:`_ClockSearch`).  The hints search with smaller budgets: their searches stay
+#: as they are.
+FULL_SEARCH_POSITIONS = 100_000
+#: With such a budget, once this many positions are searched, most rounds start from a
+#: position on the line that brought the most cards home so far (see
+#: :class:`_ClockSearch`): :data:`ELITE_ROUNDS` such rounds between two rounds from the
+#: position searched.
 ELITE_AFTER = 100_000
+ELITE_ROUNDS = 1
 #: The piles of each card move, by the move's identity.
 _PILES = {id(_MOVES[s][t]): (s, t) for s in (*PACKETS, TALON)
           for t in (*FOUNDATIONS, *PACKETS) if s != t}
@@ -719,7 +733,7 @@ _COPIES = {code: tuple((f, place) for f in FOUNDATIONS if _F_SUIT[f] == code >> 
 
 
 #: The tables of :func:`_wants` already built, by ``tops``; cleared when this large.
-_WANTS_KEPT = 100_000
+_WANTS_KEPT = 4096
 _wants_built: dict[bytes, dict[int, tuple[int, ...]]] = {}
 
 
