@@ -182,8 +182,9 @@ class SalicLaw(Variant):
         A small budget (a hint's) goes to the plain search alone.  A larger one (the
         solver's) first lets the deferring search (``plain=False``) run for
         :data:`DEFERRING_POSITIONS` positions, then, when that did not settle the deal,
-        the plain search for the rest: the two orders of moves find different won lines
-        quickly, and the deals the deferring search wins it mostly wins early.
+        the plain search for the rest, with no card asleep after the deal
+        (``awake=True``): the two orders of moves find different won lines quickly, and
+        the deals the deferring search wins it mostly wins early.
         """
         if budget.max_positions < DEFERRING_POSITIONS * 4:
             return _SalicSearch(state, budget, plain=True).run()
@@ -191,7 +192,7 @@ class SalicLaw(Variant):
         result = _SalicSearch(state, part, plain=False).run()
         if result[0] != "undecided" or budget.out:
             return result
-        return _SalicSearch(state, budget, plain=True).run()
+        return _SalicSearch(state, budget, plain=True, awake=True).run()
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
@@ -320,11 +321,21 @@ class _SalicSearch:
     back (the card's move home wakes it), and not when the card laid back itself was
     asleep in Y.  The table of lost positions keeps only positions searched to the end
     (a position still being searched, or cut by the budget, proves nothing).
+
+    **With no card asleep after the deal** (``awake=True``, the plain search a solver's
+    budget ends with, see ``SalicLaw.solver_search``): the first position after the
+    last card is dealt is searched with every card awake, as in the deferring search,
+    and after it no declined move home puts a card to sleep.  Dropping a pruning rule
+    only lets more lines be searched, so this is sound on its own.  What it buys: after
+    the deal the table then skips every position met again, whatever line led there,
+    so each is expanded once; with sleep sets a position met again under fewer cards
+    asleep is searched again.
     """
 
-    __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain")
+    __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
+                 "awake")
 
-    def __init__(self, state: State, budget, plain: bool = False):
+    def __init__(self, state: State, budget, plain: bool = False, awake: bool = False):
         piles = state.piles
         # A king pile as ranks, its king (13) first; [] for a king not dealt yet.
         self.piles = [[card.rank for card in piles[k]] for k in KINGS]
@@ -339,6 +350,7 @@ class _SalicSearch:
         # lost when one it follows from is lost").
         self.lost: dict[bytes, tuple] = {}
         self.plain = plain
+        self.awake = awake
 
     def run(self):
         from .solver import LOST, UNDECIDED, WON
@@ -402,7 +414,7 @@ class _SalicSearch:
         found = self.found
         if all(rank == JACK for rank in found):
             return True
-        if ended and not self.plain:
+        if ended and (self.awake or not self.plain):
             sleep = ()
         if played and sleep:
             piles = self.piles
@@ -515,8 +527,10 @@ class _SalicSearch:
                 continue
             content = (bytes(pile), k == newest,
                        tuple(h for p, h in sleep if p == k) if sleep else ())
+            asleep = not (self.awake and not self.stock)
             if content in tried:
-                sleep = (*sleep, (k, top))
+                if asleep:
+                    sleep = (*sleep, (k, top))
                 continue
             tried.add(content)
             f = found.index(pile[-1] - 1)
@@ -530,24 +544,32 @@ class _SalicSearch:
             found[f] -= 1
             if budget.out:
                 return False
-            sleep = (*sleep, (k, top))
+            if asleep:
+                sleep = (*sleep, (k, top))
         if self.stock:
             return False
         bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
         if not bare:
             return False
         tried.clear()
+        free = len(bare)
+        wanted = {rank + 1 for rank in found}
         for k, pile in enumerate(piles):            # cards onto bare kings, then one home
-            if len(pile) < 3:
+            height = len(pile)
+            if height < 3:
+                continue
+            # Only a pile with a card a bare king or more can uncover for home counts.
+            deepest = height - 1 - min(free, height - 2)
+            if wanted.isdisjoint(pile[deepest:height - 1]):
                 continue
             content = (bytes(pile), tuple(h for p, h in sleep if p == k) if sleep else ())
             if content in tried:
                 continue
             tried.add(content)
-            for depth in range(1, min(len(bare), len(pile) - 2) + 1):
-                under = len(pile) - 1 - depth
+            for depth in range(1, min(free, height - 2) + 1):
+                under = height - 1 - depth
                 rank = pile[under]
-                if rank - 1 not in found or (k, under) in sleep:
+                if rank not in wanted or (k, under) in sleep:
                     continue
                 # Sleeping cards laid on bare kings sleep on there; the card going home
                 # wakes the cards of its rank.

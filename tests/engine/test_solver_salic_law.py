@@ -109,3 +109,54 @@ def test_a_solvers_budget_goes_to_the_deferring_search_then_the_plain_one():
     small = solve("salic-law", 61, max_positions=2_000, max_seconds=60)
     assert small.result == WON
     assert small.searched < 2_000
+
+
+@pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2), (22, 6, 2)])
+def test_the_search_with_no_card_asleep_after_the_deal_agrees_with_the_exhaustive_search(
+        left, stock, lanes):
+    rng = random.Random(f"salic {left} {stock}")
+    settled = {WON: 0, LOST: 0}
+    for _ in range(15):
+        state = solver_positions.salic_law(rng, left, stock, lanes)
+        plain, _moves = exhaustive_search(state, Budget(30_000, 60))
+        if plain == UNDECIDED:
+            continue
+        search = salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
+                                        awake=True)
+        result, moves = search.run()
+        assert result == plain, state.to_dict()
+        if result == WON:
+            replay(state, moves)            # raises unless the line wins
+        settled[result] += 1
+    assert settled[WON] >= 3, settled
+    assert settled[LOST] >= 1, settled
+
+
+def test_with_no_card_asleep_after_the_deal_a_position_is_searched_once():
+    # Deal 12 after its deal: with sleep sets a position met again under fewer cards
+    # asleep is searched again; with none, every position expanded is a new one.
+    state = get_variant("salic-law").deal(12)
+    while state.piles[salic_law.STOCK_PILE]:
+        state, _step = state.apply(salic_law.Move(salic_law.DEAL))
+    asleep = salic_law._SalicSearch(state, Budget(20_000, 60), plain=True)
+    asleep.run()
+    assert len(asleep.seen) < 20_000
+    awake = salic_law._SalicSearch(state, Budget(20_000, 60), plain=True, awake=True)
+    awake.run()
+    assert len(awake.seen) == awake.budget.searched
+
+
+def test_a_solvers_budget_searches_with_no_card_asleep_after_the_deal(monkeypatch):
+    made = []
+    search = salic_law._SalicSearch
+
+    def recorded(state, budget, plain=False, awake=False):
+        made.append((plain, awake))
+        return search(state, budget, plain, awake)
+
+    monkeypatch.setattr(salic_law, "_SalicSearch", recorded)
+    solve("salic-law", 61, max_positions=100_000, max_seconds=60)
+    assert made == [(False, False), (True, True)]
+    made.clear()
+    solve("salic-law", 61, max_positions=2_000, max_seconds=60)   # a hint's budget
+    assert made == [(True, False)]
