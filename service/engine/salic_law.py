@@ -362,6 +362,14 @@ class _SalicSearch:
     def home_safe(self) -> list[tuple[int, int]]:
         """Play every safe move home; return ``(pile, foundation, rank)`` of each."""
         piles, found, line = self.piles, self.found, self.line
+        # A safe move home is a top card one above the lowest foundation (a king, 13,
+        # never is one); most positions have none.
+        floor = min(found) + 1
+        for pile in piles:
+            if pile and pile[-1] == floor:
+                break
+        else:
+            return ()
         played = []
         changed = True
         while changed:
@@ -412,7 +420,7 @@ class _SalicSearch:
     def visit(self, sleep, ended: bool = False) -> bool:
         played = self.home_safe()
         found = self.found
-        if all(rank == JACK for rank in found):
+        if min(found) == JACK:
             return True
         if ended and (self.awake or not self.plain):
             sleep = ()
