@@ -104,8 +104,21 @@ def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
     assert settled[LOST] >= 2, settled
 
 
+@pytest.mark.parametrize("mode", ["full-budget", "hint-budget", "from-best"])
 @pytest.mark.parametrize(("left", "stock", "talon"), [(14, 4, 4), (20, 6, 6), (20, 0, 8)])
-def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon):
+def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode,
+                                                        monkeypatch):
+    # The searches of a big budget drop the positions with a dead talon card and, after
+    # a while, search most rounds from a position of the best line so far; those
+    # of a hint's budget do neither: all must agree with the plain search.
+    from service.engine import clock
+
+    if mode == "hint-budget":
+        monkeypatch.setattr(clock, "FULL_SEARCH_POSITIONS", 10**12)
+    if mode == "from-best":
+        monkeypatch.setattr(clock, "ELITE_AFTER", 0)
+        monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
+        monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
     rng = random.Random(f"clock {left} {stock} {talon}")
     settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
                      30_000)
@@ -124,6 +137,24 @@ def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypa
     settled = _agree((solver_positions.clock(rng, 20, 6, 6) for _ in range(30)), 30_000)
     assert settled[WON] >= 5, settled
     assert settled[LOST] >= 3, settled
+
+
+def test_clock_rounds_from_the_best_line_win_deals(monkeypatch):
+    # Most rounds from a position of the best line so far: the won lines (the
+    # prefix replayed by the search, then its own) replay through the engine.
+    from service.engine import clock
+
+    monkeypatch.setattr(clock, "ELITE_AFTER", 0)
+    played = []
+    play = clock._ClockSearch.play
+    monkeypatch.setattr(clock._ClockSearch, "play",
+                        lambda self, moves, *start: played.append(len(moves))
+                        or play(self, moves, *start))
+    for seed in (1, 6):
+        state = get_variant("clock").deal(seed)
+        solution = solve_state(state, max_positions=150_000, max_seconds=60)
+        _replays_to_a_win(state, solution)
+    assert max(played) > 50          # rounds started deep in the best line
 
 
 def test_clock_search_rounds_are_deterministic():
@@ -146,6 +177,77 @@ def test_a_draw_that_buries_its_own_card_is_recognised():
     assert _buries_itself(eight, bytes((seven, seven)), bytes(tops))
     assert not _buries_itself(eight, bytes((seven,)), bytes(tops))
     assert not _buries_itself(eight, bytes((seven, eight, seven)), bytes(tops[:8] + [7] + tops[9:]))
+
+
+def test_a_talon_card_that_can_never_go_home_is_recognised():
+    # A JC on the talon over a 9C.  Foundation V (TC up to 5C) has passed its JC, so
+    # only foundation I (6C up to AC) still takes one, after a 9C.  While IX (2C up to
+    # 9C) waits at 8C, the other 9C may yet reach I; once it goes home onto IX, I needs
+    # the 9C under the JC, and the JC never goes home.
+    from service.engine.clock import _NO_TOPS, BASES, _code, _dead_talon
+
+    tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
+    tops[4], tops[8] = 12, 8
+    talon = bytes((_code(Card(9, "C")), _code(Card(11, "C"))))
+    assert not _dead_talon(talon, bytes(tops), _NO_TOPS)
+    after = bytes(tops[:8] + [9] + tops[9:])
+    assert _dead_talon(talon, after, bytes(tops))
+    # Only the talon cards of the suits whose foundations moved are looked at.
+    assert not _dead_talon(talon, after, after)
+
+
+def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
+    # After a card move from a position with no dead talon card, the check of the cards
+    # the move may have killed answers like the check of every talon card.
+    from service.engine.clock import (
+        _NO_TOPS,
+        FOUNDATIONS,
+        PACKETS,
+        TALON,
+        _card_moves,
+        _code,
+        _dead_talon,
+    )
+
+    rng = random.Random("clock dead talon after a move")
+    checked = dead = 0
+    for _ in range(600):
+        state = solver_positions.clock(rng, rng.randrange(14, 40), 0, rng.randrange(3, 14))
+        tops = bytes(state.piles[f][-1].rank for f in FOUNDATIONS)
+        talon = bytes(_code(card) for card in state.piles[TALON])
+        packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)
+        if _dead_talon(talon, tops, _NO_TOPS):
+            continue
+        for _move, (_packets, talon_after, tops_after) in _card_moves(packets, talon, tops):
+            full = _dead_talon(talon_after, tops_after, _NO_TOPS)
+            assert _dead_talon(talon_after, tops_after, tops) == full
+            checked += 1
+            dead += full
+    assert checked > 500, checked
+    assert dead >= 3, dead
+
+
+@pytest.mark.parametrize(("left", "talon"), [(16, 6), (20, 8)])
+def test_positions_with_a_dead_talon_card_are_lost(left, talon):
+    # Random positions with a long talon: each one with a dead talon card is lost by
+    # the plain search, and the full search proves it lost at once.
+    from service.engine.clock import _NO_TOPS, FOUNDATIONS, PACKETS, TALON, _code, _dead_talon
+
+    rng = random.Random(f"clock dead talon {left} {talon}")
+    dead = 0
+    for _ in range(60):
+        state = solver_positions.clock(rng, left, 0, talon)
+        tops = bytes(state.piles[f][-1].rank for f in FOUNDATIONS)
+        cards = bytes(_code(card) for card in state.piles[TALON])
+        assert len(state.piles) == PACKETS[-1] + 3
+        if not _dead_talon(cards, tops, _NO_TOPS):
+            continue
+        assert exhaustive_search(state, Budget(200_000, 60))[0] == LOST
+        solution = solve_state(state)
+        assert solution.result == LOST
+        assert solution.searched == 0
+        dead += 1
+    assert dead >= 5, dead
 
 
 def test_a_salic_law_move_home_is_not_always_safe():
