@@ -417,13 +417,7 @@ class _ClockSearch:
                 n -= 1
                 continue
             if move is _REFILL:
-                after = list(packets)
-                for i, pile in enumerate(after):
-                    while len(pile) < PACKET_SIZE and n:
-                        n -= 1
-                        pile += stock[n:n + 1]
-                    after[i] = pile
-                packets = tuple(after)
+                packets, n = _refilled(packets, stock, n)
                 continue
             source, target = _PILES[id(move)]
             if source == TALON:
@@ -617,13 +611,8 @@ class _ClockSearch:
             return found
         stock = self.stock
         if min(map(len, packets)) < PACKET_SIZE:
-            after = list(packets)
-            for i, pile in enumerate(after):
-                while len(pile) < PACKET_SIZE and n:
-                    n -= 1
-                    pile += stock[n:n + 1]
-                after[i] = pile
-            found.append((_REFILL, (tuple(after), talon, tops, n)))
+            after, left = _refilled(packets, stock, n)
+            found.append((_REFILL, (after, talon, tops, left)))
         elif not _buries_itself(stock[n - 1], talon, tops):
             found.append((_DRAW, (packets, talon + stock[n - 1:n], tops, n - 1)))
         return found
@@ -753,6 +742,19 @@ def _wants(tops: bytes) -> dict[int, tuple[int, ...]]:
             _wants_built.clear()
         _wants_built[tops] = wants
     return wants
+
+
+def _refilled(packets, stock: bytes, n: int):
+    """The packets after a refill, and the cards left in the stock: the short packets
+    topped up to three in their order from the top of the stock (its first ``n``
+    cards, top last), until none is short or the stock is out."""
+    after = list(packets)
+    for i, pile in enumerate(after):
+        while len(pile) < PACKET_SIZE and n:
+            n -= 1
+            pile += stock[n:n + 1]
+        after[i] = pile
+    return tuple(after), n
 
 
 def _home_count(card: int, tops: bytes) -> int:
