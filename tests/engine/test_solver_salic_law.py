@@ -18,6 +18,24 @@ def _deferring(state, positions: int = 1_000_000):
     return salic_law._SalicSearch(state, Budget(positions, 60), plain=False).run()
 
 
+def _agrees_with_the_exhaustive_search(search, rng, left, stock, lanes, tries: int):
+    """``search`` and the plain exhaustive search on ``tries`` generated positions: where
+    the exhaustive search settles one, both must say the same and a won line must win.
+    How many of each answer there were."""
+    settled = {WON: 0, LOST: 0}
+    for _ in range(tries):
+        state = solver_positions.salic_law(rng, left, stock, lanes)
+        plain, _moves = exhaustive_search(state, Budget(30_000, 60))
+        if plain == UNDECIDED:
+            continue
+        result, moves = search(state)
+        assert result == plain, state.to_dict()
+        if result == WON:
+            replay(state, moves)            # raises unless the line wins
+        settled[result] += 1
+    return settled
+
+
 @pytest.fixture
 def dominated_count(monkeypatch):
     """How many positions the rule for lost positions after the deal cut."""
@@ -36,17 +54,8 @@ def dominated_count(monkeypatch):
 @pytest.mark.parametrize(("left", "stock", "lanes"), [(20, 6, 2), (26, 12, 3)])
 def test_the_deferring_search_agrees_with_the_exhaustive_search(left, stock, lanes):
     rng = random.Random(f"salic deferring {left} {stock}")
-    settled = {WON: 0, LOST: 0}
-    for _ in range(8 if left > 20 else 10):
-        state = solver_positions.salic_law(rng, left, stock, lanes)
-        plain, _moves = exhaustive_search(state, Budget(30_000, 60))
-        if plain == UNDECIDED:
-            continue
-        result, moves = _deferring(state)
-        assert result == plain, state.to_dict()
-        if result == WON:
-            replay(state, moves)            # raises unless the line wins
-        settled[result] += 1
+    settled = _agrees_with_the_exhaustive_search(
+        _deferring, rng, left, stock, lanes, 8 if left > 20 else 10)
     assert settled[WON] >= 5, settled
     assert settled[LOST] >= 1, settled
 
@@ -114,20 +123,12 @@ def test_a_solvers_budget_goes_to_the_deferring_search_then_the_plain_one():
 @pytest.mark.parametrize(("left", "stock", "lanes"), [(18, 0, 2), (20, 3, 2), (22, 6, 2)])
 def test_the_search_with_no_card_asleep_after_the_deal_agrees_with_the_exhaustive_search(
         left, stock, lanes):
-    rng = random.Random(f"salic {left} {stock}")
-    settled = {WON: 0, LOST: 0}
-    for _ in range(15):
-        state = solver_positions.salic_law(rng, left, stock, lanes)
-        plain, _moves = exhaustive_search(state, Budget(30_000, 60))
-        if plain == UNDECIDED:
-            continue
-        search = salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
-                                        awake=True)
-        result, moves = search.run()
-        assert result == plain, state.to_dict()
-        if result == WON:
-            replay(state, moves)            # raises unless the line wins
-        settled[result] += 1
+    def awake(state):
+        return salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
+                                      awake=True).run()
+
+    settled = _agrees_with_the_exhaustive_search(
+        awake, random.Random(f"salic {left} {stock}"), left, stock, lanes, 15)
     assert settled[WON] >= 3, settled
     assert settled[LOST] >= 1, settled
 
