@@ -122,6 +122,22 @@ def walk(variant_id: str, seed: int, walk_seed: int | None = None, max_idle: int
         state = after
 
 
+def followed(variant_id: str, seed: int, advise, max_moves: int | None = None):
+    """Play deal ``seed`` by following ``advise`` (a hint function): the hinted move,
+    else the first action (refill, draw or deal).  Yield each position before its move,
+    until the game ends, nothing is left to play or ``max_moves`` moves were made."""
+    state = new_game(variant_id, seed)
+    made = 0
+    while not state.is_over and (max_moves is None or made < max_moves):
+        yield state
+        suggestion = advise(state)
+        actions = [m for m in state.legal_moves() if m.type != MOVE]
+        if suggestion is None and not actions:
+            return
+        state, _step = state.apply(suggestion.move if suggestion else actions[0])
+        made += 1
+
+
 #: The Clock's foundation bases (docs/rules.md, "The Clock"), written out again for
 #: crafted positions.
 CLOCK_BASES = {"foundation-1": "6C", "foundation-2": "7H", "foundation-3": "8S",

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import random
 
-from service.engine import MOVE, Move, new_game
+from service.engine import MOVE, Move
 from service.engine.clock import card_line
 from service.engine.help import heuristic_hint, safe_moves
 from service.engine.playout import cards_home
-from tests.engine.positions import clock, walk
+from tests.engine.positions import clock, followed, walk
 
 
 def _home_after(state, line):
@@ -57,17 +57,8 @@ def test_the_quick_hint_follows_the_line_where_no_move_is_safe():
 
 def test_following_quick_hints_never_meets_a_position_twice():
     for seed in random.Random(17).sample(range(300), 6):
-        state, seen = new_game("clock", seed), set()
-        while not state.is_over:
+        seen = set()
+        for state in followed("clock", seed, heuristic_hint):
             key = (state.piles, state.turn)
             assert key not in seen
             seen.add(key)
-            quick = heuristic_hint(state)
-            if quick is None:
-                actions = [m for m in state.legal_moves() if m.type != MOVE]
-                if not actions:
-                    break
-                move = actions[0]
-            else:
-                move = quick.move
-            state, _step = state.apply(move)

@@ -7,10 +7,10 @@ import random
 
 import pytest
 
-from service.engine import MOVE, Move, State, new_game
+from service.engine import MOVE, Move, State
 from service.engine.help import autoplay, safe_moves
 from service.engine.help import heuristic_hint as hint
-from tests.engine.positions import VARIANT_IDS, craft, walk
+from tests.engine.positions import VARIANT_IDS, craft, followed, walk
 
 
 def _positions(variant_id: str, seeds=range(6)):
@@ -66,20 +66,11 @@ def test_autoplay_plays_only_safe_moves_home_and_stops(variant_id):
 def test_following_hints_never_loops():
     for variant_id in VARIANT_IDS:
         for seed in range(5):
-            state, seen = new_game(variant_id, seed), set()
-            while not state.is_over:
-                suggestion = hint(state)
-                if suggestion is None:
-                    actions = [m for m in state.legal_moves() if m.type != MOVE]
-                    if not actions:
-                        break
-                    move = actions[0]
-                else:
-                    move = suggestion.move
+            seen = set()
+            for state in followed(variant_id, seed, hint):
                 key = (state.piles, state.turn)
                 assert key not in seen, f"{variant_id} {seed}: position repeated"
                 seen.add(key)
-                state, _step = state.apply(move)
 
 
 # --- the definitions of "safe", one crafted position each ----------------------------

@@ -12,10 +12,10 @@ import functools
 
 import pytest
 
-from service.engine import four_corners, get_variant, new_game
+from service.engine import four_corners, get_variant
 from service.engine.endgame import SOLVER_BUDGET
 from service.engine.help import autoplay, heuristic_hint, safe_moves
-from tests.engine.positions import VARIANT_IDS, walk
+from tests.engine.positions import VARIANT_IDS, followed, walk
 
 SAFE_WORDS = "nothing else will ever need it"
 
@@ -24,29 +24,15 @@ SAFE_WORDS = "nothing else will ever need it"
 _hint = functools.lru_cache(maxsize=None)(heuristic_hint)
 
 
-def _followed(variant_id: str, seed: int):
-    """The positions of a game played by hints (else the first action), which reaches
-    the endgames that random walks rarely do."""
-    state = new_game(variant_id, seed)
-    for _ in range(400):
-        if state.is_over:
-            return
-        yield state
-        suggestion = _hint(state)
-        actions = [m for m in state.legal_moves() if m.type != "move"]
-        if suggestion is None and not actions:
-            return
-        state, _step = state.apply(suggestion.move if suggestion else actions[0])
-
-
 def _positions(variant_id: str):
     for seed in range(2):
         for state, _step, _after in walk(variant_id, seed, max_idle=60):
             yield state
-    # Deal 16 of Four Corners, followed by hints, reaches safe moves home once its stock
-    # is out (few deals do); its endgame hints are searched, so one game is enough.
+    # Games played by hints reach the endgames that random walks rarely do.  Deal 16 of
+    # Four Corners, followed by hints, reaches safe moves home once its stock is out (few
+    # deals do); its endgame hints are searched, so one game is enough.
     for seed in (16,) if variant_id == "four-corners" else (0, 1):
-        yield from _followed(variant_id, seed)
+        yield from followed(variant_id, seed, _hint, max_moves=400)
 
 
 @pytest.mark.parametrize("variant_id", VARIANT_IDS)
