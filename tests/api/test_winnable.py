@@ -47,7 +47,8 @@ def proved_winnable(variant: str, seed: int) -> bool:
 
 
 def test_a_winnable_deal_is_a_seed_of_the_pool_dealt_once(worker, client, redis_db):
-    before = filled(redis_db, 1)
+    # The pool full, so that the worker adds no seed between this look and the deal.
+    before = filled(redis_db, 3)
     game, _token, response = create(client, POOLED, winnable=True)
     assert response.status_code == 201
     assert (game["winnable"], game["seed"], game["salt"]) == (True, None, None)
