@@ -345,6 +345,18 @@ class _SalicSearch:
     L sending C home is dropped, and the positions are then equal.  So the line wins.
     The rule needs the deal ended (a card goes onto a bare king only then) and no card
     asleep (a move played at once would otherwise have to wake them).
+
+    **A card whose rank lies only under it goes home** (``awake=True``, after the deal):
+    when a top card C of rank r can go home (a foundation shows r - 1) and every other
+    card of rank r off the foundations lies under C in its pile, the search tries C home
+    and no other move.  Say L is any winning line from here; play C home now and then
+    follow L.  While L leaves C on its pile, the position is L's with C home instead:
+    no card is laid on C's pile (only bare kings take cards), its cards under C wait
+    for C, so no other card of rank r goes home (the one move that would miss the
+    foundation at r - 1 C took), a move that needs a top of r finds one more, and the
+    bare kings are the same.  When L sends C home the positions are equal; when L lays
+    C on a bare king, the position is L's with C home instead of alone on that king,
+    and the line wins from there as in the rule above.
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
@@ -527,7 +539,13 @@ class _SalicSearch:
         """:meth:`children` after the deal with no card asleep."""
         piles, found, line, budget = self.piles, self.found, self.line, self.budget
         tried = set()
-        for k, pile in enumerate(piles):            # moves home
+        order = range(len(piles))
+        for k, pile in enumerate(piles):
+            if len(pile) > 1 and pile[-1] - 1 in found and _only_here(found, pile):
+                order = (k,)                        # the one move tried
+                break
+        for k in order:                             # moves home
+            pile = piles[k]
             if len(pile) < 2 or pile[-1] - 1 not in found:
                 continue
             content = bytes(pile)
@@ -545,7 +563,7 @@ class _SalicSearch:
             if budget.out:
                 return False
         bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
-        if not bare:
+        if not bare or len(order) == 1:
             return False
         tried.clear()
         free = len(bare)
@@ -770,6 +788,13 @@ class _SalicSearch:
             found[slot] = 0
         stock.append(rank)
         return False
+
+
+def _only_here(found, pile) -> bool:
+    """Whether every card of the rank of ``pile``'s top card that is not home lies in
+    ``pile`` (the top card and cards under it): as many as the foundations below it."""
+    rank = pile[-1]
+    return pile.count(rank) == len([f for f in found if f < rank])
 
 
 def _contains(asleep: tuple, before: tuple) -> bool:

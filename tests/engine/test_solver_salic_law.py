@@ -190,3 +190,28 @@ def test_a_card_alone_on_its_king_goes_home_and_the_answer_stays(monkeypatch, le
     assert settled[WON] >= 3, settled
     assert settled[LOST] >= 1, settled
     assert forced[0] >= 5
+
+
+def test_a_card_whose_rank_lies_only_under_it_goes_home_and_the_answer_stays(monkeypatch):
+    # Positions after the deal: the search with no card asleep tries only the move home
+    # of a top card whose rank no other card off its pile shares, and still agrees with
+    # the exhaustive search.
+    forced = [0]
+    rule = salic_law._only_here
+
+    def counted(found, pile):
+        only = rule(found, pile)
+        forced[0] += only and len(pile) > 2 and pile[-1] > min(found) + 1
+        return only
+
+    monkeypatch.setattr(salic_law, "_only_here", counted)
+
+    def awake(state):
+        return salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
+                                      awake=True).run()
+
+    settled = _agrees_with_the_exhaustive_search(
+        awake, random.Random("salic only here"), 18, 0, 3, 25)
+    assert settled[WON] >= 3, settled
+    assert settled[LOST] >= 1, settled
+    assert forced[0] >= 5
