@@ -330,6 +330,21 @@ class _SalicSearch:
     the deal the table then skips every position met again, whatever line led there,
     so each is expanded once; with sleep sets a position met again under fewer cards
     asleep is searched again.
+
+    **A card alone on its king goes home** (``awake=True``, after the deal): card C of
+    rank r, the only card on its king K, goes home without branching when a foundation
+    shows r - 1.  Say L is any winning line from here; play C home now and then follow
+    L, keeping this invariant: the position is L's with C home instead of alone on a
+    king (K, or a king L moved C on to), that king being bare.  A move of L onto a bare
+    king finds that king and one more bare.  A move of L that needs a top of r finds
+    one more.  A move of L onto a foundation at r - 1 sends home a card of rank r, D:
+    when a foundation at r - 1 is left after C's, D goes there; when none is, L had only
+    one, and D goes onto the bare king that L has C on (or stays on its own king if D was
+    alone there), and the position is then L's exactly (C and D are the same rank: one
+    is home, the other alone on a king).  L moving C onto another bare king is dropped;
+    L sending C home is dropped, and the positions are then equal.  So the line wins.
+    The rule needs the deal ended (a card goes onto a bare king only then) and no card
+    asleep (a move played at once would otherwise have to wake them).
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
@@ -362,6 +377,8 @@ class _SalicSearch:
     def home_safe(self) -> list[tuple[int, int]]:
         """Play every safe move home; return ``(pile, foundation, rank)`` of each."""
         piles, found, line = self.piles, self.found, self.line
+        if self.awake and not self.stock:
+            return self.home_forced()
         # A safe move home is a top card one above the lowest foundation (a king, 13,
         # never is one); most positions have none.
         floor = min(found) + 1
@@ -377,6 +394,34 @@ class _SalicSearch:
             floor = min(found) + 1
             for k, pile in enumerate(piles):
                 while len(pile) > 1 and pile[-1] <= floor and pile[-1] - 1 in found:
+                    f = found.index(pile[-1] - 1)
+                    found[f] = pile.pop()
+                    played.append((k, f, found[f]))
+                    line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
+                    changed = True
+                    floor = min(found) + 1
+        return played
+
+    def home_forced(self) -> list[tuple[int, int]]:
+        """After the deal, in the search with no card asleep (``awake``): play every safe
+        move home and every move home of a card alone on its king (see "A card alone on
+        its king goes home"), until none is left; return them as :meth:`home_safe`."""
+        piles, found, line = self.piles, self.found, self.line
+        floor = min(found) + 1
+        for pile in piles:
+            if len(pile) > 1 and (pile[-1] == floor or len(pile) == 2
+                                  and pile[-1] - 1 in found):
+                break
+        else:
+            return ()
+        played = []
+        changed = True
+        while changed:
+            changed = False
+            floor = min(found) + 1
+            for k, pile in enumerate(piles):
+                while len(pile) > 1 and pile[-1] - 1 in found and (
+                        len(pile) == 2 or pile[-1] <= floor):
                     f = found.index(pile[-1] - 1)
                     found[f] = pile.pop()
                     played.append((k, f, found[f]))
@@ -418,6 +463,8 @@ class _SalicSearch:
                             for k, h in sleep))
 
     def visit(self, sleep, ended: bool = False) -> bool:
+        if self.awake and not self.stock:
+            return self.visit_after()
         played = self.home_safe()
         found = self.found
         if min(found) == JACK:
@@ -458,6 +505,82 @@ class _SalicSearch:
             if not self.stock and not self.plain and not self.budget.out:
                 self.lost[key] = asleep
         self.unplay(played)
+        return False
+
+    def visit_after(self) -> bool:
+        """:meth:`visit` after the deal in the search with no card asleep (``awake``):
+        the same search, with no sleep set to keep."""
+        played = self.home_forced()
+        piles, found = self.piles, self.found
+        if min(found) == JACK:
+            return True
+        key = bytes(sorted(found)) + b"\0" + b"|".join(sorted(map(bytes, piles)))
+        seen = self.seen
+        if key not in seen and self.budget.spend():
+            seen[key] = ()
+            if self.children_after():
+                return True
+        self.unplay(played)
+        return False
+
+    def children_after(self) -> bool:
+        """:meth:`children` after the deal with no card asleep."""
+        piles, found, line, budget = self.piles, self.found, self.line, self.budget
+        tried = set()
+        for k, pile in enumerate(piles):            # moves home
+            if len(pile) < 2 or pile[-1] - 1 not in found:
+                continue
+            content = bytes(pile)
+            if content in tried:
+                continue
+            tried.add(content)
+            f = found.index(pile[-1] - 1)
+            found[f] = pile.pop()
+            line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
+            if self.visit_after():
+                return True
+            line.pop()
+            pile.append(found[f])
+            found[f] -= 1
+            if budget.out:
+                return False
+        bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
+        if not bare:
+            return False
+        tried.clear()
+        free = len(bare)
+        wanted = {rank + 1 for rank in found}
+        for k, pile in enumerate(piles):            # cards onto bare kings, then one home
+            height = len(pile)
+            if height < 3:
+                continue
+            deepest = height - 1 - min(free, height - 2)
+            if wanted.isdisjoint(pile[deepest:height - 1]):
+                continue
+            content = bytes(pile)
+            if content in tried:
+                continue
+            tried.add(content)
+            for depth in range(1, min(free, height - 2) + 1):
+                under = height - 1 - depth
+                rank = pile[under]
+                if rank not in wanted:
+                    continue
+                for b in bare[:depth]:
+                    piles[b].append(pile.pop())
+                    line.append(_MOVES[KINGS[k]][KINGS[b]])
+                f = found.index(rank - 1)
+                found[f] = pile.pop()
+                line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
+                if self.visit_after():
+                    return True
+                pile.append(found[f])
+                found[f] -= 1
+                for b in reversed(bare[:depth]):
+                    pile.append(piles[b].pop())
+                del line[len(line) - depth - 1:]
+                if budget.out:
+                    return False
         return False
 
     def dominated(self, sleep) -> bool:

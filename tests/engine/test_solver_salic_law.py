@@ -161,3 +161,32 @@ def test_a_solvers_budget_searches_with_no_card_asleep_after_the_deal(monkeypatc
     made.clear()
     solve("salic-law", 61, max_positions=2_000, max_seconds=60)   # a hint's budget
     assert made == [(True, False)]
+
+
+@pytest.mark.parametrize(("left", "lanes"), [(16, 3), (20, 2)])
+def test_a_card_alone_on_its_king_goes_home_and_the_answer_stays(monkeypatch, left, lanes):
+    # Positions after the deal: the search with no card asleep plays a card alone on its
+    # king home at once, which the safe moves home alone would not, and still agrees with
+    # the exhaustive search.
+    forced = [0]
+    rule = salic_law._SalicSearch.home_forced
+
+    def counted(search):
+        lone = [k for k, pile in enumerate(search.piles)
+                if len(pile) == 2 and pile[-1] - 1 in search.found
+                and pile[-1] > min(search.found) + 1]
+        played = rule(search)
+        forced[0] += any(k in lone for k, _f, _rank in played)
+        return played
+
+    monkeypatch.setattr(salic_law._SalicSearch, "home_forced", counted)
+
+    def awake(state):
+        return salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
+                                      awake=True).run()
+
+    settled = _agrees_with_the_exhaustive_search(
+        awake, random.Random(f"salic lone {left} {lanes}"), left, 0, lanes, 15)
+    assert settled[WON] >= 3, settled
+    assert settled[LOST] >= 1, settled
+    assert forced[0] >= 5
