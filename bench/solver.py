@@ -26,8 +26,14 @@ kept).
 
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
                            [--budget SECONDS] [--processes N] [--variant ID]
-                           [--bots all|quick|none] [--no-solver] [--records PATH]
+                           [--bots all|quick|none] [--hint-budget SxP] [--no-solver]
+                           [--records PATH]
                            [--output PATH] [--table-only [--any-engine]]
+
+``--hint-budget 8x4000`` adds a bot that follows the same hint searching more: 8 samples
+of 4,000 positions each, with no limit in seconds (recorded as bot ``hint@8x4000``).  It
+asks how far the hint's strength is bounded by its budget, which the API's latency
+target fixes; the targets are judged on the API's hint only.
 
 The default is the full table: seeds 0..999 of each variant, 10 s per deal, the three
 bots, two processes (one per core of the machine it was written for).  A deal is
@@ -56,7 +62,7 @@ from pathlib import Path
 from bench.sections import write_section
 from service.engine import WON as WON_STATUS
 from service.engine import variants
-from service.engine.help import heuristic_hint, hint
+from service.engine.help import HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
 from service.engine.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
 
@@ -76,6 +82,31 @@ CARDS_TARGETS = {"four-corners": 1.5}
 BOTS = {"random": "random legal moves", "quick": "quick hint (rules of thumb)",
         "hint": "hint (sampled deals)"}
 BOT_SETS = {"all": tuple(BOTS), "quick": ("random", "quick"), "none": ()}
+#: The prefix of a hint bot with a budget of its own (``--hint-budget``).
+WIDE = "hint@"
+
+
+def wide_bot(option: str) -> str:
+    """The bot name of ``--hint-budget SAMPLESxPOSITIONS``; ValueError when malformed."""
+    samples, positions = (int(part) for part in option.lower().split("x"))
+    if samples < 1 or positions < 1:
+        raise ValueError(option)
+    return f"{WIDE}{samples}x{positions}"
+
+
+def bot_budget(bot: str) -> HintBudget:
+    """The hint budget of a bot named by :func:`wide_bot`: positions only, no seconds."""
+    samples, positions = (int(part) for part in bot.removeprefix(WIDE).split("x"))
+    return HintBudget(samples=samples, positions=positions, seconds=math.inf)
+
+
+def bot_label(bot: str) -> str:
+    """What ``bot`` plays, for the table."""
+    if bot.startswith(WIDE):
+        budget = bot_budget(bot)
+        return (f"hint, {budget.samples} samples × {budget.positions:,} positions "
+                "(no time limit)")
+    return BOTS[bot]
 
 
 def engine_digest(variant_id: str) -> str:
@@ -96,6 +127,10 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
     started = time.process_time()
     if bot == "random":
         final, _steps = random_playout(variant_id, seed, random.Random(seed))
+    elif bot.startswith(WIDE):
+        budget = bot_budget(bot)
+        final, _steps = hint_playout(variant_id, seed,
+                                     advise=lambda state: hint(state, budget))
     else:
         advise = heuristic_hint if bot == "quick" else hint
         final, _steps = hint_playout(variant_id, seed, advise=advise)
@@ -328,7 +363,7 @@ def table(summaries: dict[str, dict], args) -> list[str]:
             for bot, b in s["bots"].items():
                 share = "–" if b["share"] is None else (
                     f"{b['share']:.1%} [{b['wilson'][0]:.0%}, {b['wilson'][1]:.0%}]")
-                lines.append(f"| {variant_id} | {BOTS[bot]} | {b['won']} "
+                lines.append(f"| {variant_id} | {bot_label(bot)} | {b['won']} "
                              f"({b['won'] / s['deals']:.1%}) | {b['won_winnable']} of "
                              f"{s['winnable']}: {share} | {b['home']:.1f} | {b['cpu']:.2f} |")
     lines += ["", "| target | measured | met |", "|---|---:|---|",
@@ -349,6 +384,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--variant", action="append", help="only this variant (repeatable)")
     parser.add_argument("--bots", choices=BOT_SETS, default="all",
                         help="the bots that play each deal too (default all)")
+    parser.add_argument("--hint-budget", metavar="SxP",
+                        help="also play the hint bot with S samples of P positions each "
+                             "(no time limit), as bot hint@SxP")
     parser.add_argument("--no-solver", action="store_true",
                         help="play the bots only; the table takes the solver's verdicts "
                              "recorded already")
@@ -367,6 +405,12 @@ def main(argv: list[str]) -> int:
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
     args.bots = BOT_SETS[args.bots]
+    if args.hint_budget:
+        try:
+            args.bots += (wide_bot(args.hint_budget),)
+        except ValueError:
+            parser.error(f"--hint-budget {args.hint_budget!r}: SAMPLESxPOSITIONS, "
+                         "say 8x4000")
     chosen = [v.id for v in variants() if not args.variant or v.id in args.variant]
     args.digests = {variant_id: engine_digest(variant_id) for variant_id in chosen}
     args.counts = dict.fromkeys(chosen, args.seeds)

@@ -145,7 +145,10 @@ def heuristic_hint(state: State) -> Hint | None:
 def _line_hint(state: State, line: Line) -> Hint | None:
     """The first move of a searched line (``Variant.endgame_line``): a line that wins
     the game, or failing that the line to the most cards home the search saw.  None
-    when no line brings a card home (only moves that gain nothing are left).
+    when no line brings a card home (only moves that gain nothing are left).  While
+    cards are still unseen (the Clock's line, searched over card moves while the stock
+    lasts), the reason says the line stops where the stock is needed, not that the game
+    cannot be won.
 
     The Four Corners search raises a potential with every move (cards home, then cards
     lying on a neighbour of their suit, then a fixed order of positions, see
@@ -161,10 +164,13 @@ def _line_hint(state: State, line: Line) -> Hint | None:
     card = state.piles[source][-1]
     step = (f"{card} goes home to {ids[target]}" if target in variant.foundations
             else f"moving {card} onto {ids[target]}")
+    gained = line.home - _home_count(state)
     if line.won:
         why = "the first move of a line that wins the game"
+    elif visible_view(state).unseen:
+        why = (f"the first move of the line of card moves found that brings the most "
+               f"cards home ({gained} more) before the stock is needed")
     else:
-        gained = line.home - _home_count(state)
         why = (f"the first move of the line found that brings the most cards home "
                f"({gained} more); no winning line found")
     return Hint(move, str(card), f"{step}: {why}")

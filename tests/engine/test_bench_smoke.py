@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from bench.__main__ import main as bench_main
 from bench.engine import main as engine_main
 
@@ -132,3 +134,26 @@ def test_a_game_module_changes_only_its_own_variants_records(tmp_path, monkeypat
     assert after["four-corners"] == before["four-corners"]
     (engine / "base.py").write_text("# shared, changed\n")
     assert all(solver.engine_digest(v) != after[v] for v in after)
+
+
+def test_a_hint_with_a_budget_of_its_own_plays_beside_the_others(tmp_path, capsys):
+    output, records = tmp_path / "RESULTS.md", tmp_path / "records.jsonl"
+    argv = ["solver", "--seeds", "1", "--first", "2", "--budget", "2", "--processes", "1",
+            "--variant", "salic-law", "--output", str(output), "--records", str(records)]
+    assert bench_main([*argv, "--bots", "none", "--hint-budget", "2x50"]) == 0
+    out = capsys.readouterr().out
+    line = json.loads(records.read_text())
+    assert set(line["bots"]) == {"hint@2x50"}
+    assert "| salic-law | hint, 2 samples × 50 positions (no time limit) |" in out
+    # The targets are the API hint's: this bot is not judged as the hint.
+    assert "hint bot wins" not in out
+    # Recorded under its own name: asking again plays nothing, another budget plays.
+    assert bench_main([*argv, "--bots", "none", "--hint-budget", "2x50"]) == 0
+    assert "0 to play" in capsys.readouterr().err
+    assert bench_main([*argv, "--bots", "none", "--hint-budget", "1x50", "--no-solver"]) == 0
+    assert "1 to play" in capsys.readouterr().err
+    for wrong in ("8", "8x", "x40", "0x40", "eight"):
+        with pytest.raises(SystemExit) as exit_:
+            bench_main([*argv, "--hint-budget", wrong])
+        assert exit_.value.code == 2
+        assert "SAMPLESxPOSITIONS" in capsys.readouterr().err

@@ -17,7 +17,7 @@ from service.engine.four_corners import (
     _stuck,
     _trapped,
 )
-from service.engine.solver import LOST, WON, Budget, exhaustive_search, solve_state
+from service.engine.solver import LOST, WON, Budget, exhaustive_search, solve, solve_state
 
 from . import solver_positions
 from .positions import craft
@@ -133,3 +133,11 @@ def test_the_cases_of_the_second_ace_and_king_agree_with_the_exhaustive_search(l
     assert seen[True, LOST] >= 3, seen
     assert seen[False, WON] >= 3, seen
     assert by_cases >= 1, seen
+
+
+@pytest.mark.parametrize(("seed", "positions"), [(43, 1_000), (63, 10_000), (68, 1_000)])
+def test_lost_deals_are_proved_lost_within_a_small_budget(seed, positions):
+    # Deal 63 is refuted only near the end of the deal, line by line: the relaxed game
+    # must stay cheap (its cases weighed only over the last few stock cards) for the
+    # proof to fit in this budget.
+    assert solve("four-corners", seed, max_positions=positions, max_seconds=60).result == LOST
