@@ -88,10 +88,10 @@ WIDE = "hint@"
 
 def wide_bot(option: str) -> str:
     """The bot name of ``--hint-budget SAMPLESxPOSITIONS``; ValueError when malformed."""
-    samples, positions = (int(part) for part in option.lower().split("x"))
-    if samples < 1 or positions < 1:
+    budget = bot_budget(WIDE + option.lower())
+    if budget.samples < 1 or budget.positions < 1:
         raise ValueError(option)
-    return f"{WIDE}{samples}x{positions}"
+    return f"{WIDE}{budget.samples}x{budget.positions}"
 
 
 def bot_budget(bot: str) -> HintBudget:
