@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from .base import (
     FOUNDATION,
     PLAYING,
@@ -16,7 +18,7 @@ from .base import (
 )
 from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
 from .moves import DEAL, MOVE, Move
-from .solver import move_table
+from .solver import move_table, now
 
 QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
@@ -177,14 +179,20 @@ class SalicLaw(Variant):
         return all(piles[f] and piles[f][-1].rank >= card.rank - 1 for f in FOUNDATIONS)
 
     def solver_search(self, state: State, budget):
-        """The solver's search (:class:`_SalicSearch`): ``(result, moves)``.
+        """The solver's search (:class:`_SalicSearch`, :class:`_WinFinder`):
+        ``(result, moves)``.
 
         A small budget (a hint's) goes to the plain search alone.  A larger one (the
         solver's) first lets the deferring search (``plain=False``) run for
-        :data:`DEFERRING_POSITIONS` positions, then, when that did not settle the deal,
-        the plain search for the rest, with no card asleep after the deal
-        (``awake=True``): the two orders of moves find different won lines quickly, and
-        the deals the deferring search wins it mostly wins early.
+        :data:`DEFERRING_POSITIONS` positions; when that did not settle the deal, the win
+        finder gets :data:`FINDER_SHARE` of what is left, the plain search with no card
+        asleep after the deal (``awake=True``) :data:`SEARCH_SHARE` of what is left
+        then, and the win finder the rest.  The orders of moves find different won lines
+        quickly: the deferring search wins early what it wins; the win finder wins many
+        deals whose won lines start with a choice the depth-first searches try late; the
+        plain search proves deals lost (the win finder never does).  Each share is
+        counted in positions and in seconds alike, so a budget of positions alone splits
+        the same way every time.
         """
         if budget.max_positions < DEFERRING_POSITIONS * 4:
             return _SalicSearch(state, budget, plain=True).run()
@@ -192,13 +200,32 @@ class SalicLaw(Variant):
         result = _SalicSearch(state, part, plain=False).run()
         if result[0] != "undecided" or budget.out:
             return result
-        return _SalicSearch(state, budget, plain=True, awake=True).run()
+        finder = _WinFinder(state)
+        result = finder.run(_Share(budget, FINDER_SHARE))
+        if result[0] != "undecided" or budget.out:
+            return result
+        result = _SalicSearch(state, _Share(budget, SEARCH_SHARE), plain=True,
+                              awake=True).run()
+        if result[0] != "undecided" or budget.out:
+            return result
+        return finder.run(budget)
 
 
 # --- the solver's search (see .solver) ------------------------------------------------
 #: Positions the deferring search gets first out of a solver's budget
 #: (SalicLaw.solver_search).
 DEFERRING_POSITIONS = 20_000
+#: The win finder's first share of what is left of a solver's budget after the deferring
+#: search, and the plain search's share of what is left after that
+#: (SalicLaw.solver_search).
+FINDER_SHARE = 0.05
+SEARCH_SHARE = 0.9
+#: The win finder's playouts (_WinFinder): how often a playout deals while a card could
+#: go home that is not safe home, how often it then sends home the newest pile's top when
+#: that is one of the cards, and the positions the search after the deal gets.
+FINDER_DEAL = 0.3
+FINDER_NEWEST = 0.7
+FINDER_AFTER = 300
 
 
 class _Part:
@@ -215,6 +242,30 @@ class _Part:
         if not self.budget.spend() or self.budget.searched >= self.limit:
             self.out = True
         return not self.out
+
+
+class _Share:
+    """A ``fraction`` of what is left of ``budget`` (which keeps the count): of its
+    positions and of its seconds, whichever runs out first."""
+
+    __slots__ = ("budget", "limit", "deadline", "out")
+
+    def __init__(self, budget, fraction: float):
+        self.budget = budget
+        self.limit = budget.searched + int((budget.max_positions - budget.searched) * fraction)
+        self.deadline = now() + (budget.deadline - now()) * fraction
+        self.out = False
+
+    def spend(self) -> bool:
+        budget = self.budget
+        if not budget.spend() or budget.searched >= self.limit or (
+                not budget.searched & 255 and now() >= self.deadline):
+            self.out = True
+        return not self.out
+
+    @property
+    def searched(self) -> int:
+        return self.budget.searched
 
 
 class _SalicSearch:
@@ -788,6 +839,95 @@ class _SalicSearch:
             found[slot] = 0
         stock.append(rank)
         return False
+
+
+class _WinFinder:
+    """A search for won lines only: random playouts of the deal, each followed by a short
+    plain search of the position the deal ends in.
+
+    A playout plays from the position searched until the stock is dealt out: a safe move
+    home (as :class:`_SalicSearch`) at once; else, while some card can go home, the deal
+    at times (:data:`FINDER_DEAL`) and otherwise a move home, mostly the newest pile's
+    top when it can go (the next card dealt would bury it), else a card drawn among
+    those that can; the deal when no card can go home.  The position after the deal
+    then gets the plain search with no card asleep (``awake=True``) for at most
+    :data:`FINDER_AFTER` positions, skipping the positions the searches after earlier
+    playouts met (searched to the end or cut short: a win finder need not search
+    everything).  The first line that wins (the playout's moves, then the search's) is
+    the answer; the solver replays it through the engine.  The win finder never proves
+    a deal lost: when the budget runs out it answers undecided.
+
+    The random choices are drawn from a generator seeded with the position searched, so
+    the same position and budget give the same answer; :meth:`run` called again goes on
+    with new playouts.  After the deal there is nothing left to draw, and the win finder
+    answers undecided at once.
+    """
+
+    __slots__ = ("piles", "found", "stock", "rng", "after")
+
+    def __init__(self, state: State):
+        self.after = _SalicSearch(state, None, plain=True, awake=True)
+        self.piles, self.found, self.stock = (
+            self.after.piles, self.after.found, self.after.stock)
+        self.rng = random.Random(bytes(self.stock) + b"|" + bytes(self.found) + b"|"
+                                 + b"|".join(map(bytes, self.piles)))
+
+    def run(self, budget):
+        from .solver import UNDECIDED, WON
+
+        while self.stock and not budget.out:
+            line = self.playout(budget)
+            if line is None:
+                break
+            if line is not True:
+                return WON, line
+        return UNDECIDED, None
+
+    def playout(self, budget):
+        """One playout and the search after it: the won line, None when the budget ran
+        out, True when neither won."""
+        rng, random = self.rng, self.rng.random
+        piles = [list(pile) for pile in self.piles]
+        found = list(self.found)
+        stock = list(self.stock)
+        line: list[Move] = []
+        deal = Move(DEAL)
+        while stock:
+            floor = min(found) + 1
+            homes = []
+            for k, pile in enumerate(piles):
+                if len(pile) > 1 and pile[-1] - 1 in found:
+                    if pile[-1] <= floor:           # a safe move home
+                        homes = [k]
+                        break
+                    homes.append(k)
+            if not budget.spend():
+                return None
+            if homes and (len(homes) == 1 and piles[homes[0]][-1] <= floor
+                          or random() >= FINDER_DEAL):
+                newest = max(k for k, pile in enumerate(piles) if pile)
+                k = (newest if newest in homes and random() < FINDER_NEWEST
+                     else rng.choice(homes))
+                pile = piles[k]
+                f = found.index(pile[-1] - 1)
+                found[f] = pile.pop()
+                line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
+                continue
+            rank = stock.pop()
+            if rank == KING:
+                piles[piles.index([])].append(rank)
+            elif rank == ACE:
+                found[found.index(0)] = ACE
+            elif rank != QUEEN:
+                next(pile for pile in reversed(piles) if pile).append(rank)
+            line.append(deal)
+        after = self.after
+        after.piles, after.found, after.stock = piles, found, []
+        after.line = line
+        after.budget = _Part(budget, FINDER_AFTER)
+        if after.visit(()):
+            return after.line
+        return None if budget.out else True
 
 
 def _only_here(found, pile) -> bool:

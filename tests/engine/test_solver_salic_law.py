@@ -147,17 +147,27 @@ def test_with_no_card_asleep_after_the_deal_a_position_is_searched_once():
     assert len(awake.seen) == awake.budget.searched
 
 
-def test_a_solvers_budget_searches_with_no_card_asleep_after_the_deal(monkeypatch):
+def test_a_solvers_budget_goes_to_the_searches_and_the_win_finder_in_turn(monkeypatch):
     made = []
-    search = salic_law._SalicSearch
+    search, finder_run = salic_law._SalicSearch, salic_law._WinFinder.run
 
     def recorded(state, budget, plain=False, awake=False):
         made.append((plain, awake))
         return search(state, budget, plain, awake)
 
+    def run(finder, budget):
+        made.append("finder")
+        return finder_run(finder, budget)
+
     monkeypatch.setattr(salic_law, "_SalicSearch", recorded)
-    solve("salic-law", 61, max_positions=100_000, max_seconds=60)
-    assert made == [(False, False), (True, True)]
+    monkeypatch.setattr(salic_law._WinFinder, "run", run)
+    # Deal 12 is not settled within the budget: the deferring search, the win finder
+    # (which makes its search after the deal once), the plain search with no card asleep
+    # after the deal, the win finder again.
+    solution = solve("salic-law", 12, max_positions=100_000, max_seconds=1e9)
+    assert solution.result == UNDECIDED
+    assert solution.searched == 100_000
+    assert made == [(False, False), (True, True), "finder", (True, True), "finder"]
     made.clear()
     solve("salic-law", 61, max_positions=2_000, max_seconds=60)   # a hint's budget
     assert made == [(True, False)]
@@ -215,3 +225,45 @@ def test_a_card_whose_rank_lies_only_under_it_goes_home_and_the_answer_stays(mon
     assert settled[WON] >= 3, settled
     assert settled[LOST] >= 1, settled
     assert forced[0] >= 5
+
+
+def test_the_win_finder_wins_a_deal_the_searches_do_not_within_a_small_budget():
+    # Deal 730: neither depth-first search wins it within the budget, the win finder
+    # does within its first share, and the line replays to a won game.
+    state = get_variant("salic-law").deal(730)
+    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == UNDECIDED
+    plain = salic_law._SalicSearch(state, Budget(60_000, 60), plain=True, awake=True)
+    assert plain.run()[0] == UNDECIDED
+    solution = solve("salic-law", 730, max_positions=80_000, max_seconds=1e9)
+    assert solution.result == WON
+    first = int((80_000 - salic_law.DEFERRING_POSITIONS) * salic_law.FINDER_SHARE)
+    assert solution.searched < salic_law.DEFERRING_POSITIONS + first
+    for step in solution.line:
+        state = state.apply(step.move)[0]
+    assert state.status == WON
+    again = solve("salic-law", 730, max_positions=80_000, max_seconds=1e9)
+    assert (again.result, again.line, again.searched) == (
+        solution.result, solution.line, solution.searched)
+
+
+def test_the_win_finder_wins_with_a_line_that_replays_and_only_within_its_budget():
+    state = get_variant("salic-law").deal(730)
+    budget = Budget(5_000, 60)
+    result, moves = salic_law._WinFinder(state).run(budget)
+    assert result == WON
+    assert budget.searched < 5_000
+    replay(state, moves)                    # raises unless the line wins
+    # The same position draws the same playouts: the same line.
+    assert salic_law._WinFinder(state).run(Budget(5_000, 60)) == (WON, moves)
+    # Deal 835 is lost: the win finder spends its budget to the position and answers
+    # undecided (it never proves a deal lost).
+    budget = Budget(3_000, 60)
+    lost = get_variant("salic-law").deal(835)
+    assert salic_law._WinFinder(lost).run(budget) == (UNDECIDED, None)
+    assert budget.searched == 3_000
+    # After the deal there is nothing to draw: undecided at once.
+    while state.piles[salic_law.STOCK_PILE]:
+        state = state.apply(salic_law.Move(salic_law.DEAL))[0]
+    budget = Budget(3_000, 60)
+    assert salic_law._WinFinder(state).run(budget) == (UNDECIDED, None)
+    assert budget.searched == 0
