@@ -238,9 +238,7 @@ def test_the_win_finder_wins_a_deal_the_searches_do_not_within_a_small_budget():
     assert solution.result == WON
     first = int((80_000 - salic_law.DEFERRING_POSITIONS) * salic_law.FINDER_SHARE)
     assert solution.searched < salic_law.DEFERRING_POSITIONS + first
-    for step in solution.line:
-        state = state.apply(step.move)[0]
-    assert state.status == WON
+    replay(state, [step.move for step in solution.line])   # raises unless the line wins
     again = solve("salic-law", 730, max_positions=80_000, max_seconds=1e9)
     assert (again.result, again.line, again.searched) == (
         solution.result, solution.line, solution.searched)
