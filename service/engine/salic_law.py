@@ -428,11 +428,12 @@ class _SalicSearch:
     below l, so each leads from Y to the position it leads to from X with the same
     cards of T below l in another order: that position is lost with its lowest card of
     T read at l or above (searched, found in the table, or matching a pattern), hence
-    lost by the induction (when T is not its one tallest pile, l is 1 and Y is X).  So every move the search would try from Y loses, and those
-    moves are enough to find a win when there is one: Y is lost.  A position cut short
-    (the win finder's searches) counts as read to the king.  After one deal the order
-    of a pile never changes (cards leave from the top), so the patterns help where
-    different lines of the deal end in positions alike but for the order of a pile.
+    lost by the induction (when T is not its one tallest pile, l is 1 and Y is X).  So
+    every move the search would try from Y loses, and those moves are enough to find a
+    win when there is one: Y is lost.  A position cut short (the win finder's searches)
+    counts as read to the king.  After the deal the order of a pile never changes
+    (cards leave from the top), so the patterns help where different lines of the deal
+    end in positions alike but for the order of a pile.
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
@@ -446,8 +447,10 @@ class _SalicSearch:
         self.stock = [card.rank for card in piles[STOCK_PILE]]
         self.budget = budget
         self.line: list[Move] = []
-        # key -> the sleep set (see the class docstring) it was searched under.
-        self.seen: dict[bytes, tuple] = {}
+        # key -> the sleep set (see the class docstring) it was searched under; after the
+        # deal with no card asleep, the lowest card of its tallest pile its search read,
+        # None while it is searched or when it was cut short.
+        self.seen: dict[bytes, tuple | int | None] = {}
         # key -> the sleep set under which the position was searched to the end and lost
         # (positions after the deal, deferring search only: "A position after the deal is
         # lost when one it follows from is lost").
