@@ -408,36 +408,10 @@ class _SalicSearch:
     bare kings are the same.  When L sends C home the positions are equal; when L lays
     C on a bare king, the position is L's with C home instead of alone on that king,
     and the line wins from there as in the rule above.
-
-    **A lost position stays lost whatever the order of the cards it never read**
-    (``awake=True``, after the deal): when a position after the deal has one tallest
-    pile T, the search notes the lowest card of T it read (by its place in T, counted
-    from the king): T's top card, the cards under it it looks at to lay cards on bare
-    kings, and the cards of T that the searches of the positions it leads to read (all
-    of T when their tallest pile is another: every pile but the tallest counts as read
-    to the king).  Once the position is searched to the end and lost, with at least two
-    ranks among the cards of T below that card, it becomes a pattern; a position that
-    differs from it only in the order of those cards is lost, and is not searched.  Say
-    X is lost, Y is X with the cards of T below the lowest card read (place l) in
-    another order.  By induction on the cards off the foundations: the moves the search
-    tries from Y are the moves it tried from X (the rules read only the top cards, the
-    cards laid on bare kings and the one under them, all at l or above, the other piles
-    and the foundations, which are the same, and how many cards of a rank T holds,
-    which no order changes; T, the only pile of its height, is never found equal to
-    another).  No move lays a card on T (it is no bare king) or takes a card of T
-    below l, so each leads from Y to the position it leads to from X with the same
-    cards of T below l in another order: that position is lost with its lowest card of
-    T read at l or above (searched, found in the table, or matching a pattern), hence
-    lost by the induction (when T is not its one tallest pile, l is 1 and Y is X).  So
-    every move the search would try from Y loses, and those moves are enough to find a
-    win when there is one: Y is lost.  A position cut short (the win finder's searches)
-    counts as read to the king.  After the deal the order of a pile never changes
-    (cards leave from the top), so the patterns help where different lines of the deal
-    end in positions alike but for the order of a pile.
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
-                 "awake", "read", "patterns")
+                 "awake")
 
     def __init__(self, state: State, budget, plain: bool = False, awake: bool = False):
         piles = state.piles
@@ -447,22 +421,14 @@ class _SalicSearch:
         self.stock = [card.rank for card in piles[STOCK_PILE]]
         self.budget = budget
         self.line: list[Move] = []
-        # key -> the sleep set (see the class docstring) it was searched under; after the
-        # deal with no card asleep, the lowest card of its tallest pile its search read,
-        # None while it is searched or when it was cut short.
-        self.seen: dict[bytes, tuple | int | None] = {}
+        # key -> the sleep set (see the class docstring) it was searched under.
+        self.seen: dict[bytes, tuple] = {}
         # key -> the sleep set under which the position was searched to the end and lost
         # (positions after the deal, deferring search only: "A position after the deal is
         # lost when one it follows from is lost").
         self.lost: dict[bytes, tuple] = {}
         self.plain = plain
         self.awake = awake
-        # After the deal with no card asleep (see "A lost position stays lost whatever
-        # the order of the cards it never read"): the tallest pile of the position last
-        # searched (-1 when two are tallest) and the lowest card of it its search read
-        # (index in the pile, the king at 0); the lost patterns.
-        self.read = (-1, 1)
-        self.patterns: dict[bytes, list] = {}
 
     def run(self):
         from .solver import LOST, UNDECIDED, WON
@@ -606,59 +572,23 @@ class _SalicSearch:
 
     def visit_after(self) -> bool:
         """:meth:`visit` after the deal in the search with no card asleep (``awake``):
-        the same search, with no sleep set to keep, and lost positions matched whatever
-        the order of the cards low in their tallest pile that their search never read
-        (see "A lost position stays lost whatever the order of the cards it never
-        read").  Leaves in :attr:`read` the tallest pile and the lowest card of it that
-        the search of this position read."""
+        the same search, with no sleep set to keep."""
         played = self.home_forced()
         piles, found = self.piles, self.found
         if min(found) == JACK:
             return True
-        heights = list(map(len, piles))
-        tallest = max(heights)
-        tall = heights.index(tallest) if heights.count(tallest) == 1 else -1
-        contents = list(map(bytes, piles))
-        head = bytes(sorted(found)) + b"\0"
-        key = head + b"|".join(sorted(contents))
+        key = bytes(sorted(found)) + b"\0" + b"|".join(sorted(map(bytes, piles)))
         seen = self.seen
-        before = seen.get(key, 0)
-        if before:                          # lost, with the lowest card read
-            self.read = (tall, before)
-        elif before is None:                # cut short (the win finder's)
-            self.read = (tall, 1)
-        else:
-            shape = b""
-            if tall >= 0:
-                content = contents[tall]
-                shape = (head + b"|".join(sorted(contents[:tall] + contents[tall + 1:]))
-                         + b"#" + bytes(sorted(content)))
-                for lowest, part in self.patterns.get(shape, ()):
-                    if content[lowest:] == part:
-                        self.read = (tall, lowest)
-                        self.unplay(played)
-                        return False
-            if self.budget.spend():
-                seen[key] = None
-                self.read = (tall, tallest - 1)
-                if self.children_after():
-                    return True
-                if not self.budget.out:
-                    lowest = self.read[1]
-                    seen[key] = lowest
-                    if shape and len(set(contents[tall][1:lowest])) > 1:
-                        self.patterns.setdefault(shape, []).append(
-                            (lowest, contents[tall][lowest:]))
+        if key not in seen and self.budget.spend():
+            seen[key] = ()
+            if self.children_after():
+                return True
         self.unplay(played)
         return False
 
     def children_after(self) -> bool:
-        """:meth:`children` after the deal with no card asleep.  Keeps in :attr:`read`
-        the lowest card of the tallest pile read: the cards it looks at to choose the
-        cards laid on bare kings, and the cards the searches of the positions it leads
-        to read (all of it when their tallest pile is another)."""
+        """:meth:`children` after the deal with no card asleep."""
         piles, found, line, budget = self.piles, self.found, self.line, self.budget
-        tall, lowest = self.read
         tried = set()
         order = range(len(piles))
         for k, pile in enumerate(piles):
@@ -678,11 +608,6 @@ class _SalicSearch:
             line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
             if self.visit_after():
                 return True
-            child, read = self.read
-            if child != tall:
-                lowest = 1
-            elif read < lowest:
-                lowest = read
             line.pop()
             pile.append(found[f])
             found[f] -= 1
@@ -690,7 +615,6 @@ class _SalicSearch:
                 return False
         bare = [k for k, pile in enumerate(piles) if len(pile) == 1]
         if not bare or len(order) == 1:
-            self.read = (tall, lowest)
             return False
         tried.clear()
         free = len(bare)
@@ -700,8 +624,6 @@ class _SalicSearch:
             if height < 3:
                 continue
             deepest = height - 1 - min(free, height - 2)
-            if k == tall and deepest < lowest:
-                lowest = deepest
             if wanted.isdisjoint(pile[deepest:height - 1]):
                 continue
             content = bytes(pile)
@@ -721,11 +643,6 @@ class _SalicSearch:
                 line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
                 if self.visit_after():
                     return True
-                child, read = self.read
-                if child != tall:
-                    lowest = 1
-                elif read < lowest:
-                    lowest = read
                 pile.append(found[f])
                 found[f] -= 1
                 for b in reversed(bare[:depth]):
@@ -733,7 +650,6 @@ class _SalicSearch:
                 del line[len(line) - depth - 1:]
                 if budget.out:
                     return False
-        self.read = (tall, lowest)
         return False
 
     def dominated(self, sleep) -> bool:

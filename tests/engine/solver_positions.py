@@ -50,23 +50,6 @@ def salic_law(rng: random.Random, left: int, stock: int, lanes: int = 3) -> Stat
     return State(variant, tuple(piles), PLAYING, 0)
 
 
-def salic_law_tall(rng: random.Random, left: int, tall: int, lanes: int = 3) -> State:
-    """Salic Law after the deal with ``left`` cards of ranks 2..J off the foundations
-    (as :func:`salic_law`), ``tall`` of them on the first king and the rest spread over
-    the other seven, none bare."""
-    state = salic_law(rng, left, 0, lanes)
-    piles = list(state.piles)
-    cards = [card for k in range(16, 24) for card in piles[k][1:]]
-    rng.shuffle(cards)
-    kings = [[piles[k][0]] for k in range(16, 24)]
-    kings[0] += cards[:tall]
-    for n, card in enumerate(cards[tall:]):
-        kings[1 + n if n < 7 else 1 + rng.randrange(7)].append(card)
-    for i, pile in enumerate(kings):
-        piles[16 + i] = tuple(pile)
-    return State(state.variant, tuple(piles), PLAYING, 0)
-
-
 def four_corners(rng: random.Random, left: int, stock: int) -> State:
     """Four Corners with ``left`` cards off the foundations (every foundation started),
     ``stock`` of them still in the stock, the rest in random packets."""

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from service.engine import State, get_variant, salic_law
+from service.engine import get_variant, salic_law
 from service.engine.solver import LOST, UNDECIDED, WON, Budget, exhaustive_search, replay, solve
 
 from . import solver_positions
@@ -265,87 +265,3 @@ def test_the_win_finder_wins_with_a_line_that_replays_and_only_within_its_budget
     budget = Budget(3_000, 60)
     assert salic_law._WinFinder(state).run(budget) == (UNDECIDED, None)
     assert budget.searched == 0
-
-
-def _with_king_pile(state, k: int, pile) -> State:
-    """``state`` with king pile ``k`` (0 .. 7) holding ``pile`` (its king first)."""
-    piles = list(state.piles)
-    piles[salic_law.KINGS[k]] = tuple(pile)
-    return State(state.variant, tuple(piles), state.status, 0)
-
-
-def _search_from(search, state) -> bool:
-    """Search ``state`` (after the deal) with ``search`` and the tables it holds."""
-    search.piles = [[card.rank for card in state.piles[k]] for k in salic_law.KINGS]
-    search.found = [state.piles[f][-1].rank for f in salic_law.FOUNDATIONS]
-    return search.visit_after()
-
-
-def test_a_lost_position_stays_lost_whatever_the_order_of_the_cards_its_search_never_read():
-    # Positions after the deal with one tall pile: once the search has lost one, the
-    # same position with the cards of the tall pile below the lowest one it read in
-    # another order matches the pattern (no position searched) and is lost indeed;
-    # with the lowest card read moved down, it is searched.
-    rng = random.Random("salic unread 20 12")
-    matched = 0
-    for _ in range(20):
-        state = solver_positions.salic_law_tall(rng, 20, 12)
-        search = salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
-                                        awake=True)
-        result = search.run()[0]
-        tall, lowest = search.read
-        if result != LOST or tall < 0 or len({c.rank for c in state.piles[
-                salic_law.KINGS[tall]][1:lowest]}) < 2:
-            continue
-        pile = list(state.piles[salic_law.KINGS[tall]])
-        below = pile[1:lowest]
-        below = below[::-1] if [c.rank for c in below[::-1]] != [c.rank for c in below] \
-            else below[1:] + below[:1]
-        other = _with_king_pile(state, tall, pile[:1] + below + pile[lowest:])
-        searched = search.budget.searched
-        assert _search_from(search, other) is False
-        assert search.budget.searched == searched          # matched: not searched
-        # A search of its own (no pattern there: one deal never reorders a pile) and
-        # the exhaustive search, as far as it goes, agree.
-        fresh = salic_law._SalicSearch(other, Budget(1_000_000, 60), plain=True, awake=True)
-        assert fresh.run()[0] == LOST
-        assert exhaustive_search(other, Budget(30_000, 60))[0] != WON
-        # The lowest card read swapped with the card under it: searched again.
-        if pile[lowest].rank != pile[lowest - 1].rank:
-            pile[lowest - 1], pile[lowest] = pile[lowest], pile[lowest - 1]
-            _search_from(search, _with_king_pile(state, tall, pile))
-            assert search.budget.searched > searched
-        matched += 1
-        if matched == 3:
-            break
-    assert matched == 3
-
-
-def test_lost_patterns_cut_positions_and_leave_the_answer_alone():
-    # Positions with a stock: different lines of the deal end in positions alike but for
-    # the order of a pile.  The search with no card asleep after the deal answers the
-    # same with the patterns as without them, and with them searches fewer positions.
-    class NoPatterns(dict):
-        def setdefault(self, key, default=None):
-            return []
-
-    def awake(state, patterns: bool):
-        search = salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
-                                        awake=True)
-        if not patterns:
-            search.patterns = NoPatterns()
-        return search.run(), search.budget.searched
-
-    rng = random.Random("salic patterns 8")
-    cut = {WON: 0, LOST: 0}
-    for _ in range(12):
-        state = solver_positions.salic_law(rng, 30, 18, 3)
-        (result, moves), searched = awake(state, True)
-        (plain, _moves), without = awake(state, False)
-        assert result == plain != UNDECIDED
-        assert searched <= without
-        if result == WON:
-            replay(state, moves)
-        cut[result] += searched < without
-    assert cut[WON] >= 1, cut
-    assert cut[LOST] >= 1, cut
