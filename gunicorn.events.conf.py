@@ -33,11 +33,41 @@ bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # writing over more cores.
 workers = env_int("EVENTS_WORKERS", 1)
 worker_class = "service.events_worker.EventsWorker"
-# Streams each events worker holds at most (then 503 too_many_streams).  Each takes a
-# file descriptor: `make run` raises the open-file limit (service/devserver.py).
-max_streams = env_int("EVENTS_MAX_STREAMS", 16384)
+# Descriptors an events worker keeps for everything but streams: its listening and
+# hand-off sockets, Redis connections, connections being handed over, log files.
+FILE_RESERVE = 256
+
+
+def stream_capacity(wanted: int | None) -> int:
+    """Streams an events worker may hold: ``wanted`` (EVENTS_MAX_STREAMS; unset: 16384),
+    at most what the open-file limit leaves past :data:`FILE_RESERVE`, since each stream
+    holds a connection, a file descriptor.  The soft limit is raised first, as far as the
+    hard limit allows (the workers inherit it); a container's limit is its `ulimits`."""
+    import resource
+
+    target = (wanted or 16384) + FILE_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        raised = target if hard == resource.RLIM_INFINITY else min(target, hard)
+        if raised > soft:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+    allowed = target if soft == resource.RLIM_INFINITY else max(1, soft - FILE_RESERVE)
+    capacity = min(wanted or 16384, allowed)
+    if wanted is not None and capacity < wanted:
+        import sys
+
+        print(f"patience-events: EVENTS_MAX_STREAMS={wanted} lowered to {capacity}: the "
+              f"open-file limit is {soft} (hard {hard}); raise it for more streams",
+              file=sys.stderr, flush=True)
+    return capacity
+
+
+# Streams each events worker holds at most (then 503 too_many_streams): one worker does
+# not promise more streams than it has file descriptors for.
+max_streams = stream_capacity(env_int("EVENTS_MAX_STREAMS", None))
 os.environ["SSE_MAX_STREAMS"] = str(max_streams)
-worker_connections = max_streams + 256
+worker_connections = max_streams + FILE_RESERVE
 # Timeouts, logging, heartbeat files, metrics: service/gunicorn_shared.py.
 proc_name = "patience-events"
 
