@@ -104,7 +104,7 @@ class Deployment:
         self.file = ROOT / file
         self.project = project
         self.env = {key: value for key, value in os.environ.items()
-                    if not key.startswith(("COMPOSE_", "DOCKER_HOST"))}
+                    if not key.startswith("COMPOSE_")}
         self.env.update(env)
         self.command = compose_command()
         self._containers: dict[str, str] = {}
