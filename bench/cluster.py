@@ -200,7 +200,7 @@ class Failover:
                 f"{self.acknowledged} moves acknowledged, {self.lost} lost, {self.extra} "
                 f"applied unacknowledged; two games followed over SSE: {self.feed_gaps} "
                 f"with a gap, {self.resumed} resumptions, {self.silent_streams} streams "
-                f"silent for 5 s; /readyz not ready {self.not_ready or 'never'}, slowest "
+                f"silent for {SILENT:g} s; /readyz not ready {self.not_ready or 'never'}, slowest "
                 f"{self.readyz_slowest * 1000:.0f} ms")
 
 
@@ -275,6 +275,11 @@ class _Client(threading.Thread):
         return status
 
 
+#: Seconds after which a follower gives up on a stream that sends nothing (the server
+#: sends a heartbeat every second during a failover measurement).
+SILENT = 10.0
+
+
 class _Follower(threading.Thread):
     """Follows one game's events stream (Server-Sent Events), resuming with
     ``Last-Event-ID`` whenever the stream ends or breaks: the ids it got, in order."""
@@ -284,14 +289,14 @@ class _Follower(threading.Thread):
         self.port, self.game_id, self.stop = port, game_id, stop
         self.ids: list[int] = []
         self.streams = 0  # streams opened (1 + resumptions)
-        self.silent = 0  # streams that sent nothing, not even a heartbeat, for 5 s
+        self.silent = 0  # streams that sent nothing, not even a heartbeat, for SILENT s
 
     def run(self):
         while not self.stop.is_set():
             headers = {"Accept": "text/event-stream"}
             if self.ids:
                 headers["Last-Event-ID"] = str(self.ids[-1])
-            connection = http.client.HTTPConnection(HOST, self.port, timeout=5)
+            connection = http.client.HTTPConnection(HOST, self.port, timeout=SILENT)
             try:
                 connection.request("GET", f"/v1/games/{self.game_id}/events", headers=headers)
                 response = connection.getresponse()
@@ -373,7 +378,7 @@ def failover(work: Path, *, wait_replicas: int, replicas: int = 2, games: int = 
     nodes.start()
     try:
         # Streams send a heartbeat every second: a follower whose stream stays silent
-        # for its 5 s timeout has lost its server, not merely waited for a move.
+        # for SILENT seconds has lost its server, not merely waited for a move.
         env = {"REDIS_WAIT_REPLICAS": str(wait_replicas), "SSE_HEARTBEAT_SECONDS": "1"}
         if limiter:
             env["RATELIMIT_ENABLED"] = "true"
