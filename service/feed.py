@@ -72,8 +72,15 @@ PATTERN = keys.channel("*")
 _PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
 #: Entries a starting channel hands out before its SYNC.
 RECENT = 32
-#: Seconds a stream waits for its process's subscription beyond the confirmation time.
+#: Seconds a stream waits for its process's subscription beyond the confirmation time,
+#: and how often it looks whether it was closed meanwhile.
 SUBSCRIBE_GRACE = 4.0
+SUBSCRIBE_POLL = 0.05
+#: Seconds between two PINGs on the subscription; one unanswered for three connect
+#: timeouts ends it (and the hub subscribes again, on the next node of a cluster).
+PING_EVERY = 1.0
+#: Seconds before the hub reads again a game whose reading failed.
+REREAD_PAUSE = 0.25
 
 FRAME, END, SYNC, DELETED_GAME, BEAT = "frame", "end", "sync", "deleted", "beat"
 HEARTBEAT = b": heartbeat\n\n"
@@ -303,6 +310,23 @@ class Hub:
         """A follower of ``game_id`` for ``seconds`` at most, once the subscription is in
         force: whatever the caller reads of the game from now on, every later change
         reaches the follower."""
+        # The first follower of a process may wait for the subscription to be made (a
+        # connection and its confirmation, on a worker that may be busy opening others).
+        deadline = time.monotonic() + self.confirm_timeout + SUBSCRIBE_GRACE
+        follower = self._join(game_id, seconds)
+        while not self._connected.wait(SUBSCRIBE_POLL):
+            if follower.closed:
+                # The subscription was lost before it was in force, which closed every
+                # follower: join again, and the hub subscribes again (on another node).
+                follower = self._join(game_id, seconds)
+            if time.monotonic() >= deadline:
+                break
+        if not self._connected.is_set() or follower.closed:
+            self.leave(follower)
+            raise StorageUnavailable("the events subscription is not in force")
+        return follower
+
+    def _join(self, game_id: str, seconds: float) -> Follower:
         follower = Follower(self, game_id, time.monotonic() + seconds)
         with self.lock:
             channel = self._channels.get(game_id)
@@ -315,12 +339,6 @@ class Hub:
                 self._thread = threading.Thread(target=self._run, name="events-hub",
                                                 daemon=True)
                 self._thread.start()
-        # The first follower of a process may wait for the subscription to be made (a
-        # connection and its confirmation, on a worker that may be busy opening others).
-        if not self._connected.wait(self.confirm_timeout + SUBSCRIBE_GRACE) \
-                or follower.closed:
-            self.leave(follower)
-            raise StorageUnavailable("the events subscription is not in force")
         return follower
 
     def leave(self, follower: Follower) -> None:
@@ -443,19 +461,33 @@ class Hub:
         """Read the channel until the hub has had no follower for ``linger`` seconds
         (True) or the connection fails (an exception)."""
         next_round = time.monotonic() + self.heartbeat
+        next_ping, unanswered = time.monotonic() + PING_EVERY, None
+        unread: dict[str, float] = {}  # games whose reading failed: when to try again
         idle_since = None
         while True:
             changed: set[str] = set()
             deleted: set[str] = set()
             message = pubsub.get_message(timeout=self.tick)
             while message is not None:
-                if message.get("type") == "pmessage":
+                kind = message.get("type")
+                if kind == "pmessage":
                     name = message["channel"]
                     if name.startswith(_PREFIX) and name.endswith(_SUFFIX):
                         game_id = name[len(_PREFIX):-len(_SUFFIX)].decode()
                         (deleted if message["data"] == DELETED else changed).add(game_id)
+                elif kind == "pong":
+                    unanswered = None
                 message = pubsub.get_message(timeout=0)
             now = time.monotonic()
+            # A node that died without closing the connection (its host gone) sends
+            # nothing more, not even an error: a PING it does not answer tells.
+            if unanswered is not None and now - unanswered > self.confirm_timeout * 3:
+                raise redis.TimeoutError(f"no answer to PING for {now - unanswered:.1f} s")
+            if now >= next_ping:
+                next_ping = now + PING_EVERY
+                if unanswered is None:
+                    unanswered = now
+                    pubsub.ping()
             with self.lock:
                 if self._stopping:
                     self._connected.clear()
@@ -478,7 +510,18 @@ class Hub:
             for game_id in deleted:
                 self._deleted(game_id)
             for game_id in changed - deleted:
-                self._changed(game_id)
+                try:
+                    self._changed(game_id)
+                except StorageUnavailable:
+                    # Its shard is failing over (or Redis is down): read it again in a
+                    # while; the other games' followers go on.
+                    unread[game_id] = now + REREAD_PAUSE
+            if unread:
+                again = {game_id for game_id, when in unread.items() if when <= now}
+                for game_id in again:
+                    del unread[game_id]
+                with self.lock:
+                    self._fresh |= again
             if check:
                 next_round = now + self.heartbeat
                 self._beat(now)
@@ -598,9 +641,10 @@ class LiveFeed:
     def init_app(self, app) -> None:
         config = app.config
         options = GameStore.client_options(config)
-        # The subscription waits on its socket between messages: no read timeout.
+        # The subscription waits on its socket between messages: no read timeout (a
+        # PING tells a silent node).  Nor does it reconnect by itself (the options'
+        # Retry of none): a lost connection is the hub's to handle, on the next node.
         options["socket_timeout"] = None
-        options.pop("retry", None)
         nodes = _Subscriber(config["REDIS_URL"], options)
         self.hub = Hub(app.extensions["game_store"], nodes.connect,
                        backlog=config["SSE_BACKLOG"], backlog_bytes=config["SSE_BACKLOG_BYTES"],

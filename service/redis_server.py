@@ -148,6 +148,7 @@ class RedisServer:
         self.log_path = self.data_dir / _LOG_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._lock_fd: int | None = None
+        self._frozen = False
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"
@@ -163,6 +164,11 @@ class RedisServer:
 
     @property
     def running(self) -> bool:
+        """Started and answering (not killed, stopped or frozen)."""
+        return self._alive and not self._frozen
+
+    @property
+    def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
     @property
@@ -191,8 +197,8 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         """Start the server (again) and wait until it answers PING."""
-        if self.running:
-            raise RedisServerError(f"{self!r} is already running")
+        if self._alive:
+            raise RedisServerError(f"{self!r} is already running (or frozen)")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock()
         log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -215,6 +221,9 @@ class RedisServer:
     def stop(self, timeout: float = 10.0) -> None:
         """Shut down cleanly (SIGTERM: Redis flushes the AOF); SIGKILL after ``timeout``."""
         process = self._process
+        if self._frozen:
+            self.kill()
+            return
         if process is not None and process.poll() is None:
             process.terminate()
             try:
@@ -230,7 +239,16 @@ class RedisServer:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
+        self._frozen = False
         self._release()
+
+    def freeze(self) -> None:
+        """Stop the server dead (SIGSTOP), as a host that vanished: it answers nothing
+        and closes no connection, so clients only learn from their timeouts.  It is
+        never continued; ``stop()`` or ``kill()`` ends it."""
+        if self._alive:
+            self._process.send_signal(signal.SIGSTOP)
+            self._frozen = True
 
     def __enter__(self) -> RedisServer:
         return self.start()
