@@ -3,7 +3,8 @@
 request through the load balancer's published port.
 
 - a whole game played and followed over Server-Sent Events (the events group serves the
-  stream);
+  stream), and 300 followers of one game, more than the API replicas could hold, each
+  getting every move;
 - a rolling restart of the API replicas, one at a time, while a client plays: what it
   cost the client;
 - a Redis master SIGKILLed for good (never restarted): the time to the promotion of its
@@ -17,6 +18,8 @@ The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by 
 from __future__ import annotations
 
 import contextlib
+import selectors
+import socket
 import subprocess
 import threading
 import time
@@ -27,6 +30,7 @@ from redis.crc import key_slot
 
 from tests.deploy.clients import (
     WHOLE_GAME,
+    auth,
     create,
     play_whole_game,
     run_players,
@@ -38,12 +42,17 @@ from tests.deploy.clients import (
 from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
 from tests.deploy.conftest import ROOT, deployment_env, project_name, record
 from tests.e2e.test_events_e2e import Follower
+from tests.sse import messages
 
 pytestmark = pytest.mark.timeout(400)
 SECTION = "cluster file (docker-compose.cluster.yml)"
 APIS = ["api-1", "api-2", "api-3"]
 NODES = [f"redis-{number}" for number in range(1, 10)]
 NODE_TIMEOUT_MS = 2000
+#: Followers of one game through the load balancer: more than the API replicas could
+#: hold themselves (one worker each here, 48 streams a worker).
+FOLLOWERS = 300
+MOVES = 3
 #: Issue 26's targets after a master is lost: reads and writes of its shard answered
 #: again within this many seconds of its replica's promotion.
 BACK_WITHIN = 3.0
@@ -111,6 +120,110 @@ def test_a_whole_game_through_the_load_balancer_followed_over_sse(cluster):
     events_log = deployment.logs("events")
     assert f'"path": "/v1/games/{game_id}/events"' in events_log
     assert f'"path": "/v1/games/{game_id}/moves"' not in events_log
+
+
+class RawStream:
+    """One Server-Sent Events stream on a socket of its own (hundreds at once cost no
+    thread): the answer's head, then its chunks decoded."""
+
+    def __init__(self, address: str, path: str):
+        host, port = address.rsplit(":", 1)
+        self.socket = socket.create_connection((host, int(port)), timeout=10)
+        self.socket.setblocking(False)
+        self.pending = (f"GET {path} HTTP/1.1\r\nHost: {address}\r\n"
+                        "Accept: text/event-stream\r\n\r\n").encode()
+        self.raw = b""
+        self.head: bytes | None = None
+        self.body = b""
+
+    def send(self) -> None:
+        sent = self.socket.send(self.pending)
+        self.pending = self.pending[sent:]
+
+    def receive(self) -> bool:
+        """Reads what arrived; False once the server closed the stream."""
+        data = self.socket.recv(65536)
+        self.raw += data
+        if self.head is None and b"\r\n\r\n" in self.raw:
+            self.head, self.raw = self.raw.split(b"\r\n\r\n", 1)
+        if self.head is not None:
+            while b"\r\n" in self.raw:
+                size_text, rest = self.raw.split(b"\r\n", 1)
+                size = int(size_text, 16)
+                if len(rest) < size + 2:
+                    break
+                self.body += rest[:size]
+                self.raw = rest[size + 2:]
+        return bool(data)
+
+    def status(self) -> int | None:
+        return None if self.head is None else int(self.head.split(b" ", 2)[1])
+
+    def events(self) -> list:
+        return [message for message in messages([self.body]) if message.event is not None]
+
+
+def _pump(streams: list[RawStream], done, seconds: float, what: str) -> None:
+    """Sends and reads every stream until ``done(stream)`` holds for all of them."""
+    selector = selectors.DefaultSelector()
+    for stream in streams:
+        selector.register(stream.socket, selectors.EVENT_READ | selectors.EVENT_WRITE, stream)
+    deadline = time.monotonic() + seconds
+    try:
+        while not all(done(stream) for stream in streams):
+            assert time.monotonic() < deadline, \
+                f"{what}: {sum(not done(s) for s in streams)} of {len(streams)} streams not yet"
+            for key, mask in selector.select(0.2):
+                stream = key.data
+                if mask & selectors.EVENT_WRITE:
+                    if stream.pending:
+                        stream.send()
+                    if not stream.pending:
+                        selector.modify(stream.socket, selectors.EVENT_READ, stream)
+                if mask & selectors.EVENT_READ and not stream.receive():
+                    selector.unregister(stream.socket)
+    finally:
+        selector.close()
+
+
+def test_followers_through_the_load_balancer_beyond_what_the_api_replicas_hold(cluster):
+    """More streams than the three API replicas could hold themselves (one worker each,
+    48 streams a worker): HAProxy sends them to the events group, and every one gets
+    every move."""
+    deployment, base, _prefix = cluster
+    session = requests.Session()
+    game_id, token = create(session, base, variant="salic-law", seed=42)
+    address = base.removeprefix("http://")
+    streams = [RawStream(address, f"/v1/games/{game_id}/events") for _ in range(FOLLOWERS)]
+    try:
+        started = time.monotonic()
+        _pump(streams, lambda s: s.head is not None and b"retry:" in s.body, 120, "opening")
+        opened = time.monotonic() - started
+        assert {stream.status() for stream in streams} == {200}
+        for version in range(MOVES):
+            answer = session.post(f"{base}/v1/games/{game_id}/moves", json={"type": "deal"},
+                                  headers=auth(token, **{"If-Match": f'"{version}"'}),
+                                  timeout=10)
+            assert answer.status_code == 200, answer.text
+        moved = time.monotonic()
+        _pump(streams, lambda s: f"id: {MOVES}\n".encode() in s.body, 60, "every move")
+        record(SECTION, followers_through_the_load_balancer=(
+            f"{FOLLOWERS} streams opened in {opened:.1f} s, each got all {MOVES} moves "
+            f"within {time.monotonic() - moved:.2f} s of the last"))
+        for stream in streams:
+            events = stream.events()
+            assert [message.id for message in events] == [str(v) for v in range(1, MOVES + 1)]
+        # The events group holds them all, the API replicas none.
+        metrics = deployment.execute("events", "python", "-c",
+                                     "import urllib.request; print(urllib.request.urlopen("
+                                     "'http://127.0.0.1:8001/metrics', timeout=5).read()"
+                                     ".decode())")
+        gauge = [line for line in metrics.splitlines()
+                 if line.startswith("patience_event_streams ")]
+        assert gauge == [f"patience_event_streams {float(FOLLOWERS)}"], gauge
+    finally:
+        for stream in streams:
+            stream.socket.close()
 
 
 def _replica_answers(deployment: Deployment, name: str) -> bool:
