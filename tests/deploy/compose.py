@@ -85,15 +85,17 @@ def used_subnets() -> list[ipaddress.IPv4Network]:
 
 
 def free_prefix() -> str:
-    """``172.28.N`` for a /24 that no network of the engine overlaps (the cluster file's
-    REDIS_NETWORK): projects of other test runs may be up at the same time."""
+    """``172.28.N`` (or in 172.29 to 172.31) for a /24 that no network of the engine
+    overlaps (the cluster file's REDIS_NETWORK): projects of other test runs may be up at
+    the same time."""
     used = used_subnets()
     start = secrets.randbelow(256)
-    for step in range(256):
-        candidate = ipaddress.ip_network(f"172.28.{(start + step) % 256}.0/24")
-        if not any(candidate.overlaps(network) for network in used):
-            return str(candidate.network_address).rsplit(".", 1)[0]
-    raise DeployError("no free /24 left in 172.28.0.0/16")
+    for second in range(28, 32):
+        for step in range(256):
+            candidate = ipaddress.ip_network(f"172.{second}.{(start + step) % 256}.0/24")
+            if not any(candidate.overlaps(network) for network in used):
+                return str(candidate.network_address).rsplit(".", 1)[0]
+    raise DeployError("no free /24 left in 172.28.0.0/14")
 
 
 class Deployment:

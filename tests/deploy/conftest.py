@@ -144,10 +144,20 @@ def base_images(prepared) -> dict[str, str]:
 def app_image(prepared) -> str:
     """The service's image, built once from the Dockerfile on the stand-in python by the
     single-file compose's build (both files build the same image)."""
-    yield prepared.app_image
-    # Keep the build's layers for the next run under the cache tag, and let the image
-    # the cache tag named before go (unless something still uses it).
-    tag = prepared.app_image
+    return prepared.app_image
+
+
+def pytest_sessionfinish(session):
+    """The session's image of the service is kept under the cache tag only (its layers
+    serve the next run's build), and the image the cache tag named before goes (unless
+    something still uses it)."""
+    if not _PREPARATION:
+        return
+    preparation = _PREPARATION[0]
+    preparation.join()
+    tag = preparation.app_image
+    if tag is None:
+        return
     previous = docker("image", "inspect", "--format", "{{.Id}}", CACHE_TAG,
                       check=False).stdout.strip()
     docker("tag", tag, CACHE_TAG, check=False)

@@ -76,14 +76,22 @@ def _wait_in_rotation(deployment: Deployment, servers: list[str], seconds: float
 def cluster(base_images, app_image):
     """The deployment up with every API replica and the events group in HAProxy's
     rotation: ``(deployment, base URL, the Redis network's first three numbers)``."""
-    prefix = free_prefix()
-    deployment = Deployment("docker-compose.cluster.yml", project_name("cluster"),
-                            deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
-                                           REDIS_NETWORK=prefix,
-                                           REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS)))
+    started = time.monotonic()
+    for attempt in range(3):
+        prefix = free_prefix()
+        deployment = Deployment("docker-compose.cluster.yml", project_name("cluster"),
+                                deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
+                                               REDIS_NETWORK=prefix,
+                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS)))
+        try:
+            deployment.up()
+            break
+        except DeployError as error:
+            deployment.remove()
+            # Another test run took the network's range between the choice and `up`.
+            if "overlaps" not in str(error) or attempt == 2:
+                raise
     try:
-        started = time.monotonic()
-        deployment.up()
         base = f"http://{deployment.published('lb', 8000)}"
         _wait_in_rotation(deployment, [f"api/{name}" for name in APIS] + ["events/events"],
                           120)
