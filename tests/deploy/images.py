@@ -198,9 +198,9 @@ def _bootstrap(root: Path) -> None:
         raise StandinError("debootstrap is not installed (apt-get install debootstrap)")
     if os.geteuid() != 0:
         raise StandinError("debootstrap needs root")
-    # Niced: it may run beside the other tests (tests/deploy/conftest.py).
+    # At the lowest priorities: it runs beside the other tests (tests/deploy/conftest.py).
     result = subprocess.run(
-        ["nice", "-n", "10", debootstrap, "--variant=minbase",
+        ["nice", "-n", "19", "ionice", "-c", "3", debootstrap, "--variant=minbase",
          f"--include={','.join(PACKAGES)}", SUITE, str(root), MIRROR],
         capture_output=True, text=True, timeout=1200)
     if result.returncode != 0:
