@@ -152,6 +152,8 @@ class ClusterConnections:
         self._refreshed = 0.0
         #: Node name: when a connection to it last failed (cleared by a reply).
         self._down: dict[str, float] = {}
+        #: Node name: when it last answered.
+        self._answered: dict[str, float] = {}
 
     @property
     def client(self) -> RedisCluster:
@@ -243,7 +245,9 @@ class ClusterConnections:
         except BaseException:
             connection.disconnect()  # replies may be left unread: never reuse it
             raise
-        self._down.pop(node.name, None)
+        self._answered[node.name] = time.monotonic()
+        if node.name in self._down:
+            self._down.pop(node.name, None)
         return replies
 
     def run(self, key: str | bytes, commands: list[tuple]) -> list:
@@ -300,11 +304,12 @@ class ClusterConnections:
 
     def ping(self) -> None:
         """Raise unless some master of the slot map answers PING: the process can reach
-        the cluster.  Masters that failed least recently are asked first, so a dead node
-        costs nothing while another answers; a shard failing over is no reason to stop
-        serving the others."""
+        the cluster.  Masters that never failed (or least recently) are asked first, the
+        one that answered last first among them, so a dead node costs nothing while
+        another answers; a shard failing over is no reason to stop serving the others."""
         masters = self.client.nodes_manager.get_nodes_by_server_type("primary")
-        masters.sort(key=lambda node: self._down.get(node.name, 0.0))
+        masters.sort(key=lambda node: (self._down.get(node.name, 0.0),
+                                       -self._answered.get(node.name, 0.0)))
         error: Exception | None = None
         for node in masters:
             try:
