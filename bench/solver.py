@@ -62,7 +62,7 @@ from pathlib import Path
 from bench.sections import write_section
 from service.engine import WON as WON_STATUS
 from service.engine import variants
-from service.engine.help import HintBudget, heuristic_hint, hint
+from service.engine.hints import HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
 from service.engine.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
 

@@ -182,7 +182,7 @@ class Variant:
     action_reasons: ClassVar[dict[str, str]] = {}
     #: The rule codes only this variant refuses a move with, and what they mean.
     rule_codes: ClassVar[dict[str, str]] = {}
-    #: How many times the hint budget's positions (``HintBudget`` in :mod:`.help`) the
+    #: How many times the hint budget's positions (``HintBudget`` in :mod:`.hints`) the
     #: sampled hint may search in each sampled deal of this variant: a variant whose
     #: search expands positions quickly affords more within the same time.
     hint_positions_scale: ClassVar[int] = 1

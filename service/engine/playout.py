@@ -62,13 +62,13 @@ def hint_playout(variant_id: str, seed: int, max_steps: int = 5000, *,
     """Play deal ``seed`` by following hints: the hinted move while there is one, else
     the first action the variant allows (refill, draw or deal), else resign.
 
-    ``advise`` is the hint function (default :func:`.help.hint`; the benchmark also
-    plays :func:`.help.heuristic_hint`).  Should a position come back, the quick
+    ``advise`` is the hint function (default :func:`.hints.hint`; the benchmark also
+    plays :func:`.hints.heuristic_hint`).  Should a position come back, the quick
     heuristic hint, which always makes progress, is followed there instead, so the game
     ends; ``max_steps`` is a guard only.  Returns ``(final_state, steps)`` like
     :func:`random_playout`.
     """
-    from .help import heuristic_hint, hint  # help builds on this module's callers
+    from .hints import heuristic_hint, hint  # hints builds on this module's callers
 
     advise = advise or hint
     state = new_game(variant_id, seed)

@@ -7,7 +7,7 @@ import random
 
 from service.engine import MOVE, Move
 from service.engine.clock import STOCK_PILE, card_line
-from service.engine.help import heuristic_hint, safe_moves
+from service.engine.hints import heuristic_hint, safe_moves
 from service.engine.playout import cards_home
 from tests.engine.positions import clock, followed, walk
 

@@ -9,7 +9,7 @@ import pytest
 from service.engine import Move, State, new_game
 from service.engine.endgame import SOLVER_BUDGET, solve
 from service.engine.four_corners import ENDGAME_POSITIONS
-from service.engine.help import autoplay, heuristic_hint, hint
+from service.engine.hints import autoplay, heuristic_hint, hint
 from service.engine.playout import cards_home
 
 #: Deal 16 played by quick hints to the end of the stock: an endgame the search does

@@ -14,7 +14,7 @@ import pytest
 
 from service.engine import four_corners, get_variant
 from service.engine.endgame import SOLVER_BUDGET
-from service.engine.help import autoplay, heuristic_hint, safe_moves
+from service.engine.hints import autoplay, heuristic_hint, safe_moves
 from tests.engine.positions import VARIANT_IDS, followed, walk
 
 SAFE_WORDS = "nothing else will ever need it"

@@ -10,7 +10,7 @@ import pytest
 
 from service.engine import MOVE, Move, State, holds_every_card, new_game
 from service.engine.cards import cards_text, parse_cards
-from service.engine.help import HintBudget, heuristic_hint, hint, safe_moves
+from service.engine.hints import HintBudget, heuristic_hint, hint, safe_moves
 from service.engine.playout import hint_playout
 from service.engine.solver import LOST, WON, solve_state
 from service.engine.visible import visible_view
@@ -198,7 +198,7 @@ def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(mon
     # A Salic Law deal dealt out to its last stock card, playing each card move as it
     # comes: every sample of the one unseen card is the same deal, searched once, with
     # 4x the positions.
-    import service.engine.help as help_module
+    import service.engine.hints as hints_module
 
     for seed in range(20):
         state = new_game("salic-law", seed)
@@ -213,7 +213,7 @@ def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(mon
         budgets.append(max_positions)
         return solve_state(world, max_positions=max_positions, max_seconds=max_seconds)
 
-    monkeypatch.setattr(help_module, "solve_state", spy)
+    monkeypatch.setattr(hints_module, "solve_state", spy)
     suggestion = hint(state, UNHURRIED)
     assert state.variant.hint_positions_scale == 4
     assert budgets == [4 * UNHURRIED.positions]
