@@ -2,7 +2,7 @@
 
 For every variant and every seed of the range:
 
-* the solver (``service.engine.solver``) searches the deal with the whole deal known,
+* the solver (``service.engine.search.solver``) searches the deal with the whole deal known,
   within ``--budget`` seconds: won (a winning line exists), proved lost (every line
   searched) or undecided;
 * the random bot (``random_playout``: uniformly random legal moves), the quick hint bot
@@ -64,7 +64,7 @@ from service.engine import WON as WON_STATUS
 from service.engine import variants
 from service.engine.hints import HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
-from service.engine.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
+from service.engine.search.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")

@@ -1,5 +1,5 @@
 """Winnable deals and the analysis of a finished deal: the service side of the solver
-(:mod:`service.engine.solver`).
+(:mod:`service.engine.search.solver`).
 
 Winnable deals.  ``POST /v1/games`` with ``"winnable": true`` deals a seed that the
 solver proved winnable.  The seeds come from a pool per variant in Redis
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import orjson
 
 from service.engine import WON, Variant, get_variant
-from service.engine import solver as engine_solver
+from service.engine.search import solver as engine_solver
 from service.game.errors import game_not_found, game_not_over, no_winnable_deal
 from service.solver_store import SolverStore
 from service.store import GameStore

@@ -66,7 +66,7 @@ def wait_for(predicate, *, seconds: float, what: str, step: float = 0.05):
 def quickly_won_seed(variant: str, *, seconds: float = 0.5, tries: int = 60) -> int:
     """The first deal number, counting from 0, that the solver wins within ``seconds``
     (found with the solver itself, never taken from a list)."""
-    from service.engine.solver import WON, solve
+    from service.engine.search.solver import WON, solve
 
     for seed in range(tries):
         if solve(variant, seed, max_seconds=seconds).result == WON:

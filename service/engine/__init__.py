@@ -5,7 +5,7 @@
 >>> state, step = state.apply(move)
 """
 
-from . import clock, four_corners, salic_law  # noqa: F401  (register the variants)
+from . import rules  # noqa: F401  (register the variants)
 from .base import (
     FOUNDATION,
     LOST,

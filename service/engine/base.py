@@ -352,7 +352,7 @@ class Variant:
         """The solver's search from ``state`` (see :mod:`.solver`): its result and, when
         won, the winning moves.  By default the plain exhaustive search; a variant
         replaces it with a faster one that prunes what it proves it may."""
-        from .solver import exhaustive_search  # the solver builds on this module
+        from .search.solver import exhaustive_search  # the solver builds on this module
         return exhaustive_search(state, budget)
 
     def _has_move(self, state: State) -> bool:

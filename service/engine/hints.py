@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .base import PLAYING, State
 from .moves import MOVE, Line, Move, Step
-from .solver import LOST, WON, now, solve_state
+from .search.solver import LOST, WON, now, solve_state
 from .visible import VisibleView, visible_view
 
 

@@ -14,7 +14,7 @@ import redis
 
 from service import keys
 from service.engine import get_variant
-from service.engine.solver import WON, solve
+from service.engine.search.solver import WON, solve
 from service.solver_store import SolverStore
 from tests.api.support import auth, create, make_app, stored
 from tests.api.test_secrets import windows

@@ -8,10 +8,11 @@ from itertools import pairwise
 
 import pytest
 
-from service.engine import MOVE, WON, Move, State, four_corners, new_game
-from service.engine.endgame import SOLVER_BUDGET, _code, _packets_key, solve
-from service.engine.four_corners import ACES, KINGS, PACKETS
+from service.engine import MOVE, WON, Move, State, new_game
 from service.engine.hints import heuristic_hint as hint
+from service.engine.rules import four_corners
+from service.engine.rules.four_corners import ACES, KINGS, PACKETS
+from service.engine.search.endgame import SOLVER_BUDGET, _code, _packets_key, solve
 from tests.engine.positions import craft
 
 RANKS = "A23456789TJQK"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from service.engine import Move, State, new_game
-from service.engine.endgame import SOLVER_BUDGET, solve
-from service.engine.four_corners import ENDGAME_POSITIONS
 from service.engine.hints import autoplay, heuristic_hint, hint
 from service.engine.playout import cards_home
+from service.engine.rules.four_corners import ENDGAME_POSITIONS
+from service.engine.search.endgame import SOLVER_BUDGET, solve
 
 #: Deal 16 played by quick hints to the end of the stock: an endgame the search does
 #: not settle within its default budget, where the larger one finds a longer line home.

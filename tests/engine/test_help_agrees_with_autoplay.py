@@ -12,9 +12,10 @@ import functools
 
 import pytest
 
-from service.engine import four_corners, get_variant
-from service.engine.endgame import SOLVER_BUDGET
+from service.engine import get_variant
 from service.engine.hints import autoplay, heuristic_hint, safe_moves
+from service.engine.rules import four_corners
+from service.engine.search.endgame import SOLVER_BUDGET
 from tests.engine.positions import VARIANT_IDS, followed, walk
 
 SAFE_WORDS = "nothing else will ever need it"

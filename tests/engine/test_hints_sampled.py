@@ -12,7 +12,7 @@ from service.engine import MOVE, Move, State, holds_every_card, new_game
 from service.engine.cards import cards_text, parse_cards
 from service.engine.hints import HintBudget, heuristic_hint, hint, safe_moves
 from service.engine.playout import hint_playout
-from service.engine.solver import LOST, WON, solve_state
+from service.engine.search.solver import LOST, WON, solve_state
 from service.engine.visible import visible_view
 from tests.engine.positions import (
     CLOCK_5_LOSING_STOCK,

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from service.engine import MOVE, RULE_CODES, Move, variants
-from service.engine.clock import card_line
-from service.engine.endgame import solve
 from service.engine.errors import COMMON_RULE_CODES
+from service.engine.rules.clock import card_line
+from service.engine.search.endgame import solve
 from tests.engine.positions import VARIANT_IDS, clock, walk
 
 

@@ -11,7 +11,7 @@ import pytest
 from service.engine import LOST as LOST_STATUS
 from service.engine import RESIGN, Card, Move, get_variant
 from service.engine import WON as WON_STATUS
-from service.engine.solver import (
+from service.engine.search.solver import (
     LOST,
     RESULTS,
     UNDECIDED,
@@ -111,7 +111,7 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
     # The searches of a big budget drop the positions with a dead talon card and, after
     # a while, search most rounds from a position of the best line so far; those
     # of a hint's budget do neither: all must agree with the plain search.
-    from service.engine import clock
+    from service.engine.rules import clock
 
     if mode == "hint-budget":
         monkeypatch.setattr(clock, "FULL_SEARCH_POSITIONS", 10**12)
@@ -129,7 +129,7 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
 def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypatch):
     # Rounds of a few dozen positions: most positions are settled by a later round, in
     # a shuffled order of moves (a won line, or a round that searched every line).
-    from service.engine import clock
+    from service.engine.rules import clock
 
     monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
     monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
@@ -142,7 +142,7 @@ def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypa
 def test_clock_rounds_from_the_best_line_win_deals(monkeypatch):
     # Most rounds from a position of the best line so far: the won lines (the
     # prefix replayed by the search, then its own) replay through the engine.
-    from service.engine import clock
+    from service.engine.rules import clock
 
     monkeypatch.setattr(clock, "ELITE_AFTER", 0)
     played = []
@@ -169,7 +169,7 @@ def test_a_draw_that_buries_its_own_card_is_recognised():
     # Foundations I (6C up to A) and IX (2C up to 9) both want an 8C after a 7C; with
     # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
     # it may.
-    from service.engine.clock import BASES, _buries_itself, _code
+    from service.engine.rules.clock import BASES, _buries_itself, _code
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[8] = 6
@@ -184,7 +184,7 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
     # only foundation I (6C up to AC) still takes one, after a 9C.  While IX (2C up to
     # 9C) waits at 8C, the other 9C may yet reach I; once it goes home onto IX, I needs
     # the 9C under the JC, and the JC never goes home.
-    from service.engine.clock import _NO_TOPS, BASES, _code, _dead_talon
+    from service.engine.rules.clock import _NO_TOPS, BASES, _code, _dead_talon
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[4], tops[8] = 12, 8
@@ -199,7 +199,7 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
 def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
     # After a card move from a position with no dead talon card, the check of the cards
     # the move may have killed answers like the check of every talon card.
-    from service.engine.clock import (
+    from service.engine.rules.clock import (
         _NO_TOPS,
         FOUNDATIONS,
         PACKETS,
@@ -231,7 +231,7 @@ def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
 def test_positions_with_a_dead_talon_card_are_lost(left, talon):
     # Random positions with a long talon: each one with a dead talon card is lost by
     # the plain search, and the full search proves it lost at once.
-    from service.engine.clock import _NO_TOPS, FOUNDATIONS, PACKETS, TALON, _code, _dead_talon
+    from service.engine.rules.clock import _NO_TOPS, FOUNDATIONS, PACKETS, TALON, _code, _dead_talon
 
     rng = random.Random(f"clock dead talon {left} {talon}")
     dead = 0
@@ -295,7 +295,7 @@ def test_clock_rounds_order_moves_round_their_classes():
     # Deal 42 opens with two moves home, two marriages (each leaves a packet of two
     # cards to refill) and the draw: the rounds try the moves in many orders, the moves
     # home mostly first and the draw mostly last.
-    from service.engine.clock import PACKETS, _ClockSearch, _code, _move_class
+    from service.engine.rules.clock import PACKETS, _ClockSearch, _code, _move_class
 
     state = get_variant("clock").deal(42)
     packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from service.engine.four_corners import (
+from service.engine.rules.four_corners import (
     ACES,
     KINGS,
     PACKETS,
@@ -17,7 +17,7 @@ from service.engine.four_corners import (
     _stuck,
     _trapped,
 )
-from service.engine.solver import LOST, WON, Budget, exhaustive_search, solve, solve_state
+from service.engine.search.solver import LOST, WON, Budget, exhaustive_search, solve, solve_state
 
 from . import solver_positions
 from .positions import craft

@@ -8,8 +8,17 @@ import random
 
 import pytest
 
-from service.engine import get_variant, salic_law
-from service.engine.solver import LOST, UNDECIDED, WON, Budget, exhaustive_search, replay, solve
+from service.engine import get_variant
+from service.engine.rules import salic_law
+from service.engine.search.solver import (
+    LOST,
+    UNDECIDED,
+    WON,
+    Budget,
+    exhaustive_search,
+    replay,
+    solve,
+)
 
 from . import solver_positions
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
-from .cards import ACE, KING, Card, shuffled_pack
-from .moves import DEAL, MOVE, Line, Move
-from .solver import move_table
+from ..base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
+from ..cards import ACE, KING, Card, shuffled_pack
+from ..moves import DEAL, MOVE, Line, Move
+from ..search.solver import move_table
 
 #: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"
@@ -238,7 +238,7 @@ class FourCorners(Variant):
         positions."""
         if state.piles[STOCK_PILE]:
             return None
-        from .endgame import solve  # it builds on this module's constants
+        from ..search.endgame import solve  # it builds on this module's constants
 
         return solve(state, ENDGAME_POSITIONS)
 
@@ -306,7 +306,7 @@ class _FourCornersSearch:
         self.seen: set[bytes] = set()
 
     def run(self, state: State):
-        from .solver import LOST, UNDECIDED, WON
+        from ..search.solver import LOST, UNDECIDED, WON
 
         piles = state.piles
         packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)

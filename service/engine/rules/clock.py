@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 
-from .base import (
+from ..base import (
     FOUNDATION,
     PLAYING,
     STOCK,
@@ -17,9 +17,9 @@ from .base import (
     fail,
     register,
 )
-from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
-from .moves import DRAW, MOVE, REFILL, Line, Move
-from .solver import move_table
+from ..cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
+from ..moves import DRAW, MOVE, REFILL, Line, Move
+from ..search.solver import move_table
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
@@ -367,7 +367,7 @@ class _ClockSearch:
         """Search ``state`` in rounds (see the class docstring) until one wins, one
         searches every line within its share (the position is lost), or the budget is
         out."""
-        from .solver import LOST, UNDECIDED, WON
+        from ..search.solver import LOST, UNDECIDED, WON
 
         piles = state.piles
         self.stock = bytes(_code(card) for card in piles[STOCK_PILE])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from .base import (
+from ..base import (
     FOUNDATION,
     PLAYING,
     RESERVE,
@@ -16,9 +16,9 @@ from .base import (
     fail,
     register,
 )
-from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
-from .moves import DEAL, MOVE, Move
-from .solver import move_table, now
+from ..cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
+from ..moves import DEAL, MOVE, Move
+from ..search.solver import move_table, now
 
 QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
@@ -431,7 +431,7 @@ class _SalicSearch:
         self.awake = awake
 
     def run(self):
-        from .solver import LOST, UNDECIDED, WON
+        from ..search.solver import LOST, UNDECIDED, WON
 
         if self.visit(()):
             return WON, self.line
@@ -873,7 +873,7 @@ class _WinFinder:
                                  + b"|".join(map(bytes, self.piles)))
 
     def run(self, budget):
-        from .solver import UNDECIDED, WON
+        from ..search.solver import UNDECIDED, WON
 
         while self.stock and not budget.out:
             line = self.playout(budget)

@@ -25,10 +25,10 @@ import sys
 import time
 from dataclasses import dataclass
 
-from .base import LOST as _LOST_STATUS
-from .base import PLAYING, RESIGNED, State, Variant, get_variant
-from .base import WON as _WON_STATUS
-from .moves import MOVE, Move, Step
+from ..base import LOST as _LOST_STATUS
+from ..base import PLAYING, RESIGNED, State, Variant, get_variant
+from ..base import WON as _WON_STATUS
+from ..moves import MOVE, Move, Step
 
 WON, LOST, UNDECIDED = "won", "lost", "undecided"
 RESULTS = (WON, LOST, UNDECIDED)

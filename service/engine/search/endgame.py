@@ -30,10 +30,10 @@ The search is deterministic, so consecutive hints follow one line.
 
 from __future__ import annotations
 
-from .base import State
-from .cards import ACE, KING
-from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
-from .moves import Line
+from ..base import State
+from ..cards import ACE, KING
+from ..moves import Line
+from ..rules.four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
 SOLVER_BUDGET = 2000

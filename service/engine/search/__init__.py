@@ -1,0 +1,1 @@
+"""The searches: the solver and the searched lines of the hints."""
