@@ -7,6 +7,7 @@ the benchmark.  Pure Python, no I/O; the only randomness is the ``rng`` passed i
 from __future__ import annotations
 
 from .base import FOUNDATION, State, Variant, new_game
+from .hints import heuristic_hint, hint
 from .moves import RESIGN, Move, Step
 
 #: How many idle moves in a row end a play-out by resigning (see :func:`random_playout`).
@@ -68,8 +69,6 @@ def hint_playout(variant_id: str, seed: int, max_steps: int = 5000, *,
     ends; ``max_steps`` is a guard only.  Returns ``(final_state, steps)`` like
     :func:`random_playout`.
     """
-    from .hints import heuristic_hint, hint  # hints builds on this module's callers
-
     advise = advise or hint
     state = new_game(variant_id, seed)
     steps = 0

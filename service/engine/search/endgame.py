@@ -1,5 +1,5 @@
-"""The Four Corners endgame solver behind the hint once the stock is out
-(``FourCorners.endgame_line``).
+"""The Four Corners endgame search behind the quick hint once the stock is out
+(:func:`endgame_line`, Four Corners' registered ``hint_line``).
 
 Once the stock is empty every card of Four Corners lies face up, so a hint may search
 the whole game without seeing anything hidden.  :func:`solve` is a depth-first search
@@ -32,11 +32,16 @@ from __future__ import annotations
 
 from ..base import State
 from ..cards import ACE, KING
-from ..moves import Line
 from ..rules.four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
+from .results import Line
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
 SOLVER_BUDGET = 2000
+#: How many positions the quick hint's search of the endgame (:func:`endgame_line`) may
+#: expand.  Most endgames are settled in far fewer; the others end at the line to the
+#: most cards home seen, and a larger budget finds lines to more cards home, within
+#: the hint's latency target.
+ENDGAME_POSITIONS = 10000
 #: The longest line searched (a line is one Python frame pair per move: this bounds the
 #: recursion well inside the interpreter's limit).
 MAX_DEPTH = 250
@@ -235,3 +240,10 @@ def solve(state: State, budget: int | None = None) -> Line:
     return Line(tuple(moves), search.won, search.best_home,
                 search.nodes, not (search.cut or search.partial))
 
+
+def endgame_line(state: State) -> Line | None:
+    """Once the stock is out every card is face up: the line of :func:`solve`, searched
+    over at most :data:`ENDGAME_POSITIONS` positions; None while the stock lasts."""
+    if state.piles[STOCK_PILE]:
+        return None
+    return solve(state, ENDGAME_POSITIONS)
