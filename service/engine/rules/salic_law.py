@@ -163,8 +163,8 @@ class SalicLaw(Variant):
         """A card of rank r goes home safely when no foundation is below r - 1 (every
         foundation is started and shows r - 1 or more; a finished one counts as a jack).
         Then the foundations that could take it are alike (any suit, all up to a jack),
-        and every winning line stays a winning line with this move played first: the
-        argument is the solver's (:class:`_SalicSearch`, "Safe moves home are forced").
+        and every winning line stays a winning line with this move played first (the
+        solver forces these moves: docs/solver.md#salic-law-safe-moves-home).
         Below that a move home can lose: with one foundation at 6 and one at 2, of two
         7s the one over an 8 must go first, the other strands the 8 (docs/rules.md,
         "Safe moves")."""

@@ -43,58 +43,37 @@ RESTART_GROWTH = 10
 
 
 class _ClockSearch:
-    """The solver's search of the Clock (:func:`search`): depth first over compact positions, with a
-    table of the positions already searched, **in rounds**.
-
-    A depth-first search that goes wrong early in the deal spends its whole budget on
-    the endgames below that mistake.  So the search runs in rounds: round 0 tries the
-    moves in their natural order (moves home, marriages, then the refill or draw),
-    round k > 0 in an order drawn by ``random.Random(k)`` (so the answer for a
-    position and budget is always the same) round the order of :func:`_move_class`
-    (moves home, then marriages that leave a packet to refill, other marriages, the
-    draw last: see :meth:`ranked`), each with a fresh table and a share of
-    :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
-    wins gives the line; a round that finishes within its share has searched every
-    line (the order of the moves changes nothing of what is searched, only when), so
-    the position is lost; a round that runs out of its share hands over to the next,
-    until the budget is out.
-
-    With a full budget (``full``: :data:`FULL_SEARCH_POSITIONS` positions or more; the
-    hints search with less, and their searches do none of this), once
-    :data:`ELITE_AFTER` positions are spent, :data:`ELITE_ROUNDS` rounds of every
-    :data:`ELITE_ROUNDS` + 1 start from a position on the line that brought the most
-    cards home so far, in any round (cut at a depth drawn by the
-    round's generator; the line's moves up to there are replayed by :meth:`play`), so
-    that the early moves of a line that went far are kept while the later ones change.
-    Such a round wins with that line's moves followed by its own; one that searches
-    everything below its start proves nothing about the position searched.
+    """The solver's search of the Clock (:func:`search`): depth first over compact
+    positions, with a table of the positions already searched, in rounds.
 
     A position is the twelve packets and the talon (``bytes`` of card codes, suit * 16
     + rank, bottom first), the top rank of each foundation and how many cards the stock
     still holds (its order is the deal's).
 
-    * **Equal positions are searched once.**  While the stock lasts the refill serves
-      the packets in their order, so the key is the position as it is; once the stock
-      is out the packets are interchangeable and the key has them sorted.
-    * **A draw that buries its own card is not searched**: when every foundation that
-      wants the drawn card first needs a card whose copies off the foundations all lie
-      in the talon, under it, the drawn card can never go home (see
-      :func:`_buries_itself`), and nothing but a draw is open (no packet is short).
-    * **A position with a dead talon card is not searched** (with a budget of
-      :data:`FULL_SEARCH_POSITIONS` positions or more, ``full``): a talon card under
-      which the foundations have since buried what they need first (see
-      :func:`_dead_talon`) never goes home.
-    * **Safe moves home are forced.**  A card X whose twin is home already has one
-      foundation left that takes it, F (each card but a base is wanted by two
-      foundations, one copy each, and a base's twin by one).  So F waits at X - 1 for
-      this very card, and a winning line that sends X there later wins as well sending
-      it now, provided nothing else of the line needs X where it lies:
-      - X on the talon: nothing ever goes onto the talon but draws, which the talon
-        takes the same on the card below X, and no card marries onto a talon card.
-      - X on a packet, when both copies of X - 1 are home (so no card can marry onto X)
-        and either the stock is out or the packet keeps three cards or more (so it
-        decides no refill and no draw, and still takes marriages below X once X is
-        gone, as it would in the line).
+    * **Rounds**: round 0 tries the moves in their natural order (moves home, marriages,
+      then the refill or draw), round k > 0 in an order drawn by ``random.Random(k)``
+      round :func:`_move_class` (:meth:`ranked`), each with a fresh table and
+      :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
+      wins gives the line, one that finishes within its share proves the position
+      lost, one that runs out hands over to the next until the budget is out.
+      Why this is sound: docs/solver.md#clock-rounds
+    * **Rounds from the best line** (``full``: a budget of :data:`FULL_SEARCH_POSITIONS`
+      or more): once :data:`ELITE_AFTER` positions are spent, :data:`ELITE_ROUNDS`
+      rounds of every :data:`ELITE_ROUNDS` + 1 start from a position on the line that
+      brought the most cards home so far (replayed by :meth:`play`).
+      Why this is sound: docs/solver.md#clock-rounds-from-the-best-line
+    * **Equal positions are searched once**: the position as it is while the stock
+      lasts, its packets sorted once the stock is out.
+      Why this is sound: docs/solver.md#clock-equal-positions
+    * **A draw that buries its own card is not searched** (:func:`_buries_itself`).
+      Why this is sound: docs/solver.md#clock-a-draw-that-buries-its-own-card
+    * **A position with a dead talon card is not searched** (``full`` only,
+      :func:`_dead_talon`).
+      Why this is sound: docs/solver.md#clock-a-dead-talon-card
+    * **Safe moves home are forced** (:meth:`force`): a card whose twin is home, from
+      the talon, or from a packet when both copies of the card below it are home and the
+      stock is out or the packet keeps three cards.
+      Why this is sound: docs/solver.md#clock-safe-moves-home
     """
 
     __slots__ = ("stock", "budget", "line", "seen", "order", "left", "full", "best",
@@ -384,21 +363,14 @@ _NO_TOPS = bytes(12)
 
 def _dead_talon(talon: bytes, tops: bytes, before: bytes) -> bool:
     """Whether a card of ``talon`` can never go home, so that the position is lost,
-    when the foundations have come from ``before`` to ``tops``.
-
-    A talon card T leaves the talon only to go home, and only once every card above it
-    has left; the cards under it stay under it.  When every foundation that still
-    wants T must first take a card whose copies off the foundations all lie under T
-    (:func:`_buries_itself` of T on the talon below it), T never goes home.
-
-    Only the cards gone home since ``before`` can make a card dead: the talon under T
-    does not change, a foundation that moves up has fewer cards to take before T, and
-    what does change is a card B going home, so that its copy under T is the last one
-    off the foundations (then B and T share a suit), or T's twin going home, so that
-    fewer foundations want T (then T itself is such a card).  So the cards checked are
-    those of the suits of the cards gone home, from the lowest talon copy of one of
-    them up (every card when ``before`` is :data:`_NO_TOPS`, the start of a search); a
-    card drawn is checked by the draw itself."""
+    when the foundations have come from ``before`` to ``tops``: every foundation that
+    still wants the card must first take a card whose copies off the foundations all lie
+    under it (:func:`_buries_itself` of the card on the talon below it).  Only the cards
+    of the suits of the cards gone home since ``before`` are checked, from the lowest
+    talon copy of one of them up (every card when ``before`` is :data:`_NO_TOPS`, the
+    start of a search).
+    Why this is sound, and why those cards suffice: docs/solver.md#clock-a-dead-talon-card
+    """
     if before == _NO_TOPS:
         lowest, suits = 1, {0, 1, 2, 3}
     else:
@@ -515,7 +487,9 @@ def _buries_itself(card: int, talon: bytes, tops: bytes) -> bool:
     """Whether ``card`` drawn onto ``talon`` could never leave it: every foundation that
     still wants a copy of it must first take a card whose every copy off the
     foundations lies in the talon already (under it, since only the talon's top card
-    moves).  Then the game is lost: the card is never home."""
+    moves).  Then the game is lost: the card is never home.
+    Why the search may skip such a draw: docs/solver.md#clock-a-draw-that-buries-its-own-card
+    """
     suit, rank = card >> 4, card & 15
     for f in FOUNDATIONS:
         if _F_SUIT[f] != suit:
@@ -551,14 +525,11 @@ def card_line(state: State) -> Line | None:
     the best by :func:`_line_score`.  None when no line brings a card home (then the
     quick hint's other rules answer).
 
-    Card moves never touch the stock, so the search reads only the face-up piles.
-
-    A player who follows these hints never sees a position twice.  A search that saw
-    every position it may reach answers the nearest of the best positions (the first
-    in breadth-first order); after its first move that position is nearer still, and
-    nothing better has come within reach (card moves reach no position the first could
-    not), so the next answer is as near or nearer, down to cards going home.  A search
-    cut short by its budget answers only a line that starts with a move home.
+    Card moves never touch the stock, so the search reads only the face-up piles, while
+    the stock lasts as well.  A search cut short by its budget answers only a line that
+    starts with a move home.  The Clock's registered ``hint_line``.
+    Why a player who follows it never sees a position twice:
+    docs/solver.md#clock-the-quick-hints-line
     """
     piles = state.piles
     stock = len(piles[STOCK_PILE])

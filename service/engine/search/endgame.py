@@ -3,29 +3,15 @@
 
 Once the stock is empty every card of Four Corners lies face up, so a hint may search
 the whole game without seeing anything hidden.  :func:`solve` is a depth-first search
-with a transposition table and a node budget:
-
-* **Canonical positions.**  With the stock out the twelve packets are interchangeable
-  (any packet's top may go to any foundation or onto any other packet), so a position is
-  keyed by its packets sorted, plus the eight foundation tops.  Twin cards are equal.
-* **Safe moves are forced.**  A card that ``FourCorners.is_safe_home`` calls safe goes
-  home at once, without branching: nothing could ever want it on the table.
-* **Move ordering.**  Moves home first; then marriages that uncover a card some
-  foundation wants, then other marriages; a marriage that empties a packet, or takes a
-  card off a card it is already married to, last.
-* **No cycles, ever.**  Moves are ranked by a potential that each searched move raises
-  strictly: first the cards home, then the *pairs* (cards lying on a card of their suit
-  one rank above or below).  A move home raises the first; a marriage always makes a
-  pair where the card lands and breaks one only if the card lay on its own suit's
-  neighbour, so it raises the pairs unless it is such a *lateral* marriage.  Of a
-  lateral marriage and the one that takes it back, only the one whose result has the
-  greater canonical key is searched: an arbitrary but fixed orientation.  So the moves
-  searched form an acyclic graph, and a player who keeps following the first move of
-  the solver's line can never come back to a position: hints never loop.
-
-The answer is the line to a won position if one is found within the budget, else the
-line to the position with the most cards home that the search saw (the first found).
-The search is deterministic, so consecutive hints follow one line.
+with a transposition table and a node budget: positions keyed by their packets sorted
+(and the foundation tops), safe moves forced, moves home first, and a potential that
+every searched move raises (cards home, then cards lying on a neighbour of their suit,
+then a fixed orientation of the lateral marriages), so the moves searched form an
+acyclic graph.  The answer is the line to a won position if one is found within the
+budget, else the line to the position with the most cards home that the search saw
+(the first found); the search is deterministic, so consecutive hints follow one line.
+Why a player who follows these hints never comes back to a position:
+docs/solver.md#four-corners-the-endgame-search
 """
 
 from __future__ import annotations

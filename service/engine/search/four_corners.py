@@ -29,38 +29,28 @@ def search(state: State, budget: Budget) -> Answer:
 
 
 class _FourCornersSearch:
-    """The solver's search of Four Corners (:func:`search`): depth first over compact positions,
-    with a table of the positions already searched.
+    """The solver's search of Four Corners (:func:`search`): depth first over compact
+    positions, with a table of the positions already searched.
 
     A position is the twelve packets (each a ``bytes`` of card codes, suit row * 16 +
     rank, bottom first), the top rank of each ace foundation (0 when empty) and of each
     king foundation (14 when empty), how many cards the stock still holds (its order is
     the deal's) and the turn counter.
 
-    * **Equal positions are searched once.**  While the stock lasts every packet has its
-      own place in the deal and its own foundation, so the key is the position as it
-      is; once the stock is out the packets are interchangeable (any top may go to any
-      foundation or onto any other packet), so the key has them sorted, and of two
-      packets with the same cards only one is tried as a source or a target.
+    * **Equal positions are searched once**: the position as it is while the stock
+      lasts; once it is out, the packets sorted, and of two packets with the same cards
+      one tried as a source or a target.
+      Why this is sound: docs/solver.md#four-corners-equal-positions
     * **Safe moves home are forced once the stock is out**, those ``is_safe_home``
-      names: card X home to its ace foundation when the king foundation of its suit is
-      down to X or below, or to its king foundation when the ace foundation is up to X
-      or above.  Then every other card of the suit that could marry onto X (an X - 1 or
-      an X + 1) has a foundation that takes it in its turn without X on the table: one
-      X - 1 and one X + 1 are home already, the other X - 1 is the next card the king
-      foundation wants (or home too), and the other X + 1 the next card the ace
-      foundation wants after X; so a winning line that marries such a card onto X wins
-      as well sending it home instead, and X itself has nowhere to go but home.
-    * **A packet's last card is never married** onto another packet: the position that
-      gives is the one before with that card lying on another packet's top instead of
-      on its own, so every line from it is open from the position before (the other
-      packet's top is only covered).
-    * **Trapped positions are lost** (:func:`_trapped`): a relaxed game, a superset of
-      the real one, shows that some card can never leave its packet.  It is tried at
-      every position: with every case of :func:`_trapped` weighed where the stock
-      runs out and while it holds at most ``_CASES_STOCK`` cards, elsewhere with the
-      rules that hold in every case only (one relaxed game, cheaper).  Each relaxed
+      names (:meth:`endgame`).
+      Why this is sound: docs/solver.md#four-corners-safe-moves-home
+    * **A packet's last card is never married** onto another packet.
+      Why this is sound: docs/solver.md#four-corners-a-packets-last-card
+    * **Trapped positions are lost** (:func:`_trapped`), tried at every position: with
+      every case weighed where the stock runs out and while it holds at most
+      ``_CASES_STOCK`` cards, elsewhere with the rules of all cases only.  Each relaxed
       game of a case counts as a position against the budget.
+      Why this is sound: docs/solver.md#four-corners-trapped-positions
     """
 
     __slots__ = ("stock", "budget", "line", "seen")
@@ -243,28 +233,16 @@ def _trapped(packets, up, down, stock: bytes, cases: bool = True, spend=None) ->
     """True when some cards can never leave their packets, so the position is lost.
 
     The test is a relaxed game, a superset of the real one (:func:`_stuck`), played
-    under rules every winning line of the real game obeys:
-
-    * **A second ace goes home last.**  Once a suit's ace foundation holds its 2, the
-      other ace of the suit (on the table) never marries: it could only marry onto the
-      last 2 on the table, which then stays under it, and it could leave that 2 only
-      onto another 2 (none left) or home, onto the king foundation when that is down
-      to 2, which needs the 2 under it.  Mirrored for a second king once the king
-      foundation holds its queen.
-    * **Which foundation takes its 2 first.**  While the ace foundation still waits for
-      its 2, either (i) it takes a 2 before the king foundation does, and then the other
-      ace never moves until it goes home (were it ever on a 2 when the ace foundation
-      takes the other, it would be stuck there as above; so an ace lying on a 2 now
-      rules this case out), or (ii) the king foundation is down to 2 before the ace
-      foundation goes past its ace.  Mirrored for the queens and the other king; both
-      foundations of a suit cannot wait for each other.  A position is trapped when,
-      for some suit, the relaxed game is stuck in every case left for that suit.
-      Cases ruled out for one suit narrow the rules of the others' cases, until
-      nothing more is ruled out.  Without ``cases``, only the rules that hold in every
-      case are played (one relaxed game instead of up to a dozen).  ``spend`` (the
-      search's ``Budget.spend``) is called before each relaxed game of a case, so that
-      they count against the search's budget like positions; once it answers False
-      the position counts as not trapped.
+    under rules every winning line of the real game obeys: a second ace goes home last
+    (mirrored: a second king), and for each suit the cases of which foundation takes
+    its 2 (its queen) first, each suit's cases narrowing the others' rules
+    (:func:`_rules`).  A position is trapped when, for some suit, the relaxed game is
+    stuck in every case left for that suit.  Without ``cases``, only the rules that
+    hold in every case are played (one relaxed game instead of up to a dozen).
+    ``spend`` (the search's ``Budget.spend``) is called before each relaxed game of a
+    case, so that they count against the search's budget like positions; once it
+    answers False the position counts as not trapped.
+    Why these rules and cases hold: docs/solver.md#four-corners-trapped-positions
     """
     options = []
     for suit in range(4):
@@ -327,28 +305,14 @@ def _stuck(packets, up, down, stock: bytes, marry_ace, marry_king, ace_waits,
     packet in it.
 
     Cards leave their packets from the top down, and a card that has left stays
-    *free* for good, both as a marriage partner and as a card a foundation may take
-    (even once it is home).  Card Y (rank r of suit s) on top of what is left of its
-    packet may leave when
-
-    * a partner (r - 1 or r + 1 of s) is free or on top of what is left of another
-      packet (marriage, allowed at any time, stock or not), unless Y is an ace and
-      ``marry_ace[s]`` is false, or a king and ``marry_king[s]`` is false;
-    * or r > the ace foundation's top and every rank between is free (home to the ace
-      foundation: any packet, any time); with ``ace_waits[s]``, also every rank from 2
-      down to the king foundation's top is free, twice below r (the king foundation
-      first goes down to 2, and the ace foundation's own copies are others);
-    * or mirrored, home to the king foundation (``king_waits[s]``: the ace foundation
-      first goes up to the queen).
-
-    The stock's cards start free: they are dealt on top of what is there now, so they
-    never lie under a card of it.  Leaving only adds free cards, so which cards leave
-    does not depend on the order tried: repeat until nothing more leaves.  Every line of
-    the real game that keeps the rules given maps to a line of the relaxed one (a card
-    married onto another, or home, is free there; a real top of a packet is a top of
-    what is left of it, since cards married onto it are no longer counted), so when a
-    card never leaves in the relaxed game, it never leaves in the real one either and
-    never goes home.
+    *free* for good, both as a marriage partner and as a card a foundation may take.
+    A top card leaves by marrying a free or top partner (unless ``marry_ace`` or
+    ``marry_king`` forbids it, for an ace or a king), or home to its ace foundation
+    when every rank between is free (``ace_waits``: also the ranks the king
+    foundation needs first), or mirrored to its king foundation (``king_waits``).  The
+    stock's cards start free.  Leaving only adds free cards, so the order tried does
+    not matter: repeat until nothing more leaves.
+    Why a card stuck here never goes home: docs/solver.md#four-corners-the-relaxed-game
     """
     free = [0] * 64
     for c in stock:
