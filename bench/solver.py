@@ -60,10 +60,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.sections import write_section
-from service.engine import WON, variants
+from service.engine import WON, Variant, get_variant, variants
 from service.engine.hints import HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
-from service.engine.search import Outcome, count_cpu_time, solve
+from service.engine.search import Outcome, count_cpu_time, searches_of, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -108,16 +108,28 @@ def bot_label(bot: str) -> str:
     return BOTS[bot]
 
 
+def own_modules(variant: Variant) -> set[str]:
+    """The engine modules that are ``variant``'s alone, as paths under ``service/engine``:
+    its rules and the modules of the searches it registered (``searches_of``)."""
+    searches = searches_of(variant)
+    names = {type(variant).__module__} | {
+        search.__module__ for search in (searches.solver, searches.hint_line) if search}
+    engine = Path(sys.modules["service.engine"].__file__).parent
+    return {Path(sys.modules[name].__file__).relative_to(engine).as_posix() for name in names}
+
+
 def engine_digest(variant_id: str) -> str:
     """A digest of the engine's sources that a variant's play depends on: every module of
-    ``service/engine`` but the other variants' own.  Records made by another engine are
-    not reused, and a change to one game's module leaves the others' records valid."""
-    others = {Path(sys.modules[type(v).__module__].__file__).name
-              for v in variants() if v.id != variant_id}
+    ``service/engine`` and its packages but the other variants' own (their rules and
+    their searches: :func:`own_modules`).  Records made by another engine are not
+    reused, and a change to one game's modules leaves the others' records valid."""
+    others = set().union(*(own_modules(v) for v in variants() if v.id != variant_id))
+    others -= own_modules(get_variant(variant_id))
+    engine = ROOT / "service" / "engine"
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "service" / "engine").glob("*.py")):
-        if path.name not in others:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for name in sorted(path.relative_to(engine).as_posix() for path in engine.rglob("*.py")):
+        if name not in others:
+            digest.update(name.encode() + b"\0" + (engine / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
