@@ -220,7 +220,7 @@ class Clock(Variant):
         piles = state.piles
         return all(piles[f][-1].rank == f + 1 for f in FOUNDATIONS)
 
-    # --- help, search and presentation hooks ----------------------------------------
+    # --- help and presentation hooks ------------------------------------------------
     def play_key(self, state: State) -> tuple:
         """Once the stock is out, the packets play alike in any order (nothing refills
         them, a marriage or a move home reads only the cards): they are sorted."""

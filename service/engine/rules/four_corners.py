@@ -191,7 +191,7 @@ class FourCorners(Variant):
         return all(len(piles[f]) == 13 for f in (*ACES, *KINGS))
 
 
-    # --- help, search and presentation hooks ----------------------------------------
+    # --- help and presentation hooks ------------------------------------------------
     def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
         """``next_deal``: the packet the next dealt card lands on; None once the stock is
         empty."""

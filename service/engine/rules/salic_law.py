@@ -147,7 +147,7 @@ class SalicLaw(Variant):
         piles = state.piles
         return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
 
-    # --- help, search and presentation hooks ----------------------------------------
+    # --- help and presentation hooks ------------------------------------------------
     def play_key(self, state: State) -> tuple:
         """Once the stock is dealt out, the king piles play alike whatever their king (a
         king never moves and takes a card only when bare) and in any order, and so do
