@@ -30,7 +30,7 @@ from pathlib import Path
 from bench.http.client import Client
 from bench.sections import write_section
 from service.engine import variants
-from service.engine.help import DEFAULT_BUDGET
+from service.engine.hints import DEFAULT_BUDGET
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- bench hints: begin -->", "<!-- bench hints: end -->"
