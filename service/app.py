@@ -19,9 +19,9 @@ from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import Config
-from service.events import Feed
-from service.feed import LiveFeed
 from service.game.games import Games
+from service.live.hub import LiveFeed
+from service.live.streams import Feed
 from service.solver_store import SolverStore
 from service.solving import Analyses, SolverSettings, Winnable
 from service.store import GameStore

@@ -1,8 +1,8 @@
-"""gunicorn.events.conf.py does not promise more streams than the events group has file
-descriptors for: EVENTS_MAX_STREAMS is lowered to the open-file limit less a reserve,
-after the soft limit was raised as far as the hard limit allows.  Each case loads the
-configuration the way gunicorn does (executes the file) in a process of its own, started
-with the open-file limits of the case."""
+"""The events group's settings (service/runtime/events_group.py) do not promise more
+streams than the group has file descriptors for: EVENTS_MAX_STREAMS is lowered to the
+open-file limit less a reserve, after the soft limit was raised as far as the hard limit
+allows.  Each case loads the settings the way gunicorn does (imports the module) in a
+process of its own, started with the open-file limits of the case."""
 
 import json
 import os
@@ -18,7 +18,7 @@ RESERVE = 256
 
 _LOAD = """
 import json, os, resource, runpy
-settings = runpy.run_path("gunicorn.events.conf.py")
+settings = runpy.run_module("service.runtime.events_group")
 print(json.dumps({"max_streams": settings["max_streams"],
                   "worker_connections": settings["worker_connections"],
                   "sse_max_streams": os.environ["SSE_MAX_STREAMS"],

@@ -10,7 +10,7 @@ from marshmallow import ValidationError
 
 from service.api.errors import BadRequest, problem
 from service.api.http import JSON, checked_id, etag, json_response
-from service.events import ATTACH_ENVIRON, MAX_VERSION, Feed, TooManyStreams
+from service.live.streams import ATTACH_ENVIRON, MAX_VERSION, Feed, TooManyStreams
 
 EVENT_STREAM = "text/event-stream"
 _VERSION = re.compile(r"[0-9]{1,19}")

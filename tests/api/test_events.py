@@ -14,7 +14,7 @@ import pytest
 from service import keys
 from service.app import close_app
 from service.engine import Move, get_variant
-from service.events import SHUTDOWN
+from service.live.streams import SHUTDOWN
 from tests.api.support import (
     auth,
     create,

@@ -44,7 +44,10 @@ from dataclasses import dataclass
 import orjson
 
 from service import metrics
-from service.feed import (
+from service.game.errors import game_not_found
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.live.hub import (
     BEAT,
     DELETED_GAME,
     END,
@@ -60,9 +63,6 @@ from service.feed import (
     entry_frame,
     frame,
 )
-from service.game.errors import game_not_found
-from service.game.record import StoredGame
-from service.game.replay import replay
 from service.store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")

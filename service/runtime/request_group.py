@@ -7,7 +7,7 @@ Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml
 import os
 
 from service.env import env_int
-from service.gunicorn_shared import (  # noqa: F401 (gunicorn reads these settings)
+from service.runtime.shared import (  # noqa: F401 (gunicorn reads these settings)
     accesslog,
     child_exit,
     control_socket_disable,
@@ -38,7 +38,7 @@ workers = env_int("WEB_CONCURRENCY", 4)
 # of a quarter, at least 4), so threads are always left to answer moves.  The worker's
 # main loop, not the request threads, tells the arbiter it is alive: `timeout` never
 # kills a long-lived stream.
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.handoff.HandoffWorker"
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.runtime.handoff.HandoffWorker"
 threads = env_int("GUNICORN_THREADS", 64)
 os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
 # Timeouts, logging, heartbeat files, metrics: service/gunicorn_shared.py.
@@ -50,7 +50,7 @@ def post_worker_init(worker):
     Last-Event-ID."""
     import signal
 
-    from service.events import stop_streams
+    from service.live.streams import stop_streams
 
     previous = signal.getsignal(signal.SIGTERM)
 

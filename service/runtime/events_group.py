@@ -15,7 +15,7 @@ other route too (it is the whole app), so a misrouted request still gets its ans
 import os
 
 from service.env import env_int
-from service.gunicorn_shared import (  # noqa: F401 (gunicorn reads these settings)
+from service.runtime.shared import (  # noqa: F401 (gunicorn reads these settings)
     accesslog,
     child_exit,
     control_socket_disable,
@@ -32,7 +32,7 @@ bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # and every process holds one Redis subscription.  More workers spread the frames'
 # writing over more cores.
 workers = env_int("EVENTS_WORKERS", 1)
-worker_class = "service.events_worker.EventsWorker"
+worker_class = "service.runtime.events_process.EventsWorker"
 # Descriptors an events worker keeps for everything but streams: its listening and
 # hand-off sockets, Redis connections, connections being handed over, log files.
 FILE_RESERVE = 256
@@ -78,7 +78,7 @@ def on_starting(server):
     """Listen for handed-over connections before the workers start (they inherit it)."""
     path = os.environ.get("EVENTS_HANDOFF_SOCKET")
     if path:
-        from service.handoff import listen
+        from service.runtime.handoff import listen
 
         _handoff["listener"] = listen(path)
         _handoff["path"] = path
@@ -91,7 +91,7 @@ def post_worker_init(worker):
 
     import gevent
 
-    from service.events import stop_streams
+    from service.live.streams import stop_streams
 
     previous = signal.getsignal(signal.SIGTERM)
 
@@ -113,7 +113,7 @@ def post_worker_init(worker):
     if listener is not None:
         import socket  # gevent's, once the worker has patched it
 
-        from service.events_worker import handoff_server
+        from service.runtime.events_process import handoff_server
 
         patched = socket.socket(listener.family, listener.type, fileno=listener.detach())
         _handoff["server"] = handoff_server(patched, worker.wsgi, worker_connections)

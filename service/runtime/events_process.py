@@ -25,7 +25,7 @@ from gevent.pool import Pool
 from gevent.pywsgi import WSGIHandler, WSGIServer
 from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
 
-from service.handoff import receive
+from service.runtime.handoff import receive
 
 # The app's modules (service.events and with it redis-py) are imported once gevent has
 # patched the worker process, not in gunicorn's master where this module is loaded.
@@ -43,7 +43,7 @@ class _Attaching:
         return environ
 
     def process_result(self):
-        from service.events import Attach
+        from service.live.streams import Attach
 
         for data in self.result:
             if isinstance(data, Attach):
