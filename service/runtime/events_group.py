@@ -20,9 +20,11 @@ from service.runtime.shared import (  # noqa: F401 (gunicorn reads these setting
     child_exit,
     control_socket_disable,
     errorlog,
+    events_feed,
     graceful_timeout,
     keepalive,
     loglevel,
+    on_sigterm,
     timeout,
     worker_tmp_dir,
 )
@@ -87,28 +89,20 @@ def on_starting(server):
 def post_worker_init(worker):
     """End this worker's streams first on SIGTERM (their clients resume with
     Last-Event-ID), and serve the connections handed to it."""
-    import signal
-
     import gevent
 
-    from service.live.streams import stop_streams
-
-    previous = signal.getsignal(signal.SIGTERM)
+    feed = events_feed(worker)
 
     def stop_now():
-        stop_streams()
+        if feed is not None:
+            feed.stop_streams()
         server = _handoff.get("server")
         if server is not None:
             server.close()  # no new hand-off: the gthread workers serve it or retry
 
-    def stop(signum, frame):
-        # In a greenlet of its own: the handler may interrupt one that holds a lock
-        # stop_streams() takes.
-        gevent.spawn(stop_now)
-        if callable(previous):
-            previous(signum, frame)
-
-    signal.signal(signal.SIGTERM, stop)
+    # In a greenlet of its own: the handler may interrupt one that holds a lock
+    # stop_streams() takes.
+    on_sigterm(lambda: gevent.spawn(stop_now))
     listener = _handoff.pop("listener", None)
     if listener is not None:
         import socket  # gevent's, once the worker has patched it

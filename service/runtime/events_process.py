@@ -25,11 +25,13 @@ from gevent.pool import Pool
 from gevent.pywsgi import WSGIHandler, WSGIServer
 from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
 
+from service.live.follower import Attach
+from service.live.sse import ATTACH_ENVIRON
 from service.runtime.handoff import receive
 
-# The app's modules (service.events and with it redis-py) are imported once gevent has
-# patched the worker process, not in gunicorn's master where this module is loaded.
-ATTACH_ENVIRON = "patience.attach"
+# The app's modules (and with them redis-py and prometheus-client) are imported once
+# gevent has patched the process, not in gunicorn's arbiter where this module is loaded:
+# service.live.follower and service.live.sse import none of them.
 
 log = logging.getLogger("patience.events_worker")
 
@@ -43,8 +45,6 @@ class _Attaching:
         return environ
 
     def process_result(self):
-        from service.live.streams import Attach
-
         for data in self.result:
             if isinstance(data, Attach):
                 if not self.headers_sent:

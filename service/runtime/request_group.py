@@ -12,9 +12,11 @@ from service.runtime.shared import (  # noqa: F401 (gunicorn reads these setting
     child_exit,
     control_socket_disable,
     errorlog,
+    events_feed,
     graceful_timeout,
     keepalive,
     loglevel,
+    on_sigterm,
     timeout,
     worker_tmp_dir,
 )
@@ -45,18 +47,9 @@ os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 
 
 
 def post_worker_init(worker):
-    """On SIGTERM (a graceful stop), end this worker's events streams first: they would
+    """On SIGTERM (a graceful stop), end this process's events streams first: they would
     hold the shutdown up for `graceful_timeout`; their clients resume elsewhere with
     Last-Event-ID."""
-    import signal
-
-    from service.live.streams import stop_streams
-
-    previous = signal.getsignal(signal.SIGTERM)
-
-    def stop(signum, frame):
-        stop_streams()
-        if callable(previous):
-            previous(signum, frame)
-
-    signal.signal(signal.SIGTERM, stop)
+    feed = events_feed(worker)
+    if feed is not None:
+        on_sigterm(feed.stop_streams)

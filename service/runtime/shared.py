@@ -3,8 +3,11 @@
 two never drift apart.  All read from the environment."""
 
 import os
+import signal
+from collections.abc import Callable
 
 from service.env import env_int
+from service.live import EXTENSION
 
 timeout = env_int("GUNICORN_TIMEOUT", 30)
 graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
@@ -35,3 +38,24 @@ def child_exit(server, worker):
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
+
+
+def events_feed(worker):
+    """The events feed of the app that the gunicorn process ``worker`` serves
+    (:class:`service.live.feed.EventsFeed`); None for an app without one (bench/toy.py's).
+    """
+    extensions = getattr(worker.wsgi, "extensions", None)
+    return extensions.get(EXTENSION) if extensions else None
+
+
+def on_sigterm(stop: Callable[[], object]) -> None:
+    """Call ``stop`` on SIGTERM (a graceful stop), then what handled it before (gunicorn's
+    own handler)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handle(signum, frame):
+        stop()
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, handle)
