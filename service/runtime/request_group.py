@@ -1,7 +1,9 @@
-"""gunicorn settings, all read from the environment.
+"""The request group's gunicorn settings: gthread processes that answer moves and reads,
+and hand every events stream to the events group.  All read from the environment::
 
-Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml:
-    gunicorn -c gunicorn.conf.py 'service.app:create_app()'
+    gunicorn -c python:service.runtime.request_group 'service.app:create_app()'
+
+(the Dockerfile, both compose files, and `make run` through service/launch.py).
 """
 
 import os
@@ -17,39 +19,52 @@ from service.runtime.shared import (  # noqa: F401 (gunicorn reads these setting
     keepalive,
     loglevel,
     on_sigterm,
+    on_starting,
     timeout,
     worker_tmp_dir,
 )
 
 bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
-# Workers: two per core (4 on the 2-core machines this is sized for; scale it with the
-# cores: WEB_CONCURRENCY=2*cores).  A worker runs Python one thread at a time, and a
+# Processes: two per core (4 on the 2-core machines this is sized for; scale it with the
+# cores: WEB_CONCURRENCY=2*cores).  A process runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
 # the cores busy; the counts measured with `python -m bench http` are in README
 # "Performance".  Sync workers cannot hold an events stream and close every connection;
 # gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
-# per Redis, add Redis capacity, not workers.
+# per Redis, add Redis capacity, not processes.
 workers = env_int("WEB_CONCURRENCY", 4)
-# gthread (service.handoff.HandoffWorker): every request runs on one of the worker's
-# threads.  With EVENTS_HANDOFF_SOCKET set (`make run`), an events stream is handed to the
-# events worker group (gunicorn.events.conf.py: gevent, the same app), where it costs a
-# few kilobytes instead of a thread; moves and reads stay here, on threads, without
-# monkey-patching.  Without it, an open stream ties up one thread, never a worker:
-# threads are cheap (started on demand, mostly waiting on a socket), hence many of them;
-# each worker admits at most SSE_MAX_STREAMS streams (default: its threads less a reserve
-# of a quarter, at least 4), so threads are always left to answer moves.  The worker's
-# main loop, not the request threads, tells the arbiter it is alive: `timeout` never
-# kills a long-lived stream.
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS") or "service.runtime.handoff.HandoffWorker"
+# gthread (service.runtime.request_process.RequestProcess): every request runs on one of
+# the process's threads.  With EVENTS_HANDOFF_SOCKET set (`make run`), an events stream
+# is handed to the events group (service.runtime.events_group: gevent, the same app),
+# where it costs a few kilobytes instead of a thread; moves and reads stay here, on
+# threads, without monkey-patching.  Without it, an open stream ties up one thread,
+# never a process: threads are cheap (started on demand, mostly waiting on a socket),
+# hence many of them, and the process admits at most `max_streams` streams, so threads
+# are always left to answer moves.  The process's main loop, not the request threads,
+# tells the arbiter it is alive: `timeout` never kills a long-lived stream.
+worker_class = (os.environ.get("GUNICORN_WORKER_CLASS")
+                or "service.runtime.request_process.RequestProcess")
 threads = env_int("GUNICORN_THREADS", 64)
-os.environ.setdefault("SSE_MAX_STREAMS", str(max(1, threads - max(4, threads // 4))))
-# Timeouts, logging, heartbeat files, metrics: service/gunicorn_shared.py.
+
+
+def stream_cap(threads: int) -> int:
+    """Streams a process of ``threads`` threads serves at most: its threads less a reserve
+    of a quarter, at least 4."""
+    return max(1, threads - max(4, threads // 4))
+
+
+#: Streams each process serves itself at most (then 503 too_many_streams).
+max_streams = env_int("SSE_MAX_STREAMS", None)
+if max_streams is None:
+    max_streams = stream_cap(threads)
+# Timeouts, logging, heartbeat files, metrics: service/runtime/shared.py.
 
 
 def post_worker_init(worker):
-    """On SIGTERM (a graceful stop), end this process's events streams first: they would
-    hold the shutdown up for `graceful_timeout`; their clients resume elsewhere with
-    Last-Event-ID."""
+    """Give the process's app its cap of streams; and on SIGTERM (a graceful stop), end
+    its events streams first: they would hold the shutdown up for `graceful_timeout`;
+    their clients resume elsewhere with Last-Event-ID."""
     feed = events_feed(worker)
     if feed is not None:
+        feed.streams.limit(max_streams)
         on_sigterm(feed.stop_streams)

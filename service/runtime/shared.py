@@ -1,9 +1,10 @@
-"""The gunicorn settings both worker groups share: the request group
-(gunicorn.conf.py) and the events group (gunicorn.events.conf.py) import them, so the
-two never drift apart.  All read from the environment."""
+"""The gunicorn settings and hooks both groups share: :mod:`~service.runtime.request_group`
+and :mod:`~service.runtime.events_group` import them, so the two never drift apart.  The
+settings are read from the environment."""
 
 import os
 import signal
+import tempfile
 from collections.abc import Callable
 
 from service.env import env_int
@@ -25,25 +26,28 @@ worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # by every instance of the user, and nothing here uses it.
 control_socket_disable = True
 
-# Prometheus metrics summed over every worker: prometheus-client's multiprocess mode needs
-# one empty directory shared by the workers, set before any of them imports the client.
-if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-    import tempfile
 
-    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+def on_starting(server):
+    """Prometheus metrics summed over every process of the group: prometheus-client's
+    multiprocess mode needs one empty directory shared by the processes, named in
+    ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports the client.  Unless one is
+    given, the arbiter makes it here, once, before it starts any process."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
 
 
 def child_exit(server, worker):
-    """Drop a dead worker's live gauges from the shared metrics files."""
+    """Drop a dead process's live gauges from the shared metrics files."""
+    # Imported here, in the arbiter once on_starting has run: prometheus-client takes its
+    # mode from the environment when first imported, and the processes inherit it.
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)
 
 
 def events_feed(worker):
-    """The events feed of the app that the gunicorn process ``worker`` serves
-    (:class:`service.live.feed.EventsFeed`); None for an app without one (bench/toy.py's).
-    """
+    """The events feed (:class:`service.live.feed.EventsFeed`) of the app that the gunicorn
+    process ``worker`` serves; None for an app without one (bench/toy.py's)."""
     extensions = getattr(worker.wsgi, "extensions", None)
     return extensions.get(EXTENSION) if extensions else None
 
