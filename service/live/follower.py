@@ -38,6 +38,7 @@ class Follower:
 
     def __init__(self, game_id: str, deadline: float, *, lock: threading.RLock,
                  limits: Limits, leave: Callable[[Follower], None]):
+        """``leave`` is the hub's, called under the lock when the follower leaves."""
         self.game_id = game_id
         self.deadline = deadline
         self.closed = False
@@ -121,8 +122,10 @@ class Follower:
                     self._deliver(item)
 
     def leave(self) -> None:
-        """Give the place back (the hub forgets the follower)."""
-        self._leave(self)
+        """Give the place back: the hub forgets the follower."""
+        with self._lock:
+            self.closed = True
+            self._leave(self)
 
     @property
     def pending_bytes(self) -> int:

@@ -9,8 +9,8 @@ the same items to each :class:`~service.live.follower.Follower` of the game; the
 followers' streams write them to their clients, and the hub never waits on a client.
 
 Every ``heartbeat`` seconds the hub gives a ``BEAT`` to each follower that got nothing
-since the last round, closes those past their deadline (``SSE_MAX_SECONDS``) and looks,
-in a thread of its own, for followed games that expired (an expiry publishes nothing).
+since the last round, closes those past their deadline (``SSE_MAX_SECONDS``) and looks
+for followed games that expired (:class:`~service.live.expiry.ExpiryCheck`).
 The followers of a process are closed when the subscription is lost: a change published
 meanwhile would be missed, so their clients resume with ``Last-Event-ID`` once Redis
 answers again.  A game whose read fails (its shard failing over) is read again after
@@ -32,6 +32,7 @@ from collections.abc import Callable
 import redis
 
 from service.live.channel import Channel
+from service.live.expiry import ExpiryCheck
 from service.live.follower import Follower, Limits
 from service.live.sse import DELETED, Item, deleted_frame
 from service.live.subscription import Subscription
@@ -68,7 +69,7 @@ class Hub:
         self._fresh: set[str] = set()  # channels the hub has not read yet
         self._subscription: Subscription | None = None  # while its thread runs
         self._stopping = False
-        self._checker: threading.Thread | None = None
+        self._expiry = ExpiryCheck(store, gone=self._deleted, stopping=self._stopped)
         # The subscription's thread's own: when the next heartbeat round is due, since
         # when no game is followed, and when to read again each game whose read failed.
         self._next_round = 0.0
@@ -98,7 +99,7 @@ class Hub:
 
     def _join(self, game_id: str, seconds: float) -> tuple[Follower, Subscription]:
         follower = Follower(game_id, time.monotonic() + seconds, lock=self.lock,
-                            limits=self.limits, leave=self.leave)
+                            limits=self.limits, leave=self._forget)
         with self.lock:
             channel = self._channels.get(game_id)
             if channel is None:
@@ -109,15 +110,14 @@ class Hub:
                 self._subscribe()
             return follower, self._subscription
 
-    def leave(self, follower: Follower) -> None:
-        with self.lock:
-            follower.closed = True
-            channel = self._channels.get(follower.game_id)
-            if channel is not None:
-                channel.followers.discard(follower)
-                if not channel.followers:
-                    del self._channels[follower.game_id]
-                    self._fresh.discard(follower.game_id)
+    def _forget(self, follower: Follower) -> None:
+        """A follower leaves (under the lock): its game's channel goes with its last one."""
+        channel = self._channels.get(follower.game_id)
+        if channel is not None:
+            channel.followers.discard(follower)
+            if not channel.followers:
+                del self._channels[follower.game_id]
+                self._fresh.discard(follower.game_id)
 
     def close_followers(self) -> None:
         """Close every follower (they end their streams) and forget the channels."""
@@ -234,26 +234,13 @@ class Hub:
 
     # --- heartbeat rounds ---------------------------------------------------------------
     def _round(self, now: float, game_ids: list[str]) -> None:
-        """A heartbeat round of every follower; and, in a thread of its own (one Redis
-        round trip per game, while this one keeps reading), a look for games that
-        expired."""
+        """A heartbeat round of every follower, and a look for games that expired."""
         with self.lock:
             for game_id, channel in list(self._channels.items()):
                 channel.round(now)
                 if not channel.followers:
                     self._channels.pop(game_id, None)
-        if self._checker is None or not self._checker.is_alive():
-            self._checker = threading.Thread(target=self._check_expired, args=(game_ids,),
-                                             name="events-expiry", daemon=True)
-            self._checker.start()
+        self._expiry.look(game_ids)
 
-    def _check_expired(self, game_ids: list[str]) -> None:
-        try:
-            for game_id in game_ids:
-                if self._stopping:
-                    return  # the app is closing (its store may be closed already)
-                if not self.store.exists(game_id):
-                    self._deleted(game_id)
-        except Exception as error:  # the next round tries again
-            if not self._stopping:
-                log.warning("events expiry check failed: %s: %s", type(error).__name__, error)
+    def _stopped(self) -> bool:
+        return self._stopping

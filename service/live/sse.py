@@ -104,34 +104,23 @@ def deliver(items: Iterable[Item], sent: int, *, lagging: bool = False
     what came before the gap."""
     if lagging:
         return b"", sent, BEHIND
-    parts: list[bytes] = []
-    heartbeat = b""
-    outcome = FOLLOWING
+    out = heartbeat = b""  # a batch is short: its frames are joined as they come
     for kind, version, data in items:
         if kind == FRAME:
             if version == sent + 1:
-                parts.append(data)
+                out += data
                 sent = version
             elif version > sent:
-                outcome = BEHIND
-                break
+                return out, sent, BEHIND
         elif kind == BEAT:
             heartbeat = data
         elif kind == SYNC:
             if version != sent:
-                outcome = BEHIND
-                break
+                return out, sent, BEHIND
         elif kind == END:
-            if version == sent:
-                parts.append(data)
-                outcome = FINISHED
-            else:
-                outcome = BEHIND
-            break
+            if version != sent:
+                return out, sent, BEHIND
+            return out + data, sent, FINISHED
         elif kind == DELETED:
-            parts.append(data)
-            outcome = FINISHED
-            break
-    if not parts:
-        return (heartbeat if outcome == FOLLOWING else b""), sent, outcome
-    return b"".join(parts), sent, outcome
+            return out + data, sent, FINISHED
+    return out or heartbeat, sent, FOLLOWING
