@@ -3,10 +3,10 @@ stand-in base images (tests/deploy/images.py, cached between runs), the service'
 built once per session from the Dockerfile, and the figures the tests measure: printed
 at the end of the run ("deploy figures") and written to tests/artifacts/deploy-figures.json.
 
-The deploy tests run last, and the images they need are built from the start of the
-session in a thread of their own while the other tests run (a cold build takes minutes:
-the stand-ins' debootstrap, then the service's dependencies), so that `make test` waits
-for them as little as possible.
+The deploy tests run last (under pytest-xdist, all on one worker), and the images they
+need are built from the start of the session in a thread of their own while the other
+tests run (a cold build takes minutes: the stand-ins' debootstrap, then the service's
+dependencies), so that `make test` waits for them as little as possible.
 """
 
 from __future__ import annotations
@@ -39,7 +39,37 @@ def record(section: str, **values) -> None:
     FIGURES.setdefault(section, {}).update(values)
 
 
-def pytest_terminal_summary(terminalreporter):
+def _worker() -> str | None:
+    """The pytest-xdist worker this process is (gw0, gw1...), None without xdist."""
+    return os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _figures_of(worker: str) -> Path:
+    return ARTIFACT.with_name(f"deploy-figures.{worker}.json")
+
+
+def _write_worker_figures() -> None:
+    """A worker's figures go to a file of its own, for the controller to gather."""
+    if FIGURES:
+        ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+        _figures_of(_worker()).write_text(json.dumps(FIGURES))
+
+
+def _gather_worker_figures(config) -> None:
+    for path in sorted(ARTIFACT.parent.glob("deploy-figures.gw*.json")):
+        if path.stat().st_mtime >= config._deploy_started:
+            for section, values in json.loads(path.read_text()).items():
+                record(section, **values)
+        path.unlink()
+
+
+def pytest_configure(config):
+    config._deploy_started = time.time()
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    if _worker() is None:
+        _gather_worker_figures(config)
     if not FIGURES:
         return
     ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
@@ -62,9 +92,12 @@ def _is_deploy(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The deploy tests last (their images get the whole run to be built)."""
-    items[:] = [item for item in items if not _is_deploy(item)] + \
-        [item for item in items if _is_deploy(item)]
+    """The deploy tests last (their images get the whole run to be built), and under
+    pytest-xdist all on one worker, one after another (one Docker Engine)."""
+    deploy = [item for item in items if _is_deploy(item)]
+    for item in deploy:
+        item.add_marker(pytest.mark.xdist_group("docker-engine"))
+    items[:] = [item for item in items if not _is_deploy(item)] + deploy
 
 
 class Preparation(threading.Thread):
@@ -109,8 +142,11 @@ _PREPARATION: list[Preparation] = []
 
 
 def pytest_collection_finish(session):
-    """Starts building the images as soon as deploy tests are to run."""
+    """Starts building the images as soon as deploy tests are to run (under
+    pytest-xdist, on the first worker: the one the largest group goes to first)."""
     if session.config.option.collectonly or not any(_is_deploy(i) for i in session.items):
+        return
+    if _worker() not in (None, "gw0"):
         return
     preparation = Preparation()
     preparation.start()
@@ -151,6 +187,8 @@ def pytest_sessionfinish(session):
     """The session's image of the service is kept under the cache tag only (its layers
     serve the next run's build), and the image the cache tag named before goes (unless
     something still uses it)."""
+    if _worker() is not None:
+        _write_worker_figures()
     if not _PREPARATION:
         return
     preparation = _PREPARATION[0]
