@@ -1,6 +1,6 @@
 """gunicorn settings, all read from the environment.
 
-Used by `make run` (service/devserver.py), the Dockerfile and docker-compose.yml:
+Used by `make run` (devtools/devserver.py), the Dockerfile and docker-compose.yml:
     gunicorn -c gunicorn.conf.py 'service.app:create_app()'
 """
 

@@ -1,6 +1,6 @@
 """``python -m bench follow``: many followers of live games on one instance of `make run`.
 
-One instance of ``python -m service.devserver`` (what ``make run`` runs: its own Redis,
+One instance of ``python -m devtools.devserver`` (what ``make run`` runs: its own Redis,
 the request group and the events group) on a free port, rate limits off.  Then:
 
 1. **moves alone**: a closed-loop player sends the moves of precomputed walks
@@ -43,8 +43,9 @@ from pathlib import Path
 
 from bench.sections import write_section
 from bench.walks import VARIANT_IDS, Walk, long_walks
-from service.launch import new_secret_key
-from service.redis_server import die_with_parent, free_port
+from devtools.launch import new_secret_key
+from devtools.processes import die_with_parent
+from devtools.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -60,7 +61,7 @@ TARGET_RATIO = 0.8
 
 # --- the instance -----------------------------------------------------------------------
 class Instance:
-    """``python -m service.devserver`` on a free port, with its own Redis and log."""
+    """``python -m devtools.devserver`` on a free port, with its own Redis and log."""
 
     def __init__(self, workdir: Path):
         self.port = free_port(HOST)
@@ -75,7 +76,7 @@ class Instance:
     def __enter__(self) -> Instance:
         with open(self.log_path, "wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "service.devserver"], cwd=ROOT, env=self.env,
+                [sys.executable, "-m", "devtools.devserver"], cwd=ROOT, env=self.env,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True, preexec_fn=die_with_parent())
         deadline = time.monotonic() + 60
@@ -644,7 +645,7 @@ def report(args, f: dict, command: str) -> str:
         "## Live follow (`python -m bench follow`)",
         "",
         f"Written by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
-        "one instance of `make run` (`python -m service.devserver`: its own Redis, the "
+        "one instance of `make run` (`python -m devtools.devserver`: its own Redis, the "
         "request group of 4 gthread workers and the events group of 1 gevent worker) on "
         "this machine, rate limits off; the load generator runs on the same cores "
         f"({args.processes} processes of asyncio followers, real TCP connections). Load "
