@@ -27,4 +27,4 @@ USER app
 EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=2)"]
-CMD ["gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()"]
+CMD ["gunicorn", "-c", "python:service.runtime.request_group", "service.app:create_app()"]

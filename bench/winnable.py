@@ -2,7 +2,7 @@
 takes, from a filled pool and from an empty one (the creation's own search).
 
 It starts its own Redis, the solver's worker (``python -m service.worker``) and gunicorn
-(``gunicorn.conf.py``, rate limits off) on free ports, waits until the worker has filled
+(the request group's settings, rate limits off) on free ports, waits until the worker has filled
 a pool of ``--pool`` seeds for each variant asked for, then creates ``--games`` winnable
 games per variant one after another over HTTP and reports the latency (median, p90,
 max).  Then it stops the worker, empties the pools and does the same again: each

@@ -7,14 +7,14 @@ Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
 idempotent retries survive a restart.  Then it starts the solver's worker
 (:func:`devtools.launch.start_worker`: the pools of winnable deals, the analyses; stopped
 after the groups) and runs the two gunicorn groups of the same app
-(:func:`devtools.launch.start_gunicorn`): the events group (``gunicorn.events.conf.py``,
-gevent workers holding the Server-Sent Events streams) and the request group
-(``gunicorn.conf.py``, gthread workers) on ``127.0.0.1:$PORT`` (default 8000), which
-hands every events stream to the events group over a Unix socket
-(:mod:`service.handoff`): one address for clients.  It raises its open-file limit to the
-hard limit first (each stream holds a connection), forwards SIGINT / SIGTERM / SIGHUP to
-both groups, waits for them to exit (if one exits, it stops the other) and stops Redis
-last.
+(:func:`devtools.launch.start_gunicorn`): the events group
+(:mod:`service.runtime.events_group`, gevent processes holding the Server-Sent Events
+streams) and the request group (:mod:`service.runtime.request_group`, gthread
+processes) on ``127.0.0.1:$PORT`` (default 8000), which hands every events stream to the
+events group over a Unix socket (:mod:`service.runtime.handoff`): one address for
+clients.  It raises its open-file limit to the hard limit first (each stream holds a
+connection), forwards SIGINT / SIGTERM / SIGHUP to both groups, waits for them to exit
+(if one exits, it stops the other) and stops Redis last.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def test_schema_check_rejects_a_broken_compose_file(tmp_path):
 
 
 def test_api_runs_the_devserver_gunicorn_command():
-    assert GUNICORN_COMMAND[:3] == ("gunicorn", "-c", "gunicorn.conf.py")
+    assert GUNICORN_COMMAND[:3] == ("gunicorn", "-c", "python:service.runtime.request_group")
     assert GUNICORN_COMMAND[-1] == "service.app:create_app()"
     assert tuple(_words(_compose()["services"]["api"]["command"])) == GUNICORN_COMMAND
     assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
