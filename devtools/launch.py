@@ -39,18 +39,20 @@ def new_secret_key() -> str:
 
 
 def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
-                   output=None, events: bool = False) -> subprocess.Popen:
+                   output=None, events: bool = False, python: str = sys.executable,
+                   cwd: Path = ROOT) -> subprocess.Popen:
     """``python -m gunicorn -c python:service.runtime.request_group <app>``
-    (``service.runtime.events_group`` with ``events``) in the repository with ``env`` as
-    its whole environment (a fresh ``SECRET_KEY`` if it has none), its output to
-    ``output`` (a file; None: this process's), in a session of its own (signals reach it
-    only through the caller) that dies with the caller's thread."""
+    (``service.runtime.events_group`` with ``events``) by ``python`` (this one by
+    default; another venv's to run an installed package) in ``cwd`` (the repository by
+    default) with ``env`` as its whole environment (a fresh ``SECRET_KEY`` if it has
+    none), its output to ``output`` (a file; None: this process's), in a session of its
+    own (signals reach it only through the caller) that dies with the caller's thread."""
     command = EVENTS_COMMAND if events else GUNICORN_COMMAND
     env = dict(env)
     if not env.get("SECRET_KEY"):
         env["SECRET_KEY"] = new_secret_key()
     return subprocess.Popen(
-        [sys.executable, "-m", *command[:-1], app], cwd=ROOT, env=env,
+        [python, "-m", *command[:-1], app], cwd=cwd, env=env,
         stdin=subprocess.DEVNULL, stdout=output,
         stderr=subprocess.STDOUT if output is not None else None,
         start_new_session=True, preexec_fn=die_with_parent())
@@ -89,7 +91,8 @@ class GunicornError(RuntimeError):
 
 class Gunicorn:
     """A gunicorn of ``app`` (the service by default) under ``env``, started by
-    :func:`start_gunicorn`, its output in the file ``output`` (None: this process's).
+    :func:`start_gunicorn` (by ``python`` in ``cwd``), its output in the file ``output``
+    (None: this process's).
 
     :meth:`start` starts it; :meth:`wait_ready` waits until ``GET ready_path`` on
     ``$HOST:$PORT`` of ``env`` answers 200 and (with ``workers``) the master runs that
@@ -98,9 +101,12 @@ class Gunicorn:
 
     def __init__(self, env: Mapping[str, str], *, app: str = GUNICORN_COMMAND[-1],
                  output: Path | None = None, ready_path: str = "/healthz",
-                 workers: int | None = None):
+                 workers: int | None = None, python: str = sys.executable,
+                 cwd: Path = ROOT):
         self.env = dict(env)
         self.app = app
+        self.python = python
+        self.cwd = cwd
         self.output = output
         self.ready_path = ready_path
         self.expected_workers = workers
@@ -111,11 +117,12 @@ class Gunicorn:
         return self.process.pid
 
     def start(self) -> Gunicorn:
+        options = {"app": self.app, "python": self.python, "cwd": self.cwd}
         if self.output is None:
-            self.process = start_gunicorn(self.env, app=self.app)
+            self.process = start_gunicorn(self.env, **options)
         else:
             with open(self.output, "wb") as sink:  # the child keeps its own copy
-                self.process = start_gunicorn(self.env, app=self.app, output=sink)
+                self.process = start_gunicorn(self.env, output=sink, **options)
         return self
 
     def log(self) -> str:
