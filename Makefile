@@ -28,7 +28,7 @@ lint: .venv
 # Starts its own Redis (data in var/redis) unless REDIS_URL is set, then gunicorn on
 # 127.0.0.1:$(PORT).
 run: .venv
-	$(BIN)/python -m service.devserver
+	$(BIN)/python -m devtools.devserver
 
 bench: .venv
 	@if [ -d bench ]; then $(BIN)/python -m bench $(BENCH_ARGS); \

@@ -33,14 +33,14 @@ from pathlib import Path
 from redis.cluster import ClusterNode, RedisCluster
 from redis.crc import key_slot
 
-from service import launch
-from service.redis_server import LocalCluster, RedisServer, free_port
+from devtools import launch
+from devtools.redis_server import LocalCluster, RedisServer, free_port
 
 HOST = "127.0.0.1"
 
 
 class Server(launch.Gunicorn):
-    """The service's gunicorn (:mod:`service.launch`, production config, ``workers``
+    """The service's gunicorn (:mod:`devtools.launch`, production config, ``workers``
     workers) on a free port with ``env``, ready once ``/readyz`` answers."""
 
     def __init__(self, redis_url: str, log: Path, *, workers: int = 1, threads: int = 8,

@@ -50,8 +50,8 @@ def _call(client: Client, method: str, path: str, body: dict | None = None,
 def _serve(workdir: Path):
     """A redis-server and gunicorn (production config, rate limiting off) on free ports;
     yields the gunicorn port."""
-    from service.launch import start_gunicorn, stop_gunicorn
-    from service.redis_server import RedisServer, free_port
+    from devtools.launch import start_gunicorn, stop_gunicorn
+    from devtools.redis_server import RedisServer, free_port
 
     redis_server = RedisServer(workdir / "redis", appendonly=False)
     metrics = workdir / "prometheus"

@@ -121,13 +121,13 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-profile-")))
         url = args.redis_url
         if not url:
-            from service.redis_server import RedisServer
+            from devtools.redis_server import RedisServer
             server = RedisServer(tmp / "redis", appendonly=True, appendfsync="always")
             stack.enter_context(server)
             url = server.url
         # As the request group and the HTTP benchmark set them, before the app is imported.
         (tmp / "prometheus").mkdir()
-        from service.launch import new_secret_key
+        from devtools.launch import new_secret_key
 
         os.environ.update(REDIS_URL=url, RATELIMIT_ENABLED="false",
                           PROMETHEUS_MULTIPROC_DIR=str(tmp / "prometheus"),

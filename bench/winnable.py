@@ -24,9 +24,9 @@ from pathlib import Path
 import redis
 import requests
 
+from devtools.launch import start_gunicorn, start_worker, stop_gunicorn
+from devtools.redis_server import RedisServer, free_port
 from service import keys
-from service.launch import start_gunicorn, start_worker, stop_gunicorn
-from service.redis_server import RedisServer, free_port
 
 
 def _quantiles(times: list[float]) -> str:

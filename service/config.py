@@ -73,7 +73,7 @@ class Config:
     TRUST_PROXY = env_bool("TRUST_PROXY", False)
     #: The OpenAPI document served at /v1/openapi.yaml (read once, at app creation).
     OPENAPI_PATH = os.environ.get("OPENAPI_PATH") or str(
-        Path(__file__).resolve().parent.parent / "openapi.yaml"
+        Path(__file__).resolve().parent / "openapi.yaml"
     )
     LOG_LEVEL = (os.environ.get("LOG_LEVEL") or "INFO").upper()
     #: Set (by the process manager) when several gunicorn workers share Prometheus metrics.

@@ -8,7 +8,7 @@ import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
-from service.redis_server import LocalCluster, RedisServer
+from devtools.redis_server import LocalCluster, RedisServer
 
 BACKENDS = ("redis", "cluster")
 

@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from service.launch import start_worker, stop_gunicorn
+from devtools.launch import start_worker, stop_gunicorn
 
 
 class WorkerProcess:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
+from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"

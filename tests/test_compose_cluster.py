@@ -16,8 +16,8 @@ import pytest
 import redis
 import yaml
 
-from service.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
-from service.redis_server import find_redis_cli, find_redis_server, free_cluster_port
+from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
+from devtools.redis_server import find_redis_cli, find_redis_server, free_cluster_port
 from tests.test_compose import _check_compose_schema
 
 ROOT = Path(__file__).resolve().parent.parent

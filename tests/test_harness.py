@@ -4,8 +4,6 @@ import os
 import re
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,8 +11,9 @@ import pytest
 import redis
 import requests
 
-from service.app import create_app
-from service.redis_server import (
+from devtools.launch import DevServer
+from devtools.processes import alive
+from devtools.redis_server import (
     LocalCluster,
     PortTaken,
     RedisServer,
@@ -22,8 +21,7 @@ from service.redis_server import (
     free_cluster_port,
     free_port,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
+from service.app import create_app
 
 
 def test_session_redis_answers(redis_server, clean_redis):
@@ -93,14 +91,6 @@ def test_create_app_healthz_and_test_config():
     assert response.get_json() == {"status": "ok"}
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _wait_for(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -111,65 +101,46 @@ def _wait_for(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout} s waiting for {what}")
 
 
-class DevServer:
-    """``python -m service.devserver`` on a free port, its output in a file."""
-
-    def __init__(self, tmp_path, **env):
-        self.port = free_port()
-        self.output = tmp_path / "devserver.log"
-        environ = {k: v for k, v in os.environ.items()
-                   if k not in ("REDIS_URL", "REDIS_PORT", "SECRET_KEY")}
-        environ.update(PORT=str(self.port), WEB_CONCURRENCY="1",
-                       SECRET_KEY_FILE=str(tmp_path / "secret-key"), **env)
-        with open(self.output, "wb") as sink:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "service.devserver"],
-                cwd=ROOT, env=environ, stdout=sink, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        self.pids: dict[str, int] = {}
-
-    def text(self) -> str:
-        return self.output.read_text()
-
-    def wait_until_serving(self, children: tuple[str, ...]) -> requests.Response:
-        def started():
-            assert self.process.poll() is None, self.text()
-            for name in children:
-                match = re.search(rf"devserver: {name} pid (\d+)", self.text())
-                if match:
-                    self.pids[name] = int(match.group(1))
-            return len(self.pids) == len(children)
-
-        _wait_for(started, 15, f"devserver to start {' and '.join(children)}")
-        return _wait_for(self.healthz, 15, "/healthz")
-
-    def healthz(self) -> requests.Response | None:
-        try:
-            return requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
-        except requests.ConnectionError:
-            return None
-
-    def wait_until_children_gone(self) -> None:
-        _wait_for(lambda: not any(_pid_alive(pid) for pid in self.pids.values()), 15, "no children")
-
-    def cleanup(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()  # its children get SIGTERM from the kernel (PDEATHSIG)
-            self.process.wait()
-        for pid in self.pids.values():
-            if _pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-
-
-@pytest.mark.timeout(40)
-def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
-    server = DevServer(tmp_path, REDIS_DATA_DIR=str(tmp_path / "redis"),
-                       WINNABLE_POOL="salic-law=1", WINNABLE_DEAL_SECONDS="1")
+def _healthz(server: DevServer) -> requests.Response | None:
     try:
-        response = server.wait_until_serving(("redis-server", "worker", "gunicorn"))
+        return requests.get(f"{server.base}/healthz", timeout=2)
+    except (requests.ConnectionError, requests.Timeout):  # not up yet, or still booting
+        return None
+
+
+def _started(server: DevServer, parts: tuple[str, ...]) -> dict[str, int]:
+    """Each part of ``make run`` that runs (a gunicorn group: its master) by its pid, as
+    the development server's log names it and as /proc finds it."""
+    server.wait_ready()
+    found = {part: pids[0] for part, pids in server.parts().items()}
+    assert sorted(found) == sorted(parts), found
+    logged = {"redis-server": "redis-server", "worker": "worker",
+              "events group": "gunicorn events group", "request group": "gunicorn"}
+    for part, pid in found.items():
+        assert f"devserver: {logged[part]} pid {pid} " in server.log(), server.log()
+    return found
+
+
+def _cleanup(server: DevServer, pids: dict[str, int]) -> None:
+    if server.process.poll() is None:
+        server.process.kill()  # its children get SIGTERM from the kernel (PDEATHSIG)
+        server.process.wait()
+    for pid in pids.values():
+        if alive(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.timeout(60)
+def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
+    server = DevServer(tmp_path, WEB_CONCURRENCY="1", WINNABLE_POOL="salic-law=1",
+                       WINNABLE_DEAL_SECONDS="1").start()
+    pids: dict[str, int] = {}
+    try:
+        pids = _started(server, ("redis-server", "worker", "events group", "request group"))
+        response = _healthz(server)
         assert response.status_code == 200
         assert response.json() == {"status": "ok"}
-        redis_url = re.search(r"at (redis://\S+)", server.text()).group(1)
+        redis_url = re.search(r"at (redis://\S+)", server.log()).group(1)
         with redis.Redis.from_url(redis_url) as client:
             assert client.ping() is True
             # The solver's worker fills the pool of winnable deals of that Redis.
@@ -178,33 +149,35 @@ def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
         key_file = tmp_path / "secret-key"  # made on the first run, the owner's only
         assert key_file.stat().st_mode & 0o777 == 0o600
         assert len(key_file.read_text().strip()) >= 32
-        assert f"SECRET_KEY from {key_file}" in server.text()
+        assert f"SECRET_KEY from {key_file}" in server.log()
 
         server.process.send_signal(signal.SIGTERM)
-        assert server.process.wait(20) == 0, server.text()
-        assert not any(_pid_alive(pid) for pid in server.pids.values())
-        assert server.healthz() is None
-        assert "redis-server stopped" in server.text()
+        assert server.process.wait(20) == 0, server.log()
+        assert not any(alive(pid) for pid in pids.values())
+        assert _healthz(server) is None
+        assert "redis-server stopped" in server.log()
     finally:
-        server.cleanup()
+        _cleanup(server, pids)
 
 
-@pytest.mark.timeout(40)
+@pytest.mark.timeout(60)
 def test_devserver_uses_redis_url_and_leaves_no_orphan_when_killed(tmp_path, redis_url):
-    server = DevServer(tmp_path, REDIS_URL=redis_url, REDIS_DATA_DIR=str(tmp_path / "redis"),
-                       WINNABLE_POOL="clock=0")
+    server = DevServer(tmp_path, REDIS_URL=redis_url, WEB_CONCURRENCY="1",
+                       WINNABLE_POOL="clock=0").start()
+    pids: dict[str, int] = {}
     try:
-        assert server.wait_until_serving(("worker", "gunicorn")).json() == {"status": "ok"}
-        assert "REDIS_URL is set" in server.text()
-        assert "redis-server pid" not in server.text()
+        pids = _started(server, ("worker", "events group", "request group"))
+        assert _healthz(server).json() == {"status": "ok"}
+        assert "REDIS_URL is set" in server.log()
+        assert "redis-server pid" not in server.log()
         assert not (tmp_path / "redis").exists()
 
         server.process.kill()
         server.process.wait(5)
-        server.wait_until_children_gone()
-        assert server.healthz() is None
+        _wait_for(lambda: not any(alive(pid) for pid in pids.values()), 15, "no children")
+        assert _healthz(server) is None
     finally:
-        server.cleanup()
+        _cleanup(server, pids)
 
 
 def _hold(port: int) -> socket.socket:

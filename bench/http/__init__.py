@@ -34,11 +34,12 @@ profile of the request path (bench/profile.py).  Everything goes to ``bench/RESU
 wrk must be installed (Debian's package ``wrk``, see README "Performance"); without it
 the benchmark says so and does not run.
 
-One module per concern: ``constants`` (targets, sizes), ``machine`` (CPU, load, /proc),
-``wrk`` (the load generator and one measured run), ``service`` (redis-server and
-gunicorn), ``client`` (setting games up over HTTP, wrk's data files), ``streams`` (open
-event streams), ``memory`` (Redis memory per game), ``measure`` (one persistence
-setting, in rounds), ``report`` (the Markdown tables), ``cli`` (the command).
+One module per concern: ``constants`` (targets, sizes), ``wrk`` (the load generator and
+one measured run), ``service`` (redis-server and gunicorn), ``client`` (setting games up
+over HTTP, wrk's data files), ``streams`` (open event streams), ``memory`` (Redis memory
+per game), ``measure`` (one persistence setting, in rounds), ``report`` (the Markdown
+tables), ``cli`` (the command); the machine's CPU and load are read by
+:mod:`bench.machine`.
 """
 
 from bench.http.cli import main, unavailable

@@ -20,13 +20,13 @@ from bench.http.constants import (
     TOY_APP,
     VARIANTS,
 )
-from bench.http.machine import cpu_model, filesystem_of, load_average
 from bench.http.measure import measure, run_profile
 from bench.http.report import other_sections, report, targets_table
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
+from bench.machine import cpu_model, filesystem_of, load_average
 from bench.walks import long_walks
-from service.redis_server import RedisServerError, find_redis_server
+from devtools.redis_server import RedisServerError, find_redis_server
 
 DESCRIPTION = "HTTP benchmark: a real gunicorn with the production config against a real Redis."
 

@@ -19,7 +19,7 @@ from bench.http.constants import (
 from bench.http.memory import Memory
 from bench.http.service import describe_workers
 from bench.http.wrk import Run, round_seconds
-from service.launch import GUNICORN_COMMAND
+from devtools.launch import GUNICORN_COMMAND
 
 
 @dataclass

@@ -1,5 +1,5 @@
 """The service under load: its own redis-server and gunicorn (the request group's
-settings as they are, started by :mod:`service.launch`) on free ports, and the settings
+settings as they are, started by :mod:`devtools.launch`) on free ports, and the settings
 gunicorn reads."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from unittest import mock
 import redis
 
 from bench.http.constants import HOST
-from bench.http.machine import process_cpu
-from service.launch import GUNICORN_COMMAND, Gunicorn, children
-from service.redis_server import RedisServer, free_port
+from devtools.launch import GUNICORN_COMMAND, Gunicorn
+from devtools.processes import children, cpu_seconds
+from devtools.redis_server import RedisServer, free_port
 
 
 def gunicorn_settings(env: dict) -> dict:
@@ -84,7 +84,7 @@ class Service:
     def cpu(self) -> tuple[float, float]:
         """CPU seconds used so far by gunicorn (master and workers) and by Redis."""
         master = self.gunicorn.pid
-        return process_cpu([master, *children(master)]), process_cpu([self.redis.pid])
+        return cpu_seconds([master, *children(master)]), cpu_seconds([self.redis.pid])
 
     def redis_client(self) -> redis.Redis:
         return redis.Redis.from_url(self.redis.url)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.http.machine import children_cpu, machine_busy
+from bench.machine import children_cpu, machine_busy
 
 if TYPE_CHECKING:
     from bench.http.service import Service

@@ -3,7 +3,7 @@ and hand every events stream to the events group.  All read from the environment
 
     gunicorn -c python:service.runtime.request_group 'service.app:create_app()'
 
-(the Dockerfile, both compose files, and `make run` through service/launch.py).
+(the Dockerfile, both compose files, and `make run` through devtools/launch.py).
 """
 
 import os

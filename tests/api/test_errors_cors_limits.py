@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from service.redis_server import free_port
+from devtools.redis_server import free_port
 from tests.api.support import auth, create, make_app, snapshot, stored, stored_history
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from devtools.redis_server import RedisServer
 from service import keys
 from service.app import close_app
-from service.redis_server import RedisServer
 from tests.api.support import auth, make_app, stored
 
 

@@ -13,14 +13,14 @@ import textwrap
 import time
 from pathlib import Path
 
-from service import launch
-from service.redis_server import free_port
+from devtools import launch
+from devtools.redis_server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class Gunicorn(launch.Gunicorn):
-    """The service's gunicorn (:mod:`service.launch`, the command of `make run`) on a
+    """The service's gunicorn (:mod:`devtools.launch`, the command of `make run`) on a
     free port, with ``env`` on top of this process's environment, its output in ``log``;
     on a clean exit its log must show no traceback, 500 or worker timeout."""
 

@@ -20,7 +20,7 @@ import pytest
 import requests
 from redis.crc import key_slot
 
-from service.launch import new_secret_key
+from devtools.launch import new_secret_key
 from tests.e2e.support import Gunicorn
 from tests.e2e.test_events_e2e import Follower
 

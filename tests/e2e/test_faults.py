@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
+from devtools.redis_server import RedisServer
 from service.engine import Move, get_variant
-from service.redis_server import RedisServer
 from tests.e2e.support import Gunicorn
 from tests.faults import RedisProxy
 

@@ -1,5 +1,5 @@
 """End to end: many followers through `make run`'s own command (``python -m
-service.devserver``: the request group, which hands every events stream over, and the
+devtools.devserver``: the request group, which hands every events stream over, and the
 events group of one gevent worker that holds them), on the harness's Redis.
 
 - 500 streams on one game all get every event, in order, the same bytes as the JSON feed;
@@ -18,94 +18,41 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import requests
 
 from bench.walks import long_walks
-from service.launch import EVENTS_COMMAND, new_secret_key
-from service.redis_server import free_port
+from devtools.launch import DevServer
 from tests.e2e.support import Gunicorn
 from tests.sse import parse_block
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 CAP = 500
 HEARTBEAT = 0.5
 
 
-class Instance:
-    """``python -m service.devserver`` on a free port, on the given Redis."""
-
-    def __init__(self, redis_url: str, log: Path):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        self.env = dict(os.environ, PORT=str(self.port), REDIS_URL=redis_url,
-                        LOG_LEVEL="WARNING", WEB_CONCURRENCY="2", GUNICORN_THREADS="16",
-                        RATELIMIT_DEFAULT="100000 per minute", EVENTS_MAX_STREAMS=str(CAP),
-                        SSE_HEARTBEAT_SECONDS=str(HEARTBEAT), SSE_BACKLOG_BYTES="4096",
-                        SECRET_KEY=new_secret_key())
-        for name in ("PROMETHEUS_MULTIPROC_DIR", "EVENTS_BIND", "EVENTS_HANDOFF_SOCKET"):
-            self.env.pop(name, None)
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Instance:
-        with open(self.log, "wb") as sink:
-            self.process = subprocess.Popen([sys.executable, "-m", "service.devserver"],
-                                            cwd=ROOT, env=self.env, stdout=sink,
-                                            stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 40
-        while True:
-            assert self.process.poll() is None, self.log.read_text()
-            if self.events_worker() is not None:
-                try:
-                    if requests.get(f"{self.base}/healthz", timeout=1).status_code == 200:
-                        return self
-                except (requests.ConnectionError, requests.Timeout):
-                    pass
-            assert time.monotonic() < deadline, "devserver did not start\n" + \
-                self.log.read_text()
-            time.sleep(0.1)
-
-    def __exit__(self, *exc_info) -> None:
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            self.process.wait(30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError("devserver did not stop within 30 s") from None
-        text = self.log.read_text(errors="replace")
-        if exc_info[0] is None:
-            assert "Traceback" not in text, text[-5000:]
-            assert '"status": 500' not in text, text[-5000:]
-
-    def events_worker(self) -> int | None:
-        """The pid of the events group's (one) worker, once it runs."""
-        for master in _children(self.process.pid):
-            if EVENTS_COMMAND[2].encode() in Path(f"/proc/{master}/cmdline").read_bytes():
-                workers = _children(master)
-                return workers[0] if workers else None
-        return None
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in
-                Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
+def events_worker(instance: DevServer) -> int | None:
+    """The pid of the events group's (one) worker, once it runs."""
+    group = instance.parts().get("events group", [])
+    return group[1] if len(group) > 1 else None
 
 
 @pytest.fixture(scope="module")
 def instance(redis_server, tmp_path_factory):
-    log = tmp_path_factory.mktemp("follow") / "devserver.log"
-    with Instance(redis_server.url, log) as running:
-        yield running
+    """``python -m devtools.devserver`` on the harness's Redis; on a clean exit its log
+    shows no traceback and no 500."""
+    server = DevServer(tmp_path_factory.mktemp("follow"), REDIS_URL=redis_server.url,
+                       LOG_LEVEL="WARNING", WEB_CONCURRENCY="2", GUNICORN_THREADS="16",
+                       RATELIMIT_DEFAULT="100000 per minute", EVENTS_MAX_STREAMS=str(CAP),
+                       SSE_HEARTBEAT_SECONDS=str(HEARTBEAT), SSE_BACKLOG_BYTES="4096")
+    with server:
+        yield server
+        assert server.stop(30) == 0, "the devserver did not stop cleanly within 30 s\n" + \
+            server.log()[-5000:]
+    text = server.log()
+    assert "Traceback" not in text, text[-5000:]
+    assert '"status": 500' not in text, text[-5000:]
 
 
 @pytest.fixture(scope="module")
@@ -326,13 +273,13 @@ def test_sigterm_ends_streams_cleanly_and_clients_resume_without_a_gap(instance,
                                          for _ in range(50)))
         readers = [asyncio.ensure_future(s.read()) for s in streams]
         await asyncio.to_thread(_play, instance.base, game_id, token, moves[:10], 0)
-        worker = instance.events_worker()
+        worker = events_worker(instance)
         os.kill(worker, signal.SIGTERM)
         await asyncio.wait_for(asyncio.gather(*readers), 15)
         # The worker is gone; play on while nobody follows, then resume.
         await asyncio.to_thread(_play, instance.base, game_id, token, moves[10:20], 10)
         deadline = time.monotonic() + 20
-        while instance.events_worker() in (None, worker):
+        while events_worker(instance) in (None, worker):
             assert time.monotonic() < deadline, "gunicorn started no new events worker"
             await asyncio.sleep(0.1)
         resumed = await asyncio.gather(*(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from service.redis_server import RedisServer
+from devtools.redis_server import RedisServer
 from tests.e2e.support import Gunicorn
 
 

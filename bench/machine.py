@@ -1,5 +1,5 @@
-"""The machine the benchmark runs on: its CPU, file systems, load, and the CPU time
-the processes of a run used (Linux /proc)."""
+"""The machine the benchmarks run on: its CPU, file systems, load, and how busy its
+cores have been (Linux /proc; the processes' own CPU time: :mod:`devtools.processes`)."""
 
 from __future__ import annotations
 
@@ -54,12 +54,3 @@ def children_cpu() -> float:
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     return used.ru_utime + used.ru_stime
 
-
-def process_cpu(pids: list[int]) -> float:
-    """CPU seconds (user + system) used so far by the processes ``pids`` (Linux)."""
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / _TICKS

@@ -12,8 +12,6 @@ can crash Redis and bring it back on the same append-only file.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import fcntl
 import importlib.util
 import os
@@ -23,7 +21,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,13 +29,14 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from devtools import processes
+
 __all__ = [
     "RedisServer",
     "RedisServerError",
     "LocalCluster",
     "RedisServerNotFound",
     "PortTaken",
-    "die_with_parent",
     "find_redis_cli",
     "find_redis_server",
     "free_port",
@@ -104,23 +102,6 @@ def _is_executable(path: str | os.PathLike[str]) -> bool:
     return os.path.isfile(path) and os.access(path, os.X_OK)
 
 
-_PRCTL = None
-if sys.platform.startswith("linux"):
-    with contextlib.suppress(OSError, AttributeError):
-        _PRCTL = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the forked child
-    _PRCTL(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-
-
-def die_with_parent():
-    """A ``preexec_fn`` for ``subprocess.Popen`` that has the kernel send SIGTERM to the
-    child when the thread that started it dies (Linux), so a crashed parent leaves no
-    orphan; None where that is not supported."""
-    return _die_with_parent if _PRCTL is not None else None
-
-
 class RedisServer:
     """One redis-server process bound to ``host:port`` with its files in ``data_dir``.
 
@@ -158,7 +139,7 @@ class RedisServer:
         self.binary = binary or find_redis_server()
         self.extra_args = tuple(extra_args)
         self.startup_timeout = startup_timeout
-        self.die_with_parent = die_with_parent and _PRCTL is not None
+        self.die_with_parent = die_with_parent
         self.log_path = self.data_dir / _LOG_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._lock_fd: int | None = None
@@ -233,7 +214,7 @@ class RedisServer:
             stderr=subprocess.PIPE,
             start_new_session=True,  # a Ctrl-C meant for our parent does not reach Redis
             pass_fds=(self._lock_fd,),  # the lock lives as long as this redis-server
-            preexec_fn=die_with_parent() if self.die_with_parent else None,
+            preexec_fn=processes.die_with_parent() if self.die_with_parent else None,
         )
         try:
             self._wait_until_ready(log_offset)

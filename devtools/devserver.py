@@ -1,20 +1,20 @@
-"""Development server: ``python -m service.devserver`` (what ``make run`` runs).
+"""Development server: ``python -m devtools.devserver`` (what ``make run`` runs).
 
 Without ``REDIS_URL`` it starts its own Redis (append-only, files in ``$REDIS_DATA_DIR``,
 default ``var/redis``, on ``$REDIS_PORT`` or a free port) and hands its URL to the app.
 Without ``SECRET_KEY`` it uses the one kept in ``$SECRET_KEY_FILE`` (default
 ``var/secret-key``; generated on the first run, readable by its owner only), so
 idempotent retries survive a restart.  Then it starts the solver's worker
-(:func:`service.launch.start_worker`: the pools of winnable deals, the analyses; stopped
+(:func:`devtools.launch.start_worker`: the pools of winnable deals, the analyses; stopped
 after the groups) and runs the two gunicorn groups of the same app
-(:func:`service.launch.start_gunicorn`): the events group (``gunicorn.events.conf.py``,
-gevent workers holding the Server-Sent Events streams) and the request group
-(``gunicorn.conf.py``, gthread workers) on ``127.0.0.1:$PORT`` (default 8000), which
-hands every events stream to the events group over a Unix socket
-(:mod:`service.handoff`): one address for clients.  It raises its open-file limit to the
-hard limit first (each stream holds a connection), forwards SIGINT / SIGTERM / SIGHUP to
-both groups, waits for them to exit (if one exits, it stops the other) and stops Redis
-last.
+(:func:`devtools.launch.start_gunicorn`): the events group
+(:mod:`service.runtime.events_group`, gevent processes holding the Server-Sent Events
+streams) and the request group (:mod:`service.runtime.request_group`, gthread
+processes) on ``127.0.0.1:$PORT`` (default 8000), which hands every events stream to the
+events group over a Unix socket (:mod:`service.runtime.handoff`): one address for
+clients.  It raises its open-file limit to the hard limit first (each stream holds a
+connection), forwards SIGINT / SIGTERM / SIGHUP to both groups, waits for them to exit
+(if one exits, it stops the other) and stops Redis last.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from devtools.launch import ROOT, new_secret_key, start_gunicorn, start_worker, stop_gunicorn
+from devtools.redis_server import RedisServer, RedisServerError
 from service.env import env_int
-from service.launch import ROOT, new_secret_key, start_gunicorn, start_worker, stop_gunicorn
-from service.redis_server import RedisServer, RedisServerError
 
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
