@@ -2,12 +2,13 @@
 # a build argument: a private mirror's copy of python:3.11-slim works as well.
 ARG PYTHON_IMAGE=python:3.11-slim
 
-# Stage 1: the wheel of the service, built from pyproject.toml, README.md and service/
-# alone (nothing else of the checkout goes into it).
+# Stage 1: the wheel of the service, built from pyproject.toml, README.md, openapi.yaml
+# and service/ alone (service/openapi.yaml links to the top-level document; the wheel
+# holds it as a file).
 FROM ${PYTHON_IMAGE} AS wheel
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md openapi.yaml ./
 RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml', 'rb'))['build-system']['requires']))" > /tmp/build-requirements.txt \
     && pip install -r /tmp/build-requirements.txt
 COPY service ./service

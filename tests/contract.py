@@ -43,7 +43,7 @@ from referencing.jsonschema import DRAFT202012
 from werkzeug.test import TestResponse
 from werkzeug.wrappers import Request
 
-SPEC_PATH = Path(__file__).resolve().parent.parent / "service" / "openapi.yaml"
+SPEC_PATH = Path(__file__).resolve().parent.parent / "openapi.yaml"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 PROBLEM_JSON = "application/problem+json"
 _SPEC_URI = "urn:patience:openapi"

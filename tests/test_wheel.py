@@ -1,5 +1,7 @@
 """The installed package is the product without the checkout: its wheel, built from
-``pyproject.toml``, ``README.md`` and ``service/`` alone, installed into a fresh venv
+``pyproject.toml``, ``README.md``, ``openapi.yaml`` and ``service/`` alone (the package's
+``service/openapi.yaml`` is a link to the top-level document, copied into the wheel as a
+file), installed into a fresh venv
 outside the checkout, serves the API with both gunicorn groups' settings and the OpenAPI
 document from the package itself, and holds none of the development tooling."""
 
@@ -30,7 +32,8 @@ def wheel(tmp_path_factory) -> Path:
     source = tmp_path_factory.mktemp("source")
     shutil.copy(ROOT / "pyproject.toml", source)
     shutil.copy(ROOT / "README.md", source)
-    shutil.copytree(ROOT / "service", source / "service",
+    shutil.copy(ROOT / "openapi.yaml", source)
+    shutil.copytree(ROOT / "service", source / "service", symlinks=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
     out = tmp_path_factory.mktemp("wheel")
     # This venv's setuptools, not one fetched from the registry (the Dockerfile's build
@@ -75,8 +78,9 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def test_the_wheel_holds_the_service_its_document_and_no_tooling(wheel):
-    names = zipfile.ZipFile(wheel).namelist()
-    assert "service/openapi.yaml" in names
+    archive = zipfile.ZipFile(wheel)
+    names = archive.namelist()
+    assert archive.read("service/openapi.yaml") == (ROOT / "openapi.yaml").read_bytes()
     assert "service/web/index.html" in names
     assert "service/runtime/request_group.py" in names
     assert "service/runtime/events_group.py" in names
@@ -106,7 +110,7 @@ def test_the_installed_package_serves_the_api(installed, redis_server, tmp_path)
         document = requests.get(f"{base}/v1/openapi.yaml", timeout=5)
         assert document.status_code == 200
         assert yaml.safe_load(document.text) == yaml.safe_load(
-            (ROOT / "service" / "openapi.yaml").read_text())
+            (ROOT / "openapi.yaml").read_text())
         created = requests.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=5)
         assert created.status_code == 201, created.text
         game, token = created.json()["game"], created.json()["player_token"]

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-SPEC = ROOT / "service" / "openapi.yaml"
+SPEC = ROOT / "openapi.yaml"
 PACKAGE = "patience_client"
 #: A game that follows hints ends well before this many moves; past it the client resigns.
 MAX_MOVES = 600
