@@ -16,6 +16,7 @@ BENCHMARKS: dict[str, str] = {
     "hints": "bench.hints",
     "winnable": "bench.winnable",
     "cluster": "bench.cluster",
+    "idle": "bench.idle",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"
