@@ -52,6 +52,8 @@ HOST = "127.0.0.1"
 VARIANTS = list(VARIANT_IDS)
 BEGIN, END = "<!-- bench follow: begin -->", "<!-- bench follow: end -->"
 
+#: The pools of the instance's solver's worker: none, so that it stays idle.
+IDLE_WORKER_POOL = "clock=0"
 TARGET_FOLLOWERS = 10_000
 TARGET_P99_MS = 250.0
 TARGET_KIB = 20.0
@@ -65,8 +67,11 @@ class Instance:
     def __init__(self, workdir: Path):
         self.port = free_port(HOST)
         self.log_path = workdir / "devserver.log"
+        # The solver's worker runs, as in make run, but idle: no pools to fill (it only
+        # looks for analyses to compute, and none are asked for).
         self.env = dict(os.environ, PORT=str(self.port), REDIS_DATA_DIR=str(workdir / "redis"),
-                        RATELIMIT_ENABLED="false", SECRET_KEY=new_secret_key())
+                        RATELIMIT_ENABLED="false", SECRET_KEY=new_secret_key(),
+                        WINNABLE_POOL=IDLE_WORKER_POOL)
         for name in ("REDIS_URL", "PROMETHEUS_MULTIPROC_DIR", "EVENTS_BIND",
                      "EVENTS_HANDOFF_SOCKET"):
             self.env.pop(name, None)
@@ -105,6 +110,9 @@ class Instance:
 
     def redis_pids(self) -> list[int]:
         return [pid for pid in _children(self.process.pid) if "redis-server" in _cmdline(pid)]
+
+    def worker_pids(self) -> list[int]:
+        return [pid for pid in _children(self.process.pid) if "service.worker" in _cmdline(pid)]
 
     def groups(self) -> dict[str, list[int]]:
         """The pids of each gunicorn group (master first, then its workers)."""
@@ -510,7 +518,7 @@ def _run(args, workdir: Path, command: str) -> int:
         print(f"instance up on port {port}: events group {groups['events']}, "
               f"request group {groups['requests']}", flush=True)
         parts = {"request group": groups["requests"], "events group": groups["events"],
-                 "redis": instance.redis_pids()}
+                 "redis": instance.redis_pids(), "solver worker": instance.worker_pids()}
 
         def loop(games):
             return lambda: closed_loop(port, games, args.connections, args.throughput_seconds)
@@ -649,7 +657,9 @@ def report(args, f: dict, command: str) -> str:
         "this machine, rate limits off; the load generator runs on the same cores "
         f"({args.processes} processes of asyncio followers, real TCP connections). Load "
         f"average before {f['load_before'][0]:.2f}, after {f['load_after'][0]:.2f} "
-        "(other work shares these 2 cores).",
+        "(other work shares these 2 cores).  The instance's solver's worker runs idle "
+        f"(`WINNABLE_POOL={IDLE_WORKER_POOL}`: no pool to fill, no analysis asked for); its "
+        "CPU in each phase is the column *solver worker* below.",
         "",
         "| figure | measured | target | |",
         "|---|---:|---:|---|",

@@ -146,14 +146,14 @@ class WorkerWatch:
     def ran(self) -> bool:
         return bool(self.before or self.after)
 
-    def summary(self) -> str:
+    def summary(self, during: str = "the measurements") -> str:
         """One sentence for the report."""
         if not self.ran:
-            return ("The solver's worker did not run during the measurements (no "
+            return (f"The solver's worker did not run during {during} (no "
                     "`python -m service.worker` process on the machine).")
         seconds = max(self.ended - self.started, 1e-9)
         count = len(set(self.before) | set(self.after))
-        return (f"The solver's worker ran during the measurements: {count} "
+        return (f"The solver's worker ran during {during}: {count} "
                 f"`python -m service.worker` process{'es' if count > 1 else ''} on the "
                 f"machine used {self.cpu:.1f} CPU s in {seconds:.0f} s "
                 f"({self.cpu / seconds:.1%} of a core).")

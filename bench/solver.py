@@ -59,6 +59,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.procs import WorkerWatch
 from bench.sections import write_section
 from service.engine import WON as WON_STATUS
 from service.engine import variants
@@ -328,7 +329,9 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         "hint's, is read on the worker process's CPU time, so each search gets its "
         "seconds of one core however busy the machine is; the times are CPU seconds.  "
         + ("The deals were played by the runs that recorded them."
-           if args.table_only else f"{args.processes} processes shared the deals."),
+           if args.table_only else f"{args.processes} processes shared the deals.  "
+           f"{args.worker}  (The budgets being CPU time, another process's work "
+           "lengthens a run, not a search.)"),
         *provenance(args),
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
@@ -438,7 +441,8 @@ def main(argv: list[str]) -> int:
           f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
     started = time.perf_counter()
     args.records.parent.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
+    with WorkerWatch() as watch, \
+            ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
             args.records.open("a") as out:
         for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
             _merge(records, record)
@@ -447,6 +451,7 @@ def main(argv: list[str]) -> int:
             if done % 50 == 0:
                 print(f"  {done}/{len(tasks)} deals, {time.perf_counter() - started:.0f} s",
                       file=sys.stderr, flush=True)
+    args.worker = watch.summary("this run")
     args.covered = {variant_id: [records[variant_id, seed] for seed in range(
         args.first, args.first + args.counts[variant_id])
         if _recorded(records.get((variant_id, seed)), args.bots)] for variant_id in chosen}
