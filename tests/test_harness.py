@@ -138,7 +138,7 @@ class DevServer:
     def healthz(self) -> requests.Response | None:
         try:
             return requests.get(f"http://127.0.0.1:{self.port}/healthz", timeout=2)
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not up yet, or still booting
             return None
 
     def wait_until_children_gone(self) -> None:
@@ -155,8 +155,11 @@ class DevServer:
 
 @pytest.mark.timeout(40)
 def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
+    # The worker's share a whole core: a first search that misses is followed by the
+    # next at once, not by its rest (tests/api/test_worker_share.py tests the share).
     server = DevServer(tmp_path, REDIS_DATA_DIR=str(tmp_path / "redis"),
-                       WINNABLE_POOL="salic-law=1", WINNABLE_DEAL_SECONDS="1")
+                       WINNABLE_POOL="salic-law=1", WINNABLE_DEAL_SECONDS="1",
+                       WORKER_CPU_SHARE="1")
     try:
         response = server.wait_until_serving(("redis-server", "worker", "gunicorn"))
         assert response.status_code == 200
