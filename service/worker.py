@@ -7,27 +7,27 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
    analysis budget and stored with its game;
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
-   the ones it wins, one search of ``WINNABLE_DEAL_SECONDS`` at a time.  Of the short
-   pools, the next search goes to the one that has had the least of the worker's CPU
-   time so far (a pool that comes back short starts level with the others still
-   short): a variant whose deals are seldom won (Four Corners) gets its share and never
-   keeps the others waiting, and a variant whose deals are mostly won (the Clock) fills
-   its pool in a few searches.
+   the ones it wins, one search of ``WINNABLE_DEAL_POSITIONS`` positions at a time
+   (``WINNABLE_DEAL_SECONDS`` of CPU at most). Of the short pools, the next search goes
+   to the one that has had the least of the worker's CPU time so far (a pool that comes
+   back short starts level with the others still short): a variant whose deals are
+   seldom won (Four Corners) gets its share and never keeps the others waiting, and a
+   variant whose deals are mostly won (the Clock) fills its pool in a few searches.
 
-**Its CPU share** (``WORKER_CPU_SHARE``, a fraction of one core, 0.02 by default).  The
+**Its CPU share** (``WORKER_CPU_SHARE``, a fraction of one core, 0.02 by default). The
 worker reads its own CPU time (:func:`time.process_time`: the searches, the Redis round
 trips and the logging, all of it) and, after each search for a pool, rests until its
-average is back within the share (:class:`CpuShare`): a search of 5 s of CPU is
-followed by 250 s of rest at the default.  A pool that keeps missing (Four Corners) is
+average is back within the share (:class:`CpuShare`): a search that took 4 s of CPU is
+followed by 200 s of rest at the default.  A pool that keeps missing (Four Corners) is
 so searched on and on, at the share and no more, and serves its winnable deals as the
-searches find them; a service nobody calls uses its share at most.  The share holds
-over any window as long as one search and its rest (over a longer window T, the worker
-uses at most share × T plus one search); the window is that of a search because a
-search cannot be cut into pieces without losing its table of positions.  An analysis
-never waits for the share: a user is waiting for it (``GET .../analysis`` answers 202
-meanwhile), so it starts as soon as it is queued, the worker resting or not.  Its CPU
-counts all the same: the pools' next search comes that much later, by one search's
-rest at most.
+searches find them; a service nobody calls uses its share at most.  The share holds over
+any window as long as one search and its rest (over a longer window T, the worker uses
+at most share × T plus one search: over 10 minutes at the defaults, 12 s plus at most
+10 s); the window is that of a search because a search cannot be cut into pieces without
+losing its table of positions.  An analysis never waits for the share: a user is waiting
+for it (``GET .../analysis`` answers 202 meanwhile), so it starts as soon as it is
+queued, the worker resting or not.  Its CPU counts all the same: the pools' next search
+comes that much later, by one search's rest at most.
 
 Every budget in seconds of the worker's searches (``WINNABLE_DEAL_SECONDS``,
 ``ANALYSIS_SECONDS``) is read on its CPU time, as the benchmarks read theirs: a search
