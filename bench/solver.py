@@ -23,7 +23,7 @@ parts may come from different engines (say the verdicts of one engine and the hi
 bot's games of a later one whose solver changed nothing but the hint): the table then
 names, part by part, the engines and commits that made them.  The tables go to standard
 output and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file
-kept).
+kept; a table of a budget in positions has a section of its own).
 
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
                            [--budget SECONDS | --positions N] [--processes N]
@@ -318,6 +318,16 @@ def provenance(args) -> list[str]:
     return ["", "Records: " + "  ".join(lines)] if lines else []
 
 
+def markers(args) -> tuple[str, str]:
+    """The markers of the section of ``bench/RESULTS.md`` the table goes to: a table of
+    a budget in positions (``--positions``) has one of its own, which keeps the table
+    of a budget in seconds."""
+    if args.positions is None:
+        return BEGIN, END
+    name = f"solver table, {budget_text(args)}"
+    return f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+
+
 def budget_text(args) -> str:
     if args.positions:
         return f"{args.positions:,} positions (no time limit)"
@@ -486,5 +496,5 @@ def main(argv: list[str]) -> int:
     lines = table(summaries, args)
     print("\n".join(lines))
     print(f"\n{len(tasks)} deals played in {time.perf_counter() - started:.0f} s")
-    write_section(args.output, BEGIN, END, "\n".join(lines))
+    write_section(args.output, *markers(args), "\n".join(lines))
     return 0

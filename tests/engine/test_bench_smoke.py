@@ -164,3 +164,21 @@ def test_a_hint_with_a_budget_of_its_own_plays_beside_the_others(tmp_path, capsy
             bench_main([*argv, "--hint-budget", wrong])
         assert exit_.value.code == 2
         assert "SAMPLESxPOSITIONS" in capsys.readouterr().err
+
+
+def test_a_table_in_positions_has_a_section_of_its_own(tmp_path, capsys):
+    output, records = tmp_path / "RESULTS.md", tmp_path / "records.jsonl"
+    common = ["solver", "--seeds", "1", "--first", "2", "--processes", "1", "--variant",
+              "salic-law", "--output", str(output), "--records", str(records), "--bots", "none"]
+    assert bench_main([*common, "--budget", "2"]) == 0
+    assert bench_main([*common, "--positions", "20000"]) == 0
+    out = capsys.readouterr().out
+    assert "at most 20,000 positions (no time limit) per deal" in out
+    text = output.read_text()
+    assert text.count("<!-- solver table: begin -->") == 1
+    assert text.count("<!-- solver table, 20,000 positions (no time limit): begin -->") == 1
+    assert text.count("| salic-law | 1 | 1 | 0 | 0 |") == 2
+    # Each budget's verdict is recorded apart: no run reuses the other's.
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [(line["budget"], line.get("positions")) for line in lines] == [(2, None),
+                                                                            (None, 20000)]
