@@ -1,13 +1,14 @@
 """``python -m bench winnable``: how long ``POST /v1/games`` with ``"winnable": true``
 takes, from a filled pool and from an empty one (the creation's own search).
 
-It starts its own Redis, the solver's worker (``python -m service.worker``) and gunicorn
-(``gunicorn.conf.py``, rate limits off) on free ports, waits until the worker has filled
-a pool of ``--pool`` seeds for each variant asked for, then creates ``--games`` winnable
-games per variant one after another over HTTP and reports the latency (median, p90,
-max).  Then it stops the worker, empties the pools and does the same again: each
-creation searches itself (``WINNABLE_SEARCH_SECONDS``), and the share answered 422
-``no_winnable_deal`` is reported too.
+It starts its own Redis, the solver's worker (``python -m service.worker``, with a whole
+core for its share) and gunicorn (``gunicorn.conf.py``, rate limits off) on free ports,
+waits until the worker has filled a pool of ``--pool`` seeds for each variant asked for
+(``--fill-seconds`` at most), then creates ``--games`` winnable games per variant one
+after another over HTTP and reports the latency (median, p90, max). Then it stops the
+worker, empties the pools and does the same again: each creation searches itself
+(``WINNABLE_SEARCH_SECONDS``), and the share answered 422 ``no_winnable_deal`` is
+reported too.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def main(argv: list[str]) -> int:
         env = dict(os.environ, REDIS_URL=server.url, HOST="127.0.0.1", PORT=str(port),
                    RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING",
                    WINNABLE_POOL=",".join(f"{name}={args.pool}" for name in variants))
-        worker = start_worker(env)
+        # The pools are filled with a whole core (no rest: the fill is not measured).
+        worker = start_worker(dict(env, WORKER_CPU_SHARE="1"))
         gunicorn = start_gunicorn(env, output=subprocess.DEVNULL)
         client = redis.Redis.from_url(server.url)
         rows = []
