@@ -102,10 +102,12 @@ class Config:
     #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
     WINNABLE_POOL = (os.environ.get("WINNABLE_POOL")
                      or "clock=32,salic-law=32,four-corners=8")
-    #: Seconds (of the worker's CPU time) and positions the worker's solver gives one
-    #: deal while it fills a pool.
-    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 5.0)
-    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 2_000_000)
+    #: Positions, and seconds of the worker's CPU time, the worker's solver gives one
+    #: deal while it fills a pool.  The positions end a search (the same search on any
+    #: machine: `python -m bench solver --positions 50000` measures it); the seconds only
+    #: stop one on a machine slower than 5,000 positions a second.
+    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 50_000)
+    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 10.0)
     #: The solver's worker's CPU share: the CPU time it may use on average, as a fraction
     #: of one core (0 < share <= 1).  After a search for a pool it rests until its CPU
     #: time is back within the share; an analysis, which a user waits for, never waits

@@ -46,8 +46,8 @@ class SolverSettings:
     pool: dict[str, int]
     #: Seconds (of the worker's CPU time) and positions the worker gives one deal while
     #: it fills a pool.
-    deal_seconds: float = 5.0
-    deal_positions: int = engine_solver.DEFAULT_POSITIONS
+    deal_seconds: float = 10.0
+    deal_positions: int = 50_000
     #: The worker's CPU share: the CPU time it may use on average, a fraction of one core.
     cpu_share: float = 0.02
     #: Seconds a creation with ``winnable`` searches when the pool is empty.
