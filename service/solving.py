@@ -9,7 +9,8 @@ solver proved winnable.  The seeds come from a pool per variant in Redis
 of the pool atomically when a game is dealt from it, and is as secret as any seed the
 server chooses.  When the pool of the variant is empty, the creation searches itself
 for up to ``WINNABLE_SEARCH_SECONDS`` (:func:`find_winnable`); nothing found in that time
-answers 422 ``no_winnable_deal`` (Four Corners, whose deals are seldom winnable).
+answers 422 ``no_winnable_deal`` (Four Corners, whose deals the solver seldom proves
+winnable).
 
 Analysis.  Once a game is over, ``GET /v1/games/<id>/analysis`` answers whether its deal
 could be won, with a winning line from the deal.  The first request that finds no stored
@@ -111,18 +112,26 @@ def random_seed() -> int:
     return secrets.randbits(64)
 
 
+def try_deal(variant: Variant, *, seconds: float, positions: int) -> int | None:
+    """One random deal of ``variant``, searched once within ``positions`` and
+    ``seconds``: its seed if the solver wins it, else None.  The seconds are read on the
+    solver's clock (:func:`service.engine.solver.now`: the wall clock, or the process's
+    CPU time in the worker)."""
+    seed = random_seed()
+    solution = engine_solver.solve(variant, seed, max_positions=positions,
+                                   max_seconds=seconds)
+    return seed if solution.result == engine_solver.WON else None
+
+
 def find_winnable(variant: Variant, *, seconds: float, deal_seconds: float,
                   positions: int) -> int | None:
-    """A random seed of ``variant`` that the solver proves winnable, searching for up to
-    ``seconds`` in all and ``deal_seconds`` per deal; None if none was found in time.
-    Both are read on the solver's clock (:func:`service.engine.solver.now`: the wall
-    clock, or the process's CPU time in the worker)."""
+    """A random seed of ``variant`` that the solver proves winnable, searching deal after
+    deal (:func:`try_deal`) for up to ``seconds`` in all and ``deal_seconds`` per deal;
+    None if none was found in time."""
     deadline = engine_solver.now() + seconds
     while (left := deadline - engine_solver.now()) > 0:
-        seed = random_seed()
-        solution = engine_solver.solve(variant, seed, max_positions=positions,
-                                       max_seconds=min(left, deal_seconds))
-        if solution.result == engine_solver.WON:
+        seed = try_deal(variant, seconds=min(left, deal_seconds), positions=positions)
+        if seed is not None:
             return seed
     return None
 

@@ -7,12 +7,13 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
    analysis budget and stored with its game;
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
-   the ones it wins, one search of ``WINNABLE_DEAL_POSITIONS`` positions at a time
-   (``WINNABLE_DEAL_SECONDS`` of CPU at most). Of the short pools, the next search goes
-   to the one that has had the least of the worker's CPU time so far (a pool that comes
-   back short starts level with the others still short): a variant whose deals are
-   seldom won (Four Corners) gets its share and never keeps the others waiting, and a
-   variant whose deals are mostly won (the Clock) fills its pool in a few searches.
+   the ones it wins, one deal at a time, each searched once within
+   ``WINNABLE_DEAL_POSITIONS`` positions (``WINNABLE_DEAL_SECONDS`` of CPU at most). Of
+   the short pools, the next search goes to the one that has had the least of the
+   worker's CPU time so far (a pool that comes back short starts level with the others
+   still short): a variant whose deals are seldom won (Four Corners) gets its share and
+   never keeps the others waiting, and a variant whose deals are mostly won (the Clock)
+   fills its pool in a few searches.
 
 **Its CPU share** (``WORKER_CPU_SHARE``, a fraction of one core, 0.02 by default). The
 worker reads its own CPU time (:func:`time.process_time`: the searches, the Redis round
@@ -56,7 +57,7 @@ import time
 from service.engine import get_variant
 from service.engine import solver as engine_solver
 from service.env import env_int
-from service.solving import Analyses, find_winnable
+from service.solving import Analyses, try_deal
 from service.store import StorageUnavailable
 from service.telemetry import configure_logging
 
@@ -152,9 +153,8 @@ class Worker:
 
     def _fill(self, variant_id: str) -> str:
         started, cpu = time.monotonic(), time.process_time()
-        seed = find_winnable(get_variant(variant_id), seconds=self.settings.deal_seconds,
-                             deal_seconds=self.settings.deal_seconds,
-                             positions=self.settings.deal_positions)
+        seed = try_deal(get_variant(variant_id), seconds=self.settings.deal_seconds,
+                        positions=self.settings.deal_positions)
         if seed is not None:
             self.store.add_seed(variant_id, seed)
         used = time.process_time() - cpu
