@@ -4,10 +4,12 @@ time read from /proc; and an analysis does not wait for the rest the share asks 
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 
 import pytest
 
+from service.launch import start_worker
 from tests.api.support import auth, create, make_app
 from tests.solver_worker import WorkerProcess, cpu_seconds, quickly_won_seed, wait_for
 
@@ -79,3 +81,14 @@ def test_an_analysis_does_not_wait_for_the_share(own_url, tmp_path):
         assert _when(analysed[0]) - _when(first) < first["rest_s"]
         app.extensions["game_store"].close()
         assert 500 not in app.statuses
+
+
+@pytest.mark.parametrize("share", ["0", "-0.1", "1.5", "two"])
+def test_a_share_that_is_no_fraction_of_a_core_stops_the_worker(own_url, tmp_path, share):
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as sink:
+        process = start_worker(dict(os.environ, REDIS_URL=own_url, WORKER_CPU_SHARE=share),
+                               output=sink)
+    assert process.wait(30) == 2
+    assert "bad configuration" in log.read_text()
+    assert "WORKER_CPU_SHARE" in log.read_text()
