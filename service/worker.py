@@ -8,12 +8,12 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
    the ones it wins, one deal at a time, each searched once within
-   ``WINNABLE_DEAL_POSITIONS`` positions (``WINNABLE_DEAL_SECONDS`` of CPU at most). Of
-   the short pools, the next search goes to the one that has had the least of the
-   worker's CPU time so far (a pool that comes back short starts level with the others
-   still short): a variant whose deals are seldom won (Four Corners) gets its share and
-   never keeps the others waiting, and a variant whose deals are mostly won (the Clock)
-   fills its pool in a few searches.
+   ``WINNABLE_DEAL_POSITIONS`` positions (``WINNABLE_DEAL_SECONDS`` of CPU at most).  Of
+   the short pools, the next search goes to the one whose seeds have cost the least CPU
+   so far (:meth:`Worker.cost`): the share buys the most seeds that way.  A pool whose
+   deals are mostly won (the Clock, Salic Law) refills first, in a few searches; one
+   whose searches keep missing (Four Corners) gets the searches left once the others are
+   full, and never keeps them waiting.
 
 **Its CPU share** (``WORKER_CPU_SHARE``, a fraction of one core, 0.02 by default). The
 worker reads its own CPU time (:func:`time.process_time`: the searches, the Redis round
@@ -110,9 +110,9 @@ class Worker:
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
         self.share = CpuShare(self.settings.cpu_share)
-        #: CPU seconds each pool's searches have had; the pools short at the last look.
+        #: CPU seconds each pool's searches have had, and the seeds they found.
         self.spent = dict.fromkeys(self.pools, 0.0)
-        self._short: set[str] = set()
+        self.found = dict.fromkeys(self.pools, 0)
 
     def step(self) -> str:
         """Do the most urgent thing there is: what it did, in a word."""
@@ -137,19 +137,18 @@ class Worker:
                                     "cpu_ms": round((time.process_time() - cpu) * 1000)})
         return "analysis"
 
+    def cost(self, variant_id: str) -> float:
+        """What a seed of the pool has cost so far: the CPU seconds of its searches over
+        the seeds they found, plus one (a pool not searched yet costs nothing)."""
+        return self.spent[variant_id] / (self.found[variant_id] + 1)
+
     def _neediest_pool(self) -> str | None:
-        """The short pool that has had the least CPU time (None: all full).  A pool that
-        was full at the last look starts level with the pools that stayed short, so
-        that it does not take every search until it has caught up with them."""
+        """The short pool whose seeds have cost the least (None: all full): the share
+        buys the most seeds so, and a pool whose searches keep missing (Four Corners)
+        gets the searches left once the others are full."""
         short = [name for name in self.pools
                  if self.store.pool_size(name) < self.pools[name]]
-        level = min((self.spent[name] for name in short if name in self._short),
-                    default=0.0)
-        for name in short:
-            if name not in self._short:
-                self.spent[name] = max(self.spent[name], level)
-        self._short = set(short)
-        return min(short, key=self.spent.__getitem__, default=None)
+        return min(short, key=self.cost, default=None)
 
     def _fill(self, variant_id: str) -> str:
         started, cpu = time.monotonic(), time.process_time()
@@ -157,6 +156,7 @@ class Worker:
                         positions=self.settings.deal_positions)
         if seed is not None:
             self.store.add_seed(variant_id, seed)
+            self.found[variant_id] += 1
         used = time.process_time() - cpu
         self.spent[variant_id] += used
         log.info("pool search", extra={

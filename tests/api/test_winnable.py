@@ -219,8 +219,8 @@ def test_winnable_false_is_an_ordinary_game(client):
 
 def test_a_pool_that_never_fills_keeps_no_other_waiting(redis_url, clean_redis, tmp_path):
     # Four Corners first, with searches too short to win one of its deals: Salic Law's
-    # pool fills all the same, the next search going to the short pool that has had the
-    # least of the worker's CPU.
+    # pool fills all the same, the next search going to the short pool whose seeds have
+    # cost the least CPU.
     url_2 = redis_url.rsplit("/", 1)[0] + "/2"
     with redis.Redis.from_url(url_2) as db_2, \
             WorkerProcess(url_2, tmp_path / "worker.log", WINNABLE_DEAL_SECONDS="0.2",
