@@ -36,6 +36,7 @@ import requests
 
 from bench.procs import TreeCpu, cmdline
 from bench.sections import write_section
+from bench.solver import source_commit
 from service import keys
 from service.engine import variants
 from service.launch import ROOT
@@ -144,7 +145,8 @@ def table(runs: list[dict], command: str, load: tuple[float, ...]) -> list[str]:
     lines = [
         "## Idle CPU of `make run`",
         "",
-        f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC ({os.cpu_count()} "
+        f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (commit "
+        f"{source_commit('service')}, {os.cpu_count()} "
         f"cores, load average before {' '.join(f'{x:.2f}' for x in load)}; settings from "
         f"the environment: {', '.join(f'{k}={v}' for k, v in settings.items()) or 'none'}, "
         "the rest the defaults).  Nothing called the service.  CPU seconds (user + system, "

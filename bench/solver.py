@@ -141,15 +141,15 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
             "cpu": round(time.process_time() - started, 3)}
 
 
-def source_commit() -> str:
-    """The commit the engine's sources come from (``+changes`` when they differ from it),
-    or ``?`` outside a git checkout."""
+def source_commit(sources: str = "service/engine") -> str:
+    """The commit the sources under ``sources`` (the engine's by default) come from
+    (``+changes`` when they differ from it), or ``?`` outside a git checkout."""
     def git(*argv: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True,
                               text=True, check=True).stdout.strip()
     try:
         head = git("rev-parse", "--short=10", "HEAD")
-        return head + ("+changes" if git("status", "--porcelain", "service/engine") else "")
+        return head + ("+changes" if git("status", "--porcelain", sources) else "")
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
