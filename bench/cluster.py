@@ -8,8 +8,10 @@ harness, gunicorn with the production config):
   Redis, a Redis Cluster of 3 masters and 3 replicas with writes confirmed by a replica
   (``REDIS_WAIT_REPLICAS=1``, the default there), and the same cluster without
   confirmation; in turns, each ratio the median of the same-turn ratios;
-- ``--failover``: games played by several clients while a master is killed (SIGKILL):
-  moves acknowledged, moves lost, seconds of 503, for ``REDIS_WAIT_REPLICAS`` 1 and 0.
+- ``--failover``: games played, read and followed by clients while a master dies for
+  good (killed, or frozen as a host that vanished): how long until the replica's
+  promotion and until the lost shard's reads and writes are back, what the other
+  shards' clients saw, moves lost or applied twice, whether the process stayed ready.
   :func:`failover` is also what ``tests/e2e/test_cluster_failover.py`` runs.
 """
 
@@ -46,7 +48,8 @@ class Server(launch.Gunicorn):
         self.port = free_port(HOST)
         environ = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=redis_url,
                        WEB_CONCURRENCY=str(workers), GUNICORN_THREADS=str(threads),
-                       RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING", **env)
+                       RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING")
+        environ.update(env)
         environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
         super().__init__(environ, output=log, ready_path="/readyz", workers=workers)
 
@@ -158,45 +161,71 @@ def _p99(values: list[float]) -> float:
 # --- failover -------------------------------------------------------------------------
 @dataclass
 class Failover:
-    """What the clients saw while a master was killed and its replica took over."""
+    """What the clients saw while a master died for good and its replica took over."""
 
     wait_replicas: int
+    replicas: int  # replicas per master
+    fault: str  # "kill" (SIGKILL) or "freeze" (SIGSTOP): how the master died
     acknowledged: int = 0  # writes answered 200
     lost: int = 0  # acknowledged writes missing from the cluster afterwards
     extra: int = 0  # writes in the cluster that no client saw acknowledged
-    unavailable: int = 0  # answers 503
+    unavailable: int = 0  # answers 503 (on the lost shard's games)
     without_retry_after: int = 0  # 503 answers without Retry-After
-    other: dict[int, int] = field(default_factory=dict)  # any other status: count
-    first_503: float | None = None
-    last_503: float | None = None
+    other: dict[int, int] = field(default_factory=dict)  # the lost shard: other statuses
+    healthy_requests: int = 0  # requests for games of the other shards
+    healthy_failed: dict[int, int] = field(default_factory=dict)  # their non-200 answers
+    healthy_slowest: float = 0.0  # their slowest answer after the kill (s)
     promoted_after: float = 0.0  # seconds from the kill to the replica's promotion
+    reads_back_after: float = 0.0  # from the promotion to the lost shard's reads back
+    writes_back_after: float = 0.0  # ... and its writes back
     games_hit: int = 0  # games on the killed master's slots
-
-    @property
-    def seconds_of_503(self) -> float:
-        if self.first_503 is None:
-            return 0.0
-        return self.last_503 - self.first_503
+    games: int = 0
+    feed_gaps: int = 0  # followed games whose stream missed or repeated a version
+    resumed: int = 0  # streams the followers opened again (Last-Event-ID)
+    silent_streams: int = 0  # streams that went silent (the follower gave up on them)
+    not_ready: dict[int, int] = field(default_factory=dict)  # /readyz: non-200 answers
+    readyz_slowest: float = 0.0  # /readyz: its slowest answer (s)
 
     def summary(self) -> str:
-        return (f"REDIS_WAIT_REPLICAS={self.wait_replicas}: {self.acknowledged} moves "
-                f"acknowledged, {self.lost} lost, {self.extra} applied unacknowledged; "
-                f"503 answers {self.unavailable} over {self.seconds_of_503:.2f} s "
-                f"(replica promoted {self.promoted_after:.2f} s after the kill; "
-                f"{self.games_hit} of the games on the killed master); "
-                f"other statuses {self.other or 'none'}")
+        return (f"{self.replicas} replica(s) per master, REDIS_WAIT_REPLICAS="
+                f"{self.wait_replicas}: a master {_FAULTS[self.fault]} for good; replica "
+                f"promoted "
+                f"{self.promoted_after:.2f} s after the kill; the lost shard's reads back "
+                f"{self.reads_back_after:.2f} s and writes back {self.writes_back_after:.2f} s "
+                f"after the promotion ({self.games_hit} of {self.games} games on it: "
+                f"{self.unavailable} answers 503, {self.without_retry_after} of them without "
+                f"Retry-After, other statuses {self.other or 'none'}); the other shards: "
+                f"{self.healthy_requests} requests, failed {self.healthy_failed or 'none'}, "
+                f"slowest {self.healthy_slowest * 1000:.0f} ms after the kill; "
+                f"{self.acknowledged} moves acknowledged, {self.lost} lost, {self.extra} "
+                f"applied unacknowledged; two games followed over SSE: {self.feed_gaps} "
+                f"with a gap, {self.resumed} resumptions, {self.silent_streams} streams "
+                f"silent for {SILENT:g} s; /readyz not ready {self.not_ready or 'never'}, slowest "
+                f"{self.readyz_slowest * 1000:.0f} ms")
 
 
-class _Player(threading.Thread):
-    """Plays its games in turn, deal and undo alternately, every write with its own
-    Idempotency-Key; a 503 is sent again (same key) until it is answered."""
+_FAULTS = {"kill": "SIGKILLed", "freeze": "frozen (SIGSTOP)"}
 
-    def __init__(self, port: int, games: list[tuple[str, str]], result: Failover,
-                 lock: threading.Lock, stop: threading.Event, pause: float):
+
+class _Game:
+    """What one game's clients saw: answers as (seconds since the start, kind, status)."""
+
+    def __init__(self, game_id: str, token: str, lost_shard: bool):
+        self.game_id, self.token, self.lost_shard = game_id, token, lost_shard
+        self.acknowledged = 0
+        self.answers: list[tuple[float, str, int, float]] = []  # when, kind, status, took
+
+
+class _Client(threading.Thread):
+    """Plays (``kind`` "write": deal and undo alternately, each write with its own
+    Idempotency-Key, sent again with the same key until answered 200) or reads (``kind``
+    "read": ``GET /v1/games/<id>`` over and over) one game, every ``pause`` seconds."""
+
+    def __init__(self, port: int, game: _Game, kind: str, result: Failover,
+                 lock: threading.Lock, stop: threading.Event, pause: float, epoch: float):
         super().__init__(daemon=True)
-        self.port, self.games, self.result, self.lock = port, games, result, lock
-        self.stop, self.pause = stop, pause
-        self.acknowledged = {game_id: 0 for game_id, _token in games}
+        self.port, self.game, self.kind, self.result = port, game, kind, result
+        self.lock, self.stop, self.pause, self.epoch = lock, stop, pause, epoch
         self.error: BaseException | None = None
 
     def run(self):
@@ -204,103 +233,266 @@ class _Player(threading.Thread):
             with Http(self.port, timeout=10) as client:
                 number = 0
                 while not self.stop.is_set():
-                    for game_id, token in self.games:
-                        self._write(client, game_id, token, number)
-                    number += 1
+                    if self.kind == "read":
+                        self._send(client, "GET", f"/v1/games/{self.game.game_id}", None, {})
+                    else:
+                        self._write(client, number)
+                        number += 1
+                    time.sleep(self.pause)
         except BaseException as error:  # the caller reports it
             self.error = error
 
-    def _write(self, client: Http, game_id: str, token: str, number: int) -> None:
-        path = f"/v1/games/{game_id}/" + ("moves" if number % 2 == 0 else "undo")
+    def _write(self, client: Http, number: int) -> None:
+        path = f"/v1/games/{self.game.game_id}/" + ("moves" if number % 2 == 0 else "undo")
         body = {"type": "deal"} if number % 2 == 0 else None
-        headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": f"{number}"}
+        headers = {"Authorization": f"Bearer {self.game.token}",
+                   "Idempotency-Key": f"{number}"}
         while True:
-            try:
-                status, answer_headers, _answer = client.call("POST", path, body, headers)
-            except (OSError, http.client.HTTPException):
-                status, answer_headers = 0, {}
-            now = time.monotonic()
-            with self.lock:
-                if status == 200:
-                    self.result.acknowledged += 1
-                    self.acknowledged[game_id] += 1
-                    return
-                if status == 503:
-                    self.result.unavailable += 1
-                    if "Retry-After" not in answer_headers:
-                        self.result.without_retry_after += 1
-                    if self.result.first_503 is None:
-                        self.result.first_503 = now
-                    self.result.last_503 = now
-                else:
-                    self.result.other[status] = self.result.other.get(status, 0) + 1
-                    if status != 0:
-                        return  # a refusal: nothing to retry
-            # Retry-After says 1 s; the clients retry sooner to time the gap finely.
+            status = self._send(client, "POST", path, body, headers)
+            if status == 200:
+                break
+            if status not in (0, 503):
+                return  # a refusal (counted as a failure): nothing to send again
             time.sleep(self.pause)
+        with self.lock:
+            self.game.acknowledged += 1
+            self.result.acknowledged += 1
+
+    def _send(self, client: Http, method: str, path: str, body, headers) -> int:
+        """One request, recorded; its status (0: no answer)."""
+        started = time.monotonic()
+        try:
+            status, answer_headers, _answer = client.call(method, path, body, headers)
+        except (OSError, http.client.HTTPException):
+            status, answer_headers = 0, {}
+        took = time.monotonic() - started
+        with self.lock:
+            self.game.answers.append((started - self.epoch, self.kind, status, took))
+            if status == 503 and self.game.lost_shard:
+                self.result.unavailable += 1
+                if "Retry-After" not in answer_headers:
+                    self.result.without_retry_after += 1
+        return status
 
 
-def failover(work: Path, *, wait_replicas: int, games: int = 12, players: int = 4,
+#: Seconds after which a follower gives up on a stream that sends nothing (the server
+#: sends a heartbeat every second during a failover measurement).
+SILENT = 10.0
+
+
+class _Follower(threading.Thread):
+    """Follows one game's events stream (Server-Sent Events), resuming with
+    ``Last-Event-ID`` whenever the stream ends or breaks: the ids it got, in order."""
+
+    def __init__(self, port: int, game_id: str, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.port, self.game_id, self.stop = port, game_id, stop
+        self.ids: list[int] = []
+        self.streams = 0  # streams opened (1 + resumptions)
+        self.silent = 0  # streams that sent nothing, not even a heartbeat, for SILENT s
+
+    def run(self):
+        while not self.stop.is_set():
+            headers = {"Accept": "text/event-stream"}
+            if self.ids:
+                headers["Last-Event-ID"] = str(self.ids[-1])
+            connection = http.client.HTTPConnection(HOST, self.port, timeout=SILENT)
+            try:
+                connection.request("GET", f"/v1/games/{self.game_id}/events", headers=headers)
+                response = connection.getresponse()
+                self.streams += 1
+                if response.status != 200:
+                    response.read()
+                    time.sleep(0.1)
+                    continue
+                while not self.stop.is_set():
+                    line = response.readline()
+                    if not line:
+                        break  # the stream ended: resume
+                    if line.startswith(b"id:"):
+                        self.ids.append(int(line[3:].strip()))
+            except TimeoutError:
+                self.silent += 1
+            except (OSError, http.client.HTTPException, ValueError):
+                time.sleep(0.1)
+            finally:
+                connection.close()
+
+
+class _Prober(threading.Thread):
+    """Asks ``GET /readyz`` every ``pause`` seconds, as a load balancer does: the
+    statuses it got other than 200, and its slowest answer."""
+
+    def __init__(self, port: int, stop: threading.Event, pause: float = 0.1):
+        super().__init__(daemon=True)
+        self.port, self.stop, self.pause = port, stop, pause
+        self.failed: dict[int, int] = {}
+        self.slowest = 0.0
+
+    def run(self):
+        with Http(self.port, timeout=5) as client:
+            while not self.stop.is_set():
+                started = time.monotonic()
+                try:
+                    status = client.call("GET", "/readyz")[0]
+                except (OSError, http.client.HTTPException):
+                    status = 0
+                self.slowest = max(self.slowest, time.monotonic() - started)
+                if status != 200:
+                    self.failed[status] = self.failed.get(status, 0) + 1
+                time.sleep(self.pause)
+
+
+def _back_after(games: list[_Game], kind: str, promoted: float) -> float:
+    """Seconds from ``promoted`` to the first answer 200 of ``kind`` after the last
+    failed one, at the latest over ``games`` (0 if none failed after the promotion)."""
+    back = promoted
+    for game in games:
+        answers = [answer for answer in game.answers if answer[1] == kind]
+        failed = [index for index, answer in enumerate(answers) if answer[2] != 200]
+        if not failed:
+            continue
+        later = answers[failed[-1] + 1:]
+        if not later:
+            raise RuntimeError(f"{game.game_id}: no {kind} answered after its last failure")
+        back = max(back, later[0][0] + later[0][3])
+    return back - promoted
+
+
+def failover(work: Path, *, wait_replicas: int, replicas: int = 2, games: int = 12,
              before: float = 1.5, after: float = 1.5, node_timeout_ms: int = 1000,
-             pause: float = 0.05) -> Failover:
-    """Start a cluster (3+3) and a gunicorn; ``players`` clients play ``games`` games;
-    after ``before`` seconds the master serving the first game is SIGKILLed; once its
-    replica is promoted the killed node is started again (an orchestrator's restart:
-    it comes back as a replica); play goes on until every game has been written again
-    and ``after`` more seconds, then every game's stored version is compared with the
-    writes its client saw acknowledged."""
-    nodes = LocalCluster(work / "cluster", node_timeout_ms=node_timeout_ms)
-    result = Failover(wait_replicas)
+             pause: float = 0.05, workers: int = 2, limiter: bool = False,
+             fault: str = "kill") -> Failover:
+    """Start a cluster (3 masters, ``replicas`` replicas each) and a gunicorn; each of
+    ``games`` games (a third of them on its slots) has a client that writes and one that
+    reads, and one game of each shard is followed over Server-Sent Events.  After
+    ``before`` seconds the first master of REDIS_URL dies for good: ``fault`` "kill"
+    SIGKILLs it (its connections close at once, as a crashed process's), "freeze"
+    SIGSTOPs it (it answers nothing and closes nothing, as a host that vanished); it
+    never comes back.  Play goes on until the lost shard's games answer reads and writes
+    again and every game has been written twice more, then ``after`` more seconds; then
+    every game's stored version is compared with the writes its client saw acknowledged,
+    every answer is sorted by shard, and the followers must have every version once."""
+    nodes = LocalCluster(work / "cluster", replicas=replicas, node_timeout_ms=node_timeout_ms)
+    result = Failover(wait_replicas, replicas, fault, games=games)
     nodes.start()
     try:
-        with Server(nodes.url, work / f"failover-{wait_replicas}.log", threads=16,
-                    REDIS_WAIT_REPLICAS=str(wait_replicas)) as server:
-            made = []
+        # Streams send a heartbeat every second: a follower whose stream stays silent
+        # for SILENT seconds has lost its server, not merely waited for a move.
+        env = {"REDIS_WAIT_REPLICAS": str(wait_replicas), "SSE_HEARTBEAT_SECONDS": "1"}
+        if limiter:
+            env["RATELIMIT_ENABLED"] = "true"
+            env["RATELIMIT_DEFAULT"] = "1000000 per minute"
+        with Server(nodes.url, work / f"failover-{wait_replicas}.log", workers=workers,
+                    threads=32, **env) as server:
+            # The victim: the first master of REDIS_URL, whose nodes every process asks
+            # in turn (the live feed subscribes on the first that answers): the worst case.
+            victim = next(node for node in nodes.nodes if nodes.role(node) == "master")
+            heirs = nodes.replicas_of(victim)
+            played: list[_Game] = []
             with Http(server.port) as client:
-                for _ in range(games):
+                # Games until a third of them (two at least) are on the victim's slots.
+                while len(played) < games or \
+                        sum(game.lost_shard for game in played) < max(2, games // 3):
                     status, _headers, body = client.call(
                         "POST", "/v1/games", {"variant": "salic-law", "undo": "full"})
                     assert status == 201, body
-                    made.append((body["game"]["id"], body["player_token"]))
+                    game_id = body["game"]["id"]
+                    lost = nodes.node_of_slot(key_slot(f"game:{{{game_id}}}".encode())) \
+                        is victim
+                    if len(played) >= games and not lost:
+                        continue
+                    played.append(_Game(game_id, body["player_token"], lost))
+                    if len(played) > games:  # one game of the other shards fewer
+                        played.remove(next(game for game in played if not game.lost_shard))
+            result.games_hit = sum(game.lost_shard for game in played)
             lock, stop = threading.Lock(), threading.Event()
-            team = [_Player(server.port, made[index::players], result, lock, stop, pause)
-                    for index in range(players)]
-            for player in team:
-                player.start()
+            epoch = time.monotonic()
+            team = [_Client(server.port, game, kind, result, lock, stop, pause, epoch)
+                    for game in played for kind in ("write", "read")]
+            followers = [_Follower(server.port, game.game_id, stop)
+                         for game in (next(g for g in played if g.lost_shard),
+                                      next(g for g in played if not g.lost_shard))]
+            prober = _Prober(server.port, stop)
+            for member in [*team, *followers, prober]:
+                member.start()
             time.sleep(before)
-            victim = nodes.node_of_slot(key_slot(f"game:{{{made[0][0]}}}".encode()))
-            heir = nodes.replicas_of(victim)[0]
-            result.games_hit = sum(
-                nodes.node_of_slot(key_slot(f"game:{{{game_id}}}".encode())) is victim
-                for game_id, _token in made)
             killed = time.monotonic()
-            victim.kill()
-            while nodes.role(heir) != "master":
+            if fault == "kill":
+                victim.kill()  # for good
+            else:
+                victim.freeze()  # for good
+            while not any(nodes.role(heir) == "master" for heir in heirs):
                 if time.monotonic() - killed > 30:
-                    raise RuntimeError("the replica was not promoted within 30 s")
-                time.sleep(0.02)
-            result.promoted_after = time.monotonic() - killed
-            victim.start()  # back as a replica of its heir
-            nodes.wait_until_healthy(30)
-            recovered = result.acknowledged
-            deadline = time.monotonic() + 30
-            while result.acknowledged < recovered + games * 2:
+                    raise RuntimeError("no replica was promoted within 30 s")
+                time.sleep(0.01)
+            promoted = time.monotonic()
+            result.promoted_after = promoted - killed
+            deadline = promoted + 30
+            while True:
+                with lock:
+                    written = [game.acknowledged for game in played]
+                    recent = [game.answers[-1][2] for game in played if game.answers]
+                if all(status == 200 for status in recent) and \
+                        time.monotonic() - promoted > 1.0:
+                    break
                 if time.monotonic() > deadline:
-                    raise RuntimeError("the service did not recover within 30 s")
+                    raise RuntimeError("the lost shard did not recover within 30 s")
+                time.sleep(0.05)
+            while True:
+                with lock:
+                    if all(game.acknowledged >= count + 2
+                           for game, count in zip(played, written, strict=True)):
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the games were not written again within 30 s")
                 time.sleep(0.05)
             time.sleep(after)
+            writing_stopped = threading.Event()
+            for member in team:
+                member.stop = writing_stopped
+            writing_stopped.set()
+            for member in team:
+                member.join(30)
+                if member.error is not None:
+                    raise member.error
+            for follower in followers:  # the last versions reach them
+                final = next(g for g in played if g.game_id == follower.game_id).acknowledged
+                while (follower.ids[-1:] or [0])[0] < final:
+                    if time.monotonic() > deadline + 30:
+                        raise RuntimeError(f"{follower.game_id}: the stream stopped at "
+                                           f"{follower.ids[-1:]}, the game at {final}")
+                    time.sleep(0.05)
             stop.set()
-            for player in team:
-                player.join(30)
-                if player.error is not None:
-                    raise player.error
-        client = RedisCluster(startup_nodes=[ClusterNode(n.host, n.port) for n in nodes.nodes])
+            prober.join(10)
+            result.not_ready, result.readyz_slowest = prober.failed, prober.slowest
+            for follower in followers:
+                follower.join(10)
+                if follower.ids != list(range(follower.ids[0], follower.ids[-1] + 1)):
+                    result.feed_gaps += 1
+                result.resumed += follower.streams - 1
+                result.silent_streams += follower.silent
+        lost_games = [game for game in played if game.lost_shard]
+        result.reads_back_after = _back_after(lost_games, "read", promoted - epoch)
+        result.writes_back_after = _back_after(lost_games, "write", promoted - epoch)
+        for game in played:
+            for when, _kind, status, took in game.answers:
+                if game.lost_shard:
+                    if status not in (200, 503):
+                        result.other[status] = result.other.get(status, 0) + 1
+                    continue
+                result.healthy_requests += 1
+                if status != 200:
+                    result.healthy_failed[status] = result.healthy_failed.get(status, 0) + 1
+                if when + epoch >= killed:
+                    result.healthy_slowest = max(result.healthy_slowest, took)
+        client = RedisCluster(startup_nodes=[ClusterNode(n.host, n.port)
+                                             for n in nodes.nodes if n.running])
         try:
-            for player in team:
-                for game_id, acknowledged in player.acknowledged.items():
-                    stored = int(client.hget(f"game:{{{game_id}}}", "v") or 0)
-                    result.lost += max(0, acknowledged - stored)
-                    result.extra += max(0, stored - acknowledged)
+            for game in played:
+                stored = int(client.hget(f"game:{{{game.game_id}}}", "v") or 0)
+                result.lost += max(0, game.acknowledged - stored)
+                result.extra += max(0, stored - game.acknowledged)
         finally:
             client.close()
     finally:
@@ -312,15 +504,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--failover", action="store_true",
-                        help="kill a master while games are played (WAIT 1, then 0)")
+                        help="a master dies for good while games are played: killed, then "
+                             "frozen, with two replicas per master and WAIT 1; then killed "
+                             "with one replica per master and WAIT 0")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200,
                         help="moves (and as many reads) per backend and turn")
     args = parser.parse_args(argv)
     if args.failover:
-        for wait in (1, 0):
+        for wait, replicas, fault in ((1, 2, "kill"), (1, 2, "freeze"), (0, 1, "kill")):
             with tempfile.TemporaryDirectory(prefix="bench-failover-") as folder:
-                print(failover(Path(folder), wait_replicas=wait).summary(), flush=True)
+                print(failover(Path(folder), wait_replicas=wait, replicas=replicas,
+                               fault=fault).summary(), flush=True)
         return 0
     results = run_round(args.turns, args.requests)
     print(f"one request at a time, {args.turns} turns of {args.requests} moves and "

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from bench.sections import write_section
 from bench.walks import VARIANT_IDS, Walk, long_walks
-from service.launch import new_secret_key
+from service.launch import EVENTS_COMMAND, new_secret_key
 from service.redis_server import die_with_parent, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,7 +120,7 @@ class Instance:
         for master in _children(self.process.pid):
             if "gunicorn" not in _cmdline(master):
                 continue
-            name = "events" if "gunicorn.events.conf.py" in _cmdline(master) else "requests"
+            name = "events" if EVENTS_COMMAND[2] in _cmdline(master) else "requests"
             found[name] = [master, *_children(master)]
         return found
 

@@ -1,6 +1,6 @@
 """The hint's latency through the API.
 
-Its own redis-server and gunicorn (``gunicorn.conf.py`` as it is, rate limiting off);
+Its own redis-server and gunicorn (the request group's settings, rate limiting off);
 games of deals 0, 1, ... of each variant followed by hints over HTTP, one request at a
 time on one keep-alive connection; every ``GET /v1/games/<id>/hint`` is timed by the
 client.  Target: p90 at most 300 ms, max at most 1 s.  How strong the hints are (the
@@ -31,7 +31,7 @@ from bench.http.client import Client
 from bench.procs import WorkerWatch
 from bench.sections import write_section
 from service.engine import variants
-from service.engine.help import DEFAULT_BUDGET
+from service.engine.hints import DEFAULT_BUDGET
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- bench hints: begin -->", "<!-- bench hints: end -->"
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         "## Hint latency through the API",
         "",
         f"Written by `{command}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC (load average "
-        f"before {load}).  Its own redis-server and gunicorn (`gunicorn.conf.py` as it is, "
+        f"before {load}).  Its own redis-server and gunicorn (the request group's settings, "
         "rate limiting off); games of deals 0, 1, ... of each variant followed by hints "
         "over HTTP, one request at a time on one keep-alive connection; every `GET "
         "/v1/games/<id>/hint` timed by the client.  The hint's budget: "

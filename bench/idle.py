@@ -55,9 +55,9 @@ def part_of(pid: int) -> str:
         return "redis-server"
     if "service.worker" in argv:
         return "worker"
-    if "gunicorn.events.conf.py" in argv:
+    if "service.runtime.events_group" in argv:
         return "events group"
-    if "gunicorn.conf.py" in argv:
+    if "service.runtime.request_group" in argv:
         return "request group"
     return "other"
 

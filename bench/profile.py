@@ -1,7 +1,7 @@
 """Where the time of a request goes: pyinstrument over the real app, in-process.
 
 Builds the app with ``create_app()`` as a gunicorn worker would (production settings,
-Prometheus metrics in multiprocess mode as gunicorn.conf.py sets them, ``LOG_LEVEL=INFO``
+Prometheus metrics in multiprocess mode as the request group sets them, ``LOG_LEVEL=INFO``
 with the log lines going to /dev/null, rate limiting off as in the HTTP benchmark) against
 a Redis: its own redis-server with AOF ``appendfsync always`` unless ``--redis-url``.  It
 then calls the WSGI application directly, one request after another (what a gunicorn
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
             server = RedisServer(tmp / "redis", appendonly=True, appendfsync="always")
             stack.enter_context(server)
             url = server.url
-        # As gunicorn.conf.py and the HTTP benchmark set them, before the app is imported.
+        # As the request group and the HTTP benchmark set them, before the app is imported.
         (tmp / "prometheus").mkdir()
         from service.launch import new_secret_key
 

@@ -2,7 +2,7 @@
 
 For every variant and every seed of the range:
 
-* the solver (``service.engine.solver``) searches the deal with the whole deal known,
+* the solver (``service.engine.search``) searches the deal with the whole deal known,
   within ``--budget`` seconds (or ``--positions`` positions, with no time limit: the
   same verdicts on any machine): won (a winning line exists), proved lost (every line
   searched) or undecided;
@@ -63,11 +63,10 @@ from pathlib import Path
 
 from bench.procs import WorkerWatch
 from bench.sections import write_section
-from service.engine import WON as WON_STATUS
-from service.engine import variants
-from service.engine.help import HintBudget, heuristic_hint, hint
+from service.engine import WON, Variant, get_variant, variants
+from service.engine.hints import HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
-from service.engine.solver import LOST, UNDECIDED, WON, count_cpu_time, solve
+from service.engine.search import Outcome, count_cpu_time, searches_of, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -112,16 +111,28 @@ def bot_label(bot: str) -> str:
     return BOTS[bot]
 
 
+def own_modules(variant: Variant) -> set[str]:
+    """The engine modules that are ``variant``'s alone, as paths under ``service/engine``:
+    its rules and the modules of the searches it registered (``searches_of``)."""
+    searches = searches_of(variant)
+    names = {type(variant).__module__} | {
+        search.__module__ for search in (searches.solver, searches.hint_line) if search}
+    engine = Path(sys.modules["service.engine"].__file__).parent
+    return {Path(sys.modules[name].__file__).relative_to(engine).as_posix() for name in names}
+
+
 def engine_digest(variant_id: str) -> str:
     """A digest of the engine's sources that a variant's play depends on: every module of
-    ``service/engine`` but the other variants' own.  Records made by another engine are
-    not reused, and a change to one game's module leaves the others' records valid."""
-    others = {Path(sys.modules[type(v).__module__].__file__).name
-              for v in variants() if v.id != variant_id}
+    ``service/engine`` and its packages but the other variants' own (their rules and
+    their searches: :func:`own_modules`).  Records made by another engine are not
+    reused, and a change to one game's modules leaves the others' records valid."""
+    others = set().union(*(own_modules(v) for v in variants() if v.id != variant_id))
+    others -= own_modules(get_variant(variant_id))
+    engine = ROOT / "service" / "engine"
     digest = hashlib.sha256()
-    for path in sorted((ROOT / "service" / "engine").glob("*.py")):
-        if path.name not in others:
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for name in sorted(path.relative_to(engine).as_posix() for path in engine.rglob("*.py")):
+        if name not in others:
+            digest.update(name.encode() + b"\0" + (engine / name).read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -137,7 +148,7 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
     else:
         advise = heuristic_hint if bot == "quick" else hint
         final, _steps = hint_playout(variant_id, seed, advise=advise)
-    return {"won": final.status == WON_STATUS, "home": cards_home(final),
+    return {"won": final.status == WON, "home": cards_home(final),
             "cpu": round(time.process_time() - started, 3)}
 
 
@@ -251,11 +262,12 @@ def summarise(rows: list[dict], bots: tuple[str, ...]) -> dict:
     """The figures of one variant's records."""
     n = len(rows)
     counts = {result: sum(row["result"] == result for row in rows)
-              for result in (WON, LOST, UNDECIDED)}
+              for result in (Outcome.WON, Outcome.LOST, Outcome.UNDECIDED)}
     seconds = [row["seconds"] for row in rows]
-    winnable = [row for row in rows if row["result"] == WON]
-    summary = {"deals": n, **counts, "settled": (counts[WON] + counts[LOST]) / n,
-               "wilson": wilson(counts[WON], n), "upper": (counts[WON] + counts[UNDECIDED]) / n,
+    winnable = [row for row in rows if row["result"] == Outcome.WON]
+    won, lost, undecided = counts[Outcome.WON], counts[Outcome.LOST], counts[Outcome.UNDECIDED]
+    summary = {"deals": n, **counts, "settled": (won + lost) / n,
+               "wilson": wilson(won, n), "upper": (won + undecided) / n,
                "median": statistics.median(seconds), "p90": _quantile(seconds, 0.9),
                "max": max(seconds),
                "rate": sum(row["searched"] for row in rows) / max(sum(seconds), 1e-9),
@@ -375,8 +387,9 @@ def table(summaries: dict[str, dict], args) -> list[str]:
             f" ({goal:.0%}: {'met' if s['settled'] >= goal else 'not met'})"
         low, high = s["wilson"]
         lines.append(
-            f"| {variant_id} | {s['deals']} | {s[WON]} | {s[LOST]} | {s[UNDECIDED]} | "
-            f"{s['settled']:.1%}{verdict} | {s[WON] / s['deals']:.1%} [{low:.1%}, "
+            f"| {variant_id} | {s['deals']} | {s[Outcome.WON]} | {s[Outcome.LOST]} | "
+            f"{s[Outcome.UNDECIDED]} | "
+            f"{s['settled']:.1%}{verdict} | {s[Outcome.WON] / s['deals']:.1%} [{low:.1%}, "
             f"{high:.1%}] | {s['upper']:.1%} | {s['median']:.2f} | {s['p90']:.2f} | "
             f"{s['max']:.2f} | {s['rate']:,.0f} |")
     if args.bots:

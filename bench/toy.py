@@ -2,7 +2,7 @@
 
 A move request is measured against what the stack itself can do on the same machine in
 the same run: ``python -m bench http`` serves this app with the production
-``gunicorn.conf.py`` (same worker class, workers, threads, keep-alive) against a Redis
+request group's settings (same worker class, workers, threads, keep-alive) against a Redis
 of the same persistence, and loads it with the same wrk:
 
 - ``GET /toy/json``: a bare Flask JSON endpoint (no request log, no metrics, no CORS);
@@ -11,7 +11,9 @@ of the same persistence, and loads it with the same wrk:
   compare-and-set (``GET`` then ``EVALSHA``: two round trips, as a move makes).  A lost
   race (another connection wrote the key in between) is read and tried again.
 
-    gunicorn -c gunicorn.conf.py 'bench.toy:create_app()'   (REDIS_URL: the Redis)
+    gunicorn -c python:service.runtime.request_group 'bench.toy:create_app()'
+
+(``REDIS_URL`` names the Redis)
 
 Nothing of the service is imported: this is the floor a real request builds on.
 """

@@ -2,12 +2,12 @@
 takes, from a filled pool and from an empty one (the creation's own search).
 
 It starts its own Redis, the solver's worker (``python -m service.worker``, with a whole
-core for its share) and gunicorn (``gunicorn.conf.py``, rate limits off) on free ports,
-waits until the worker has filled a pool of ``--pool`` seeds for each variant asked for
-(``--fill-seconds`` at most), then creates ``--games`` winnable games per variant one
-after another over HTTP and reports the latency (median, p90, max). Then it stops the
-worker, empties the pools and does the same again: each creation searches itself
-(``WINNABLE_SEARCH_SECONDS``), and the share answered 422 ``no_winnable_deal`` is
+core for its share) and gunicorn (the request group's settings, rate limits off) on free
+ports, waits until the worker has filled a pool of ``--pool`` seeds for each variant
+asked for (``--fill-seconds`` at most), then creates ``--games`` winnable games per
+variant one after another over HTTP and reports the latency (median, p90, max). Then it
+stops the worker, empties the pools and does the same again: each creation searches
+itself (``WINNABLE_SEARCH_SECONDS``), and the share answered 422 ``no_winnable_deal`` is
 reported too.
 """
 

@@ -19,9 +19,8 @@ from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import Config
-from service.events import Feed
-from service.feed import LiveFeed
 from service.game.games import Games
+from service.live.feed import EventsFeed
 from service.solver_store import SolverStore
 from service.solving import Analyses, SolverSettings, Winnable
 from service.store import GameStore
@@ -55,10 +54,7 @@ def create_app(test_config: dict | None = None) -> Flask:
                                     hint_seconds=app.config["HINT_SECONDS"],
                                     winnable=Winnable(solver_store, solver_settings))
     app.extensions["analyses"] = Analyses(store, solver_store, solver_settings)
-    app.extensions["feed"] = Feed(
-        store, LiveFeed(app), heartbeat=app.config["SSE_HEARTBEAT_SECONDS"],
-        retry_ms=app.config["SSE_RETRY_MS"], max_streams=app.config["SSE_MAX_STREAMS"],
-        max_seconds=app.config["SSE_MAX_SECONDS"])
+    EventsFeed(app, store)
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
@@ -77,8 +73,8 @@ def create_app(test_config: dict | None = None) -> Flask:
 
 
 def close_app(app: Flask) -> None:
-    """Close the app's Redis connections (the game store's and the live feed's)."""
-    app.extensions["live_feed"].close()  # first: its hub reads the store
+    """Close the app's Redis connections (the game store's and the events feed's)."""
+    app.extensions["events_feed"].close()  # first: its hub reads the store
     app.extensions["game_store"].close()
 
 

@@ -35,6 +35,7 @@ from redis.exceptions import (
     AskError,
     ClusterDownError,
     MovedError,
+    RedisClusterException,
     ResponseError,
     SlotNotCoveredError,
     TryAgainError,
@@ -51,14 +52,28 @@ RETRY_PAUSE = 0.02
 RETRY_BUDGET = 0.5
 #: Seconds between two readings of the slot map after a lost connection.
 REFRESH_PAUSE = 0.2
+#: Seconds during which a node that could not be reached is not tried again: the
+#: requests for its slots answer 503 at once (and read the slot map again, so they go
+#: to the replica that takes over as soon as the cluster names it), and one of them
+#: probes the node after that.  A node that died costs a process one timeout a pause,
+#: not one per request.
+PROBE_PAUSE = 1.0
+
+
+class NodeUnreachable(redis.ConnectionError):
+    """A node of the cluster could not be connected to: nothing was sent to it."""
 
 
 def ready(connection: redis.Connection) -> redis.Connection:
     """``connection`` (of this module or of service.store), checked before a command as
-    redis-py's pool checks it: one with a
-    reply left unread or closed by the server (a restarted Redis) is connected again."""
+    redis-py's pool checks it: one that was dropped, has a reply left unread or was
+    closed by the server (a restarted Redis) is connected again (once: a node that does
+    not answer costs one connect timeout)."""
+    if not connection.is_connected:
+        connection.connect()
+        return connection
     try:
-        fine = not connection.can_read()  # connects a dropped one
+        fine = not connection.can_read()
     except (redis.ConnectionError, redis.TimeoutError, OSError):
         fine = False
     if not fine:
@@ -135,6 +150,10 @@ class ClusterConnections:
         self._lock = threading.Lock()
         self._refreshing = threading.Lock()
         self._refreshed = 0.0
+        #: Node name: when a connection to it last failed (cleared by a reply).
+        self._down: dict[str, float] = {}
+        #: Node name: when it last answered.
+        self._answered: dict[str, float] = {}
 
     @property
     def client(self) -> RedisCluster:
@@ -149,29 +168,56 @@ class ClusterConnections:
         return client
 
     def _connection(self, node: ClusterNode) -> redis.Connection:
+        """This thread's connection to ``node``, connected (raises NodeUnreachable if it
+        cannot be: nothing was sent)."""
+        failed_at = self._down.get(node.name)
+        if failed_at is not None:
+            now = time.monotonic()
+            if now - failed_at < PROBE_PAUSE:
+                self.refresh(node)
+                raise NodeUnreachable(f"{node.name} failed {now - failed_at:.2f} s ago")
+            self._down[node.name] = now  # this request probes it; the others wait
         connections = self._local.__dict__.setdefault("by_node", {})
         connection = connections.get(node.name)
-        if connection is None:
-            pool = self.client.get_redis_connection(node).connection_pool
-            connection = pool.connection_class(**pool.connection_kwargs)
-            connections[node.name] = connection
-            with self._lock:
-                self._all.add(connection)
-            connection.connect()
-            return connection
-        return ready(connection)
+        try:
+            if connection is None:
+                pool = self.client.get_redis_connection(node).connection_pool
+                connection = pool.connection_class(**pool.connection_kwargs)
+                connections[node.name] = connection
+                with self._lock:
+                    self._all.add(connection)
+                connection.connect()
+                return connection
+            return ready(connection)
+        except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
+            self.failed(node)
+            raise NodeUnreachable(f"{node.name}: {error}") from error
 
-    def refresh(self) -> None:
-        """Read the slot map again (at most every REFRESH_PAUSE seconds, by one thread
-        at a time; the others go on with the map they have)."""
+    def failed(self, node: ClusterNode) -> None:
+        """``node`` could not be reached: it is not tried again for PROBE_PAUSE
+        seconds, and the slot map is read again."""
+        self._down[node.name] = time.monotonic()
+        self.refresh(node)
+
+    def refresh(self, failed: ClusterNode | None = None) -> None:
+        """Read the slot map again, as redis-py's RedisCluster does after a connection
+        error or a redirection: the node that ``failed`` is asked last.  A master that
+        was failed over is then replaced by the replica that took its slots.  At most
+        every REFRESH_PAUSE seconds, by one thread at a time; the others go on with the
+        map they have."""
         if time.monotonic() - self._refreshed < REFRESH_PAUSE:
             return
         if not self._refreshing.acquire(blocking=False):
             return
         try:
             self._refreshed = time.monotonic()
-            self.client.nodes_manager.initialize()
-        except (redis.RedisError, OSError):
+            manager = self.client.nodes_manager
+            if failed is None:
+                manager.initialize()
+            else:
+                manager.move_node_to_end_of_cached_nodes(failed.name)
+                manager.initialize(last_failed_node_name=failed.name)
+        except (redis.RedisError, RedisClusterException, OSError):
             pass  # no node answered: the next failure tries again
         finally:
             self._refreshing.release()
@@ -180,21 +226,28 @@ class ClusterConnections:
         """Send ``commands`` to ``node`` in one round trip; their replies, errors as
         exception objects (redirections included)."""
         connection = self._connection(node)
-        return self.send_packed(node, connection.pack_commands(commands), len(commands))
+        return self._exchange(node, connection, connection.pack_commands(commands),
+                              len(commands))
 
     def send_packed(self, node: ClusterNode, packed, count: int) -> list:
         """:meth:`send` for ``count`` commands packed already."""
-        connection = self._connection(node)
+        return self._exchange(node, self._connection(node), packed, count)
+
+    def _exchange(self, node: ClusterNode, connection: redis.Connection, packed,
+                  count: int) -> list:
         try:
             connection.send_packed_command(packed)
             replies = read_replies(connection, count)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             connection.disconnect()
-            self.refresh()
+            self.failed(node)
             raise
         except BaseException:
             connection.disconnect()  # replies may be left unread: never reuse it
             raise
+        self._answered[node.name] = time.monotonic()
+        if node.name in self._down:
+            self._down.pop(node.name, None)
         return replies
 
     def run(self, key: str | bytes, commands: list[tuple]) -> list:
@@ -203,6 +256,7 @@ class ClusterConnections:
         slot = key_slot(key.encode() if isinstance(key, str) else key)
         asking: ClusterNode | None = None
         waited = 0.0
+        unreachable_retried = False
         # Each wait may come after an ASK (to the target, which answers TRYAGAIN).
         for _attempt in range(MAX_REDIRECTIONS + 2 * round(RETRY_BUDGET / RETRY_PAUSE)):
             try:
@@ -211,7 +265,16 @@ class ClusterConnections:
                 self.refresh()
                 raise
             sent = [("ASKING",), *commands] if asking is not None else commands
-            replies = self.send(node, sent)
+            try:
+                replies = self.send(node, sent)
+            except NodeUnreachable:
+                # Nothing was sent.  If the slot map read again names another master
+                # (the replica that took over), send there; else the request fails.
+                if asking is None and not unreachable_retried and \
+                        self._master_of(slot) not in (None, node):
+                    unreachable_retried = True
+                    continue
+                raise
             if asking is not None:
                 replies = replies[1:]
             asking = None
@@ -232,6 +295,32 @@ class ClusterConnections:
                 time.sleep(RETRY_PAUSE)
                 waited += RETRY_PAUSE
         raise redirect
+
+    def _master_of(self, slot: int) -> ClusterNode | None:
+        try:
+            return self.client.nodes_manager.get_node_from_slot(slot)
+        except SlotNotCoveredError:
+            return None
+
+    def ping(self) -> None:
+        """Raise unless some master of the slot map answers PING: the process can reach
+        the cluster.  Masters that never failed (or least recently) are asked first, the
+        one that answered last first among them, so a dead node costs nothing while
+        another answers; a shard failing over is no reason to stop serving the others."""
+        masters = self.client.nodes_manager.get_nodes_by_server_type("primary")
+        masters.sort(key=lambda node: (self._down.get(node.name, 0.0),
+                                       -self._answered.get(node.name, 0.0)))
+        error: Exception | None = None
+        for node in masters:
+            try:
+                reply = self.send(node, [("PING",)])[0]
+            except (redis.RedisError, OSError) as failure:
+                error = failure
+                continue
+            if not isinstance(reply, Exception):
+                return
+            error = reply
+        raise error or ClusterDownError("the slot map names no master")
 
     def execute(self, *args):
         """One command (its key: the first, or the first of an EVAL's keys)."""

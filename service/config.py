@@ -50,9 +50,9 @@ class Config:
     #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
     SSE_RETRY_MS = env_int("SSE_RETRY_MS", 3000)
     #: Streams one process holds open at most; past it a stream request answers 503
-    #: ``too_many_streams``.  A gthread worker that serves streams itself gives each one
-    #: a thread, so gunicorn.conf.py sets it below the worker's thread count
-    #: (GUNICORN_THREADS); gunicorn.events.conf.py sets it from EVENTS_MAX_STREAMS.
+    #: ``too_many_streams``.  Under gunicorn each group gives its processes their own cap
+    #: (service/runtime/): the request group this setting too, by default below its
+    #: thread count (GUNICORN_THREADS); the events group EVENTS_MAX_STREAMS.
     SSE_MAX_STREAMS = env_int("SSE_MAX_STREAMS", 100)
     #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
     #: that long-lived connections spread again over workers and replicas.

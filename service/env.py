@@ -1,5 +1,6 @@
 """Typed settings from the environment: the one parser of each type, used by
-:mod:`service.config` and gunicorn.conf.py.  Importing it reads nothing."""
+:mod:`service.config` and the gunicorn settings (:mod:`service.runtime`).  Importing it
+reads nothing."""
 
 from __future__ import annotations
 

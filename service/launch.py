@@ -22,9 +22,11 @@ from pathlib import Path
 
 from service.redis_server import die_with_parent
 
-GUNICORN_COMMAND = ("gunicorn", "-c", "gunicorn.conf.py", "service.app:create_app()")
+GUNICORN_COMMAND = ("gunicorn", "-c", "python:service.runtime.request_group",
+                    "service.app:create_app()")
 #: The events worker group: the same app, gevent workers that hold the events streams.
-EVENTS_COMMAND = ("gunicorn", "-c", "gunicorn.events.conf.py", "service.app:create_app()")
+EVENTS_COMMAND = ("gunicorn", "-c", "python:service.runtime.events_group",
+                  "service.app:create_app()")
 #: The solver's worker (winnable deals, analyses).
 WORKER_COMMAND = ("python", "-m", "service.worker")
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,11 +39,11 @@ def new_secret_key() -> str:
 
 def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
                    output=None, events: bool = False) -> subprocess.Popen:
-    """``python -m gunicorn -c gunicorn.conf.py <app>`` (``gunicorn.events.conf.py`` with
-    ``events``) in the repository with ``env`` as its whole environment (a fresh
-    ``SECRET_KEY`` if it has none), its output to ``output`` (a file; None: this
-    process's), in a session of its own (signals reach it only through the caller) that
-    dies with the caller's thread."""
+    """``python -m gunicorn -c python:service.runtime.request_group <app>``
+    (``service.runtime.events_group`` with ``events``) in the repository with ``env`` as
+    its whole environment (a fresh ``SECRET_KEY`` if it has none), its output to
+    ``output`` (a file; None: this process's), in a session of its own (signals reach it
+    only through the caller) that dies with the caller's thread."""
     command = EVENTS_COMMAND if events else GUNICORN_COMMAND
     env = dict(env)
     if not env.get("SECRET_KEY"):

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import redis
@@ -36,6 +37,7 @@ __all__ = [
     "RedisServerError",
     "LocalCluster",
     "RedisServerNotFound",
+    "PortTaken",
     "die_with_parent",
     "find_redis_cli",
     "find_redis_server",
@@ -58,6 +60,14 @@ _LOG_NAME = "redis-server.log"
 
 class RedisServerError(RuntimeError):
     """redis-server could not be started or stopped."""
+
+
+class PortTaken(RedisServerError):
+    """redis-server could not listen on its port: something else took it."""
+
+
+_PORT_TAKEN = "Address already in use"
+_PORT_ATTEMPTS = 3
 
 
 class RedisServerNotFound(RedisServerError):
@@ -138,6 +148,10 @@ class RedisServer:
         self.data_dir = Path(data_dir).resolve()
         self.host = host
         self.port = port if port is not None else free_port(host)
+        # A port we chose may be taken between the choice and the bind: until the server
+        # has first started, another is chosen then (nobody knows this one yet).
+        self._port_ours = port is None
+        self._started = False
         self.appendonly = appendonly
         self.appendfsync = appendfsync
         self.save = save
@@ -148,6 +162,7 @@ class RedisServer:
         self.log_path = self.data_dir / _LOG_NAME
         self._process: subprocess.Popen[bytes] | None = None
         self._lock_fd: int | None = None
+        self._frozen = False
 
     def __repr__(self) -> str:
         state = f"pid={self.pid}" if self.running else "stopped"
@@ -163,6 +178,11 @@ class RedisServer:
 
     @property
     def running(self) -> bool:
+        """Started and answering (not killed, stopped or frozen)."""
+        return self._alive and not self._frozen
+
+    @property
+    def _alive(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
     @property
@@ -191,8 +211,18 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         """Start the server (again) and wait until it answers PING."""
-        if self.running:
-            raise RedisServerError(f"{self!r} is already running")
+        for _attempt in range(_PORT_ATTEMPTS - 1):
+            try:
+                return self._start()
+            except PortTaken:
+                if not self._port_ours or self._started:
+                    raise
+                self.port = free_port(self.host)
+        return self._start()
+
+    def _start(self) -> RedisServer:
+        if self._alive:
+            raise RedisServerError(f"{self!r} is already running (or frozen)")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock()
         log_offset = self.log_path.stat().st_size if self.log_path.exists() else 0
@@ -210,11 +240,15 @@ class RedisServer:
         except BaseException:
             self.kill()
             raise
+        self._started = True
         return self
 
     def stop(self, timeout: float = 10.0) -> None:
         """Shut down cleanly (SIGTERM: Redis flushes the AOF); SIGKILL after ``timeout``."""
         process = self._process
+        if self._frozen:
+            self.kill()
+            return
         if process is not None and process.poll() is None:
             process.terminate()
             try:
@@ -230,7 +264,16 @@ class RedisServer:
         if process is not None and process.poll() is None:
             process.kill()
             process.wait()
+        self._frozen = False
         self._release()
+
+    def freeze(self) -> None:
+        """Stop the server dead (SIGSTOP), as a host that vanished: it answers nothing
+        and closes no connection, so clients only learn from their timeouts.  It is
+        never continued; ``stop()`` or ``kill()`` ends it."""
+        if self._alive:
+            self._process.send_signal(signal.SIGSTOP)
+            self._frozen = True
 
     def __enter__(self) -> RedisServer:
         return self.start()
@@ -246,9 +289,11 @@ class RedisServer:
             while True:
                 code = self._process.poll()
                 if code is not None:
-                    raise RedisServerError(
+                    output = self._output(log_offset)
+                    error = PortTaken if _PORT_TAKEN in output else RedisServerError
+                    raise error(
                         f"redis-server exited with status {code} on start\n"
-                        f"command: {shlex.join(self.command())}\n{self._output(log_offset)}"
+                        f"command: {shlex.join(self.command())}\n{output}"
                     )
                 try:
                     if client.ping():
@@ -308,19 +353,41 @@ def find_redis_cli(server_binary: str | None = None) -> str:
     raise RedisServerNotFound("no redis-cli beside redis-server nor on PATH")
 
 
-def free_cluster_port(host: str = "127.0.0.1") -> int:
+def free_cluster_port(host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> int:
     """A port that was free a moment ago, as is the one 10000 above it (a cluster node
-    of Redis 6 talks to the others on that bus port; both must be under 65536)."""
+    of Redis 6 talks to the others on that bus port; both must be under 65536).
+
+    Both lie below the kernel's range of ephemeral ports when there is room, so that no
+    outgoing connection nor ``free_port()`` takes one before the node binds it; neither
+    is a port or bus port of the nodes in ``avoid``."""
+    taken = {q for port in avoid for q in (port, port + _BUS_OFFSET)}
+    ephemeral_low = _ephemeral_low()
+    low, high = 10000, ephemeral_low - _BUS_OFFSET
+    if high - low < 1000:
+        low, high = 20000, 65536 - _BUS_OFFSET
     for _attempt in range(200):
-        port = random.randrange(20000, 55536)
+        port = random.randrange(low, high)
+        if port in taken or port + _BUS_OFFSET in taken:
+            continue
         try:
-            for candidate in (port, port + 10000):
+            for candidate in (port, port + _BUS_OFFSET):
                 with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
                     sock.bind((host, candidate))
         except OSError:
             continue
         return port
     raise RedisServerError("no free pair of ports for a cluster node")
+
+
+_BUS_OFFSET = 10000
+
+
+def _ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range (Linux), else the IANA one."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 49152
 
 
 class LocalCluster:
@@ -352,12 +419,12 @@ class LocalCluster:
                         "--cluster-replica-validity-factor", "0",
                         # A shard without master stops its own slots, not the others.
                         "--cluster-require-full-coverage", "no")
-        self.nodes = [
-            RedisServer(self.base_dir / f"node-{index}", free_cluster_port(host),
-                        appendfsync=appendfsync, binary=self.binary, host=host,
-                        extra_args=cluster_args)
-            for index in range(masters * (1 + replicas))
-        ]
+        self.nodes: list[RedisServer] = []
+        for index in range(masters * (1 + replicas)):
+            port = free_cluster_port(host, avoid=(node.port for node in self.nodes))
+            self.nodes.append(RedisServer(self.base_dir / f"node-{index}", port,
+                                          appendfsync=appendfsync, binary=self.binary,
+                                          host=host, extra_args=cluster_args))
 
     def __repr__(self) -> str:
         return f"<LocalCluster {self.url}>"
@@ -373,7 +440,7 @@ class LocalCluster:
         try:
             for node in self.nodes:
                 if not node.running:
-                    node.start()
+                    self._start_node(node, formed)
             if not formed:
                 self._create(timeout)
             self.wait_until_healthy(timeout)
@@ -381,6 +448,20 @@ class LocalCluster:
             self.stop()
             raise
         return self
+
+    def _start_node(self, node: RedisServer, formed: bool) -> None:
+        """Start ``node``; before the cluster is formed, on other ports if its own were
+        taken since they were chosen (once formed, the others know it by its port)."""
+        for _attempt in range(_PORT_ATTEMPTS - 1):
+            try:
+                node.start()
+                return
+            except PortTaken:
+                if formed:
+                    raise
+                node.port = free_cluster_port(
+                    self.host, avoid=(other.port for other in self.nodes if other is not node))
+        node.start()
 
     def _create(self, timeout: float) -> None:
         command = [find_redis_cli(self.binary), "--cluster", "create",

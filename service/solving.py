@@ -1,5 +1,5 @@
 """Winnable deals and the analysis of a finished deal: the service side of the solver
-(:mod:`service.engine.solver`).
+(:mod:`service.engine.search`).
 
 Winnable deals.  ``POST /v1/games`` with ``"winnable": true`` deals a seed that the
 solver proved winnable.  The seeds come from a pool per variant in Redis
@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import orjson
 
 from service.engine import WON, Variant, get_variant
-from service.engine import solver as engine_solver
+from service.engine import search as engine_solver
+from service.engine.search import Outcome
 from service.game.errors import game_not_found, game_not_over, no_winnable_deal
 from service.solver_store import SolverStore
 from service.store import GameStore
@@ -115,12 +116,12 @@ def random_seed() -> int:
 def try_deal(variant: Variant, *, seconds: float, positions: int) -> int | None:
     """One random deal of ``variant``, searched once within ``positions`` and
     ``seconds``: its seed if the solver wins it, else None.  The seconds are read on the
-    solver's clock (:func:`service.engine.solver.now`: the wall clock, or the process's
+    solver's clock (:func:`service.engine.search.now`: the wall clock, or the process's
     CPU time in the worker)."""
     seed = random_seed()
     solution = engine_solver.solve(variant, seed, max_positions=positions,
                                    max_seconds=seconds)
-    return seed if solution.result == engine_solver.WON else None
+    return seed if solution.result == Outcome.WON else None
 
 
 def find_winnable(variant: Variant, *, seconds: float, deal_seconds: float,
@@ -141,7 +142,7 @@ def analysis_json(variant: Variant, seed: int, solution: engine_solver.Solution)
     (undecided); ``line`` the winning line from the deal, each move as ``GET .../moves``
     lists it (a card move names its card), replayed through the engine on the way."""
     line = None
-    if solution.result == engine_solver.WON:
+    if solution.result == Outcome.WON:
         state = variant.deal(seed)
         line = []
         for step in solution.line:
@@ -154,7 +155,7 @@ def analysis_json(variant: Variant, seed: int, solution: engine_solver.Solution)
         if state.status != WON:
             raise RuntimeError(f"the winning line of {variant.id} deal ends {state.status}")
     return {
-        "winnable": {engine_solver.WON: True, engine_solver.LOST: False}.get(solution.result),
+        "winnable": {Outcome.WON: True, Outcome.LOST: False}.get(solution.result),
         "line": line,
         "searched": solution.searched,
         "seconds": round(solution.seconds, 3),
@@ -203,7 +204,7 @@ class Analyses:
                     seconds=min(self.settings.analysis_inline_seconds,
                                 self.settings.analysis_seconds),
                     positions=self.settings.analysis_positions)
-                if solution.result != engine_solver.UNDECIDED:
+                if solution.result != Outcome.UNDECIDED:
                     return READY, self._keep(game_id, answer)
             self.store.queue_analysis(game_id)
         except BaseException:

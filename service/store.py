@@ -377,7 +377,13 @@ class GameStore:
     # --- reads ----------------------------------------------------------------------
     @_storage_errors
     def ping(self) -> None:
-        self.client.ping()
+        """Raise StorageUnavailable unless this process can reach its Redis: the one
+        server, or on a cluster any master (a shard failing over stops only its own
+        games, not the process: :meth:`service.cluster.ClusterConnections.ping`)."""
+        if self.cluster:
+            self._fast.ping()
+        else:
+            self.client.ping()
 
     @_storage_errors
     def load(self, game_id: str) -> StoredGame | None:

@@ -55,7 +55,7 @@ import sys
 import time
 
 from service.engine import get_variant
-from service.engine import solver as engine_solver
+from service.engine.search import count_cpu_time
 from service.env import env_int
 from service.solving import Analyses, try_deal
 from service.store import StorageUnavailable
@@ -198,7 +198,7 @@ def main() -> int:
     configure_logging(app.config["LOG_LEVEL"])
     if nice:
         os.nice(nice)
-    engine_solver.count_cpu_time()  # every search's budget in CPU seconds
+    count_cpu_time()  # every search's budget in CPU seconds
     analyses = app.extensions["analyses"]
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})

@@ -73,10 +73,10 @@ def wait_for(predicate, *, seconds: float, what: str, step: float = 0.05):
 def quickly_won_seed(variant: str, *, seconds: float = 0.5, tries: int = 60) -> int:
     """The first deal number, counting from 0, that the solver wins within ``seconds``
     (found with the solver itself, never taken from a list)."""
-    from service.engine.solver import WON, solve
+    from service.engine.search import Outcome, solve
 
     for seed in range(tries):
-        if solve(variant, seed, max_seconds=seconds).result == WON:
+        if solve(variant, seed, max_seconds=seconds).result == Outcome.WON:
             return seed
     raise AssertionError(f"no {variant} deal among the first {tries} won in {seconds} s")
 

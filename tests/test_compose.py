@@ -58,7 +58,7 @@ def test_schema_check_rejects_a_broken_compose_file(tmp_path):
 
 
 def test_api_runs_the_devserver_gunicorn_command():
-    assert GUNICORN_COMMAND[:3] == ("gunicorn", "-c", "gunicorn.conf.py")
+    assert GUNICORN_COMMAND[:3] == ("gunicorn", "-c", "python:service.runtime.request_group")
     assert GUNICORN_COMMAND[-1] == "service.app:create_app()"
     assert tuple(_words(_compose()["services"]["api"]["command"])) == GUNICORN_COMMAND
     assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
@@ -106,7 +106,7 @@ def test_api_waits_for_a_healthy_redis_and_is_configured_for_it():
 )
 def test_redis_persists_every_write(option, value):
     redis = _compose()["services"]["redis"]
-    assert redis["image"] == "redis:7-alpine"
+    assert redis["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
     words = _words(redis["command"])
     assert words[0] == "redis-server"
     assert words[words.index(option) + 1] == value
@@ -115,7 +115,24 @@ def test_redis_persists_every_write(option, value):
 
 
 def test_dockerfile_runs_as_non_root_with_a_healthcheck():
-    assert _dockerfile_instruction("FROM") == "python:3.11-slim"
+    assert _dockerfile_instruction("ARG") == "PYTHON_IMAGE=python:3.11-slim"
+    assert _dockerfile_instruction("FROM") == "${PYTHON_IMAGE}"
     assert _dockerfile_instruction("USER") not in ("root", "0")
     assert _dockerfile_instruction("EXPOSE") == "8000"
     assert "/healthz" in _dockerfile_instruction("HEALTHCHECK")
+
+
+def test_api_events_and_worker_share_one_image_built_on_the_chosen_base():
+    services = _compose()["services"]
+    for name in ("api", "events", "worker"):
+        assert services[name]["image"] == "${APP_IMAGE:-patience-server:latest}", name
+        assert services[name]["build"] == {
+            "context": ".", "args": {"PYTHON_IMAGE": "${PYTHON_IMAGE:-python:3.11-slim}"}}
+
+
+def test_the_events_open_file_limit_is_a_variable():
+    events = _compose()["services"]["events"]
+    assert events["ulimits"]["nofile"] == {"soft": "${EVENTS_NOFILE:-16384}",
+                                           "hard": "${EVENTS_NOFILE:-16384}"}
+    # Unset by default: the events group takes what the limit allows.
+    assert events["environment"]["EVENTS_MAX_STREAMS"] == "${EVENTS_MAX_STREAMS:-}"

@@ -3,6 +3,7 @@
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -13,7 +14,14 @@ import redis
 import requests
 
 from service.app import create_app
-from service.redis_server import RedisServer, RedisServerError, free_port
+from service.redis_server import (
+    LocalCluster,
+    PortTaken,
+    RedisServer,
+    RedisServerError,
+    free_cluster_port,
+    free_port,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -200,3 +208,52 @@ def test_devserver_uses_redis_url_and_leaves_no_orphan_when_killed(tmp_path, red
         assert server.healthz() is None
     finally:
         server.cleanup()
+
+
+def _hold(port: int) -> socket.socket:
+    """Listen on ``port`` of 127.0.0.1, as another program that took it would."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen()
+    return sock
+
+
+def test_a_port_taken_before_the_first_start_is_exchanged_for_another(tmp_path):
+    server = RedisServer(tmp_path / "redis")
+    chosen = server.port
+    with _hold(chosen), server:
+        assert server.port != chosen
+        assert server.client().ping() is True
+        server.stop()
+        # Once started, its port is known: it is kept, and a taken one is an error.
+        with _hold(server.port), pytest.raises(PortTaken, match="Address already in use"):
+            server.start()
+
+
+def test_a_port_given_is_never_exchanged(tmp_path):
+    port = free_port()
+    with _hold(port), pytest.raises(PortTaken):
+        RedisServer(tmp_path / "redis", port).start()
+
+
+def test_cluster_ports_leave_room_for_each_others_bus_ports():
+    ports: list[int] = []
+    for _ in range(30):
+        port = free_cluster_port(avoid=ports)
+        assert {port, port + 10000, port - 10000}.isdisjoint(ports)
+        ports.append(port)
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    if low >= 21000:  # room below the ephemeral range: both ports lie there
+        assert all(port + 10000 < low for port in ports)
+
+
+@pytest.mark.timeout(90)
+def test_a_cluster_node_whose_port_was_taken_before_forming_moves(tmp_path):
+    cluster = LocalCluster(tmp_path / "cluster", masters=3, replicas=0)
+    first = cluster.nodes[0].port
+    with _hold(first), cluster:
+        assert cluster.nodes[0].port != first
+        assert str(cluster.nodes[0].port) in cluster.url
+        info = cluster.nodes[0].client().execute_command("CLUSTER", "INFO")
+        assert b"cluster_state:ok" in info

@@ -2,7 +2,7 @@
 
 For each Redis persistence (``always``: AOF with ``appendfsync always``, as in
 docker-compose.yml; ``off``: no AOF, no RDB) the benchmark starts its own redis-server
-and gunicorn (``gunicorn.conf.py`` as it is, rate limiting off) on free ports, creates
+and gunicorn (the request group's settings, rate limiting off) on free ports, creates
 games, and loads each endpoint with wrk (32 connections on one thread per core, the
 requests made by ``wrk.lua``) in rounds (default 3): each round loads every endpoint in
 turn for a fixed time after a warm-up, so that a slower or faster spell of a shared

@@ -198,7 +198,7 @@ def configuration_section(args, settings: dict) -> list[str]:
     return [
         "## Configuration",
         "",
-        f"- gunicorn: `{' '.join(GUNICORN_COMMAND)}` with `gunicorn.conf.py` as it is: "
+        f"- gunicorn: `{' '.join(GUNICORN_COMMAND)}`, its settings as they are: "
         f"**{describe_workers(settings)}** (worker class `{settings['worker_class']}`, "
         f"keep-alive {settings['keepalive']} s); `RATELIMIT_ENABLED=false` (the limiter "
         "would add its own Redis round trip to every request), everything else the "

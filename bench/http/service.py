@@ -1,5 +1,6 @@
-"""The service under load: its own redis-server and gunicorn (``gunicorn.conf.py`` as it
-is, started by :mod:`service.launch`) on free ports, and the settings gunicorn reads."""
+"""The service under load: its own redis-server and gunicorn (the request group's
+settings as they are, started by :mod:`service.launch`) on free ports, and the settings
+gunicorn reads."""
 
 from __future__ import annotations
 
@@ -10,16 +11,17 @@ from unittest import mock
 
 import redis
 
-from bench.http.constants import HOST, ROOT
+from bench.http.constants import HOST
 from bench.http.machine import process_cpu
 from service.launch import GUNICORN_COMMAND, Gunicorn, children
 from service.redis_server import RedisServer, free_port
 
 
 def gunicorn_settings(env: dict) -> dict:
-    """What gunicorn.conf.py sets under ``env`` (it reads everything from there)."""
+    """What the request group's settings (:data:`GUNICORN_COMMAND`'s ``-c``) are under
+    ``env`` (they read everything from there)."""
     with mock.patch.dict(os.environ, env, clear=True):
-        namespace = runpy.run_path(str(ROOT / GUNICORN_COMMAND[2]))
+        namespace = runpy.run_module(GUNICORN_COMMAND[2].removeprefix("python:"))
     worker_class = namespace.get("worker_class") or "sync"
     return {
         "workers": namespace.get("workers", 1),

@@ -1,5 +1,5 @@
 """``GET /v1/games/<id>/events``: the events feed, as JSON or as Server-Sent Events
-(``Accept: text/event-stream``); see :mod:`service.events`."""
+(``Accept: text/event-stream``); see :mod:`service.live.feed`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,10 @@ from marshmallow import ValidationError
 
 from service.api.errors import BadRequest, problem
 from service.api.http import JSON, checked_id, etag, json_response
-from service.events import ATTACH_ENVIRON, MAX_VERSION, Feed, TooManyStreams
+from service.live import EXTENSION
+from service.live.feed import EventsFeed
+from service.live.sse import ATTACH_ENVIRON
+from service.live.streams import MAX_VERSION, TooManyStreams
 
 EVENT_STREAM = "text/event-stream"
 _VERSION = re.compile(r"[0-9]{1,19}")
@@ -18,8 +21,8 @@ _VERSION = re.compile(r"[0-9]{1,19}")
 bp = Blueprint("events", __name__, url_prefix="/v1/games")
 
 
-def feed() -> Feed:
-    return current_app.extensions["feed"]
+def feed() -> EventsFeed:
+    return current_app.extensions[EXTENSION]
 
 
 def _after() -> int:
@@ -52,7 +55,7 @@ def follow_game(game_id):
         response.vary.update(("Accept", "Last-Event-ID"))
         return response
     try:
-        stream = feed().open(game_id, after)
+        stream = feed().streams.open(game_id, after)
     except TooManyStreams as error:
         return problem(503, "too_many_streams", f"{error}; retry soon",
                        headers={"Retry-After": "5"})
@@ -62,7 +65,7 @@ def follow_game(game_id):
         return response
     stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
-        response = Response(feed().frames(stream), mimetype=EVENT_STREAM)
+        response = Response(feed().streams.frames(stream), mimetype=EVENT_STREAM)
         response.call_on_close(stream.release)
     except BaseException:
         stream.release()

@@ -1,11 +1,18 @@
-"""The rules engine of Patience Server: pure Python, no I/O.
+"""The engine, the core of Patience Server: the games' rules, the searches built on them
+and the help for players (pure Python, no I/O).
+
+Each layer reads only those before it: ``errors``, ``cards``, ``moves``; ``base`` (the
+state, the variant and the registry of variants), ``rules/`` (one module per game),
+``journal``, ``visible``; ``search/`` (the solver and the hints' searched lines, each
+game's registered for its variant); ``hints``; ``playout``.  This package exports the
+rules' public names; the searches' are in :mod:`.search`, the hints' in :mod:`.hints`.
 
 >>> state = new_game("clock", 42)
 >>> move = state.legal_moves()[0]
 >>> state, step = state.apply(move)
 """
 
-from . import clock, four_corners, salic_law  # noqa: F401  (register the variants)
+from . import rules  # noqa: F401  (register the variants)
 from .base import (
     FOUNDATION,
     LOST,

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 from .cards import ALL_CARDS, Card, cards_text, parse_piles, piles_text
 from .errors import COMMON_RULE_CODES, RULE_CODES, IllegalMoveError, InvalidMoveError
-from .moves import MOVE, RESIGN, Event, Line, Move, Step
+from .moves import MOVE, RESIGN, Event, Move, Step
 
 PLAYING, WON, LOST, RESIGNED = "playing", "won", "lost", "resigned"
 STATUSES = (PLAYING, WON, LOST, RESIGNED)
@@ -161,9 +161,10 @@ class Variant:
     A variant fills in the class attributes and overrides the rule hooks ``_deal``,
     ``_check_pile_move``, ``_perform``, ``_pile_moves`` and ``_is_won``, and
     ``_actions`` and ``_check_action`` unless its actions need only a card in the
-    stock.  The public hooks under "help, search and
-    presentation" have a default that suits a variant without the feature; a variant
-    overrides the ones its rules call for.
+    stock.  The public hooks under "help and presentation" have a default that suits a
+    variant without the feature; a variant overrides the ones its rules call for.  The
+    rules know nothing of the searches: each game's searches are registered with
+    :mod:`service.engine.search`, keyed by the variant.
     """
 
     id: ClassVar[str]
@@ -182,10 +183,6 @@ class Variant:
     action_reasons: ClassVar[dict[str, str]] = {}
     #: The rule codes only this variant refuses a move with, and what they mean.
     rule_codes: ClassVar[dict[str, str]] = {}
-    #: How many times the hint budget's positions (``HintBudget`` in :mod:`.help`) the
-    #: sampled hint may search in each sampled deal of this variant: a variant whose
-    #: search expands positions quickly affords more within the same time.
-    hint_positions_scale: ClassVar[int] = 1
     #: Size of the turn counter (Four Corners' deal pointer); 0 when the variant has none.
     turns: ClassVar[int] = 0
     layout: tuple[PileSpec, ...]
@@ -302,7 +299,7 @@ class Variant:
     def _is_won(self, state: State) -> bool:
         raise NotImplementedError
 
-    # --- help, search and presentation hooks (public; defaults for a plain variant) --
+    # --- help and presentation hooks (public; defaults for a plain variant) ----------
     def card_moves(self, state: State) -> Iterable[tuple[int, int]]:
         """Every legal card move of ``state`` as ``(source, target)`` pile indexes, in
         the order :meth:`legal_moves` lists them."""
@@ -336,24 +333,11 @@ class Variant:
         is not.  None by default."""
         return None
 
-    def endgame_line(self, state: State) -> Line | None:
-        """A searched line of play from ``state`` when the variant can search it
-        without looking at a hidden card (every card face up), else None; the hint
-        then follows the line.  None by default."""
-        return None
-
     def public_fields(self, turn: int, stock_count: int) -> dict[str, object]:
         """The fields this variant adds to a game as a client sees it, from the
         position's turn counter and the number of cards in its stock (read without
         building a :class:`State`).  No field by default."""
         return {}
-
-    def solver_search(self, state: State, budget) -> tuple[str, list[Move] | None]:
-        """The solver's search from ``state`` (see :mod:`.solver`): its result and, when
-        won, the winning moves.  By default the plain exhaustive search; a variant
-        replaces it with a faster one that prunes what it proves it may."""
-        from .solver import exhaustive_search  # the solver builds on this module
-        return exhaustive_search(state, budget)
 
     def _has_move(self, state: State) -> bool:
         if self._actions(state):

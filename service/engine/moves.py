@@ -121,20 +121,3 @@ class Step:
         """True when the step turned a stock card face up."""
         return any(event.source == "stock" for event in self.events)
 
-
-@dataclass(frozen=True, slots=True)
-class Line:
-    """What a search of a position found (see :meth:`Variant.endgame_line`).
-
-    ``moves`` are ``(source, target)`` pile indexes from the position searched; ``won``
-    when they win the game, else they lead to the position with the most cards home
-    the search saw, ``home`` cards.  ``nodes`` counts the positions expanded;
-    ``complete`` is True when the search saw every position it may reach (so a line
-    that does not win proves no searched line wins).
-    """
-
-    moves: tuple[tuple[int, int], ...]
-    won: bool
-    home: int
-    nodes: int
-    complete: bool

@@ -7,6 +7,7 @@ the benchmark.  Pure Python, no I/O; the only randomness is the ``rng`` passed i
 from __future__ import annotations
 
 from .base import FOUNDATION, State, Variant, new_game
+from .hints import heuristic_hint, hint
 from .moves import RESIGN, Move, Step
 
 #: How many idle moves in a row end a play-out by resigning (see :func:`random_playout`).
@@ -62,14 +63,12 @@ def hint_playout(variant_id: str, seed: int, max_steps: int = 5000, *,
     """Play deal ``seed`` by following hints: the hinted move while there is one, else
     the first action the variant allows (refill, draw or deal), else resign.
 
-    ``advise`` is the hint function (default :func:`.help.hint`; the benchmark also
-    plays :func:`.help.heuristic_hint`).  Should a position come back, the quick
+    ``advise`` is the hint function (default :func:`.hints.hint`; the benchmark also
+    plays :func:`.hints.heuristic_hint`).  Should a position come back, the quick
     heuristic hint, which always makes progress, is followed there instead, so the game
     ends; ``max_steps`` is a guard only.  Returns ``(final_state, steps)`` like
     :func:`random_playout`.
     """
-    from .help import heuristic_hint, hint  # help builds on this module's callers
-
     advise = advise or hint
     state = new_game(variant_id, seed)
     steps = 0

@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass, field
 
 from service.engine import IllegalMoveError, Move, State, get_variant
-from service.engine.help import autoplay as autoplay_steps
+from service.engine.hints import autoplay as autoplay_steps
 from service.engine.journal import UNDO
 from service.engine.journal import encode as journal_token
 from service.game.errors import GameError

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from service import keys
 from service.engine import State, get_variant, variants
-from service.engine.help import DEFAULT_BUDGET
-from service.engine.help import hint as engine_hint
+from service.engine.hints import DEFAULT_BUDGET
+from service.engine.hints import hint as engine_hint
 from service.engine.moves import Move
 from service.game import commands
 from service.game.errors import game_not_found

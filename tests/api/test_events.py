@@ -14,7 +14,7 @@ import pytest
 from service import keys
 from service.app import close_app
 from service.engine import Move, get_variant
-from service.events import SHUTDOWN
+from service.live import EXTENSION
 from tests.api.support import (
     auth,
     create,
@@ -45,13 +45,6 @@ def sse_app(clean_redis, redis_url):
 @pytest.fixture
 def sse(sse_app):
     return sse_app.test_client()
-
-
-@pytest.fixture(autouse=True)
-def _no_shutdown():
-    SHUTDOWN.clear()
-    yield
-    SHUTDOWN.clear()
 
 
 def _stream(client, game_id: str, query: str = "", **headers):
@@ -357,11 +350,11 @@ def test_a_stream_ends_after_its_maximum_life_and_on_shutdown(redis_url, clean_r
         close_app(app)
 
 
-def test_a_stopping_worker_ends_its_streams(sse):
+def test_a_stopping_process_ends_its_streams(sse_app, sse):
     gid, _token = _clock_42(sse)
     response, stream = _open(sse, gid)
     assert next(stream).retry is not None
-    SHUTDOWN.set()
+    sse_app.extensions[EXTENSION].stop_streams()  # what SIGTERM does under gunicorn
     assert list(events_only(stream)) == []  # closed, with no end: the client resumes
     response.close()
 

@@ -1,4 +1,4 @@
-"""The process's events hub (service/feed.py) with attached followers, in-process on the
+"""The process's events hub (service/live/hub.py) with attached followers, in-process on the
 harness's Redis: the hub writes to the followers' sockets itself, never waits on one, and
 cuts off a follower whose client does not read once SSE_BACKLOG_BYTES are waiting."""
 
@@ -9,6 +9,7 @@ import threading
 import time
 
 from bench.walks import long_walks
+from service.live import EXTENSION
 from tests.api.support import auth, make_app
 from tests.sse import events_only, messages
 
@@ -32,7 +33,7 @@ def _reader(sock: socket.socket, into: list) -> threading.Thread:
 def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(redis_url,
                                                                              clean_redis):
     app = make_app(redis_url, SSE_HEARTBEAT_SECONDS=5, SSE_BACKLOG_BYTES=2048)
-    hub = app.extensions["feed"].hub
+    hub = app.extensions[EXTENSION].hub
     client = app.test_client()
     walk = long_walks(["clock"], 1, 80, first_seed=1000)[0]
     created = client.post("/v1/games", json={"variant": "clock", "seed": walk.seed})
@@ -46,9 +47,9 @@ def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(re
         client_end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         server_end.setblocking(False)
         follower = hub.follow(game_id, 60)
-        hub.attach(follower, server_end, chunked=False, sent=0,
-                   on_end=lambda name=name, follower=follower: (ended.append(name),
-                                                                follower.leave()))
+        follower.attach(server_end, chunked=False, sent=0,
+                        on_end=lambda name=name, follower=follower: (ended.append(name),
+                                                                     follower.leave()))
         pairs.append((follower, client_end))
     (stuck, stuck_client), (_reading, reader_client) = pairs
     received: list[bytes] = []
@@ -69,8 +70,8 @@ def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(re
     # The client that read nothing was cut off once 2 KiB waited for it, and its
     # follower keeps no bytes.
     assert ended == ["stuck"]
-    assert stuck.conn is None
-    assert stuck.pending == b""
+    assert stuck.closed
+    assert stuck.pending_bytes == 0
     stuck_client.settimeout(5)
     got = b""
     while chunk := stuck_client.recv(65536):

@@ -11,7 +11,7 @@ import pytest
 from service import keys
 from service.engine import Move, State, get_variant
 from service.engine.cards import split_codes
-from service.engine.help import autoplay as engine_autoplay
+from service.engine.hints import autoplay as engine_autoplay
 from tests.api.support import (
     auth,
     create,

@@ -14,7 +14,7 @@ import redis
 
 from service import keys
 from service.engine import get_variant
-from service.engine.solver import WON, solve
+from service.engine.search import Outcome, solve
 from service.solver_store import SolverStore
 from tests.api.support import auth, create, make_app, stored
 from tests.api.test_secrets import windows
@@ -43,7 +43,7 @@ def filled(redis_db, count: int) -> set[int]:
 
 
 def proved_winnable(variant: str, seed: int) -> bool:
-    return solve(variant, seed, max_seconds=5).result == WON
+    return solve(variant, seed, max_seconds=5).result == Outcome.WON
 
 
 def test_a_winnable_deal_is_a_seed_of_the_pool_dealt_once(worker, client, redis_db):

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from service.engine import Move, new_game
-from service.engine.help import heuristic_hint as engine_hint
+from service.engine.hints import heuristic_hint as engine_hint
 
 #: Deals where, playing the first listed card move (else the first action), two card
 #: moves and at least one deal / draw / refill come within a few steps (found with the

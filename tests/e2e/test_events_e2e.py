@@ -201,3 +201,24 @@ def test_a_stream_on_one_replica_follows_writes_on_another(server, redis_server,
         last.join(5)
         assert not last.is_alive()
         assert [m for m in last.events() if m.event in ("end", "deleted")] == []
+
+
+def test_a_request_process_keeps_threads_for_moves(redis_server, clean_redis, tmp_path):
+    """Without SSE_MAX_STREAMS, a process of the request group serving streams itself
+    holds at most its threads less a quarter (at least 4 kept): 4 of its 8 threads."""
+    with _gunicorn(redis_server.url, tmp_path / "gunicorn.log", WEB_CONCURRENCY="1",
+                   GUNICORN_THREADS="8", SSE_MAX_STREAMS="") as (base, _process):
+        url, token = _create(base, "clock", seed=42)
+        streams = [requests.get(f"{url}/events", headers=STREAM, stream=True, timeout=5)
+                   for _ in range(4)]
+        try:
+            assert [stream.status_code for stream in streams] == [200] * 4
+            refused = requests.get(f"{url}/events", headers=STREAM, timeout=5)
+            assert refused.status_code == 503
+            assert refused.json()["code"] == "too_many_streams"
+            moved = requests.post(f"{url}/moves", json={"type": "resign"},
+                                  headers=_auth(token), timeout=5)
+            assert moved.status_code == 200
+        finally:
+            for stream in streams:
+                stream.close()

@@ -27,7 +27,7 @@ import pytest
 import requests
 
 from bench.walks import long_walks
-from service.launch import new_secret_key
+from service.launch import EVENTS_COMMAND, new_secret_key
 from service.redis_server import free_port
 from tests.e2e.support import Gunicorn
 from tests.sse import parse_block
@@ -87,7 +87,7 @@ class Instance:
     def events_worker(self) -> int | None:
         """The pid of the events group's (one) worker, once it runs."""
         for master in _children(self.process.pid):
-            if b"gunicorn.events.conf.py" in Path(f"/proc/{master}/cmdline").read_bytes():
+            if EVENTS_COMMAND[2].encode() in Path(f"/proc/{master}/cmdline").read_bytes():
                 workers = _children(master)
                 return workers[0] if workers else None
         return None

@@ -7,7 +7,7 @@ import random
 
 from service.engine import PLAYING, State, get_variant
 from service.engine.cards import ALL_CARDS, Card
-from service.engine.four_corners import ROW_SUITS
+from service.engine.rules.four_corners import ROW_SUITS
 
 
 def _pack() -> list[Card]:
@@ -79,7 +79,7 @@ def four_corners(rng: random.Random, left: int, stock: int) -> State:
 def clock(rng: random.Random, left: int, stock: int, talon: int) -> State:
     """The Clock with ``left`` cards off the foundations: ``stock`` of them in the
     stock, ``talon`` on the talon, the rest in random packets."""
-    from service.engine.clock import BASES
+    from service.engine.rules.clock import BASES
 
     variant = get_variant("clock")
     pool = _pack()

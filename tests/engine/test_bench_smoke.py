@@ -127,20 +127,33 @@ def test_a_rewritten_results_file_keeps_the_solver_table():
 
 def test_a_game_module_changes_only_its_own_variants_records(tmp_path, monkeypatch):
     from bench import solver
+    from service.engine import get_variant
 
+    variant_ids = ("clock", "salic-law", "four-corners")
+    own = {v: solver.own_modules(get_variant(v)) for v in variant_ids}
+    assert own["clock"] == {"rules/clock.py", "search/clock.py"}
+    assert own["salic-law"] == {"rules/salic_law.py", "search/salic_law.py"}
+    assert own["four-corners"] == {"rules/four_corners.py", "search/four_corners.py",
+                                   "search/endgame.py"}
     engine = tmp_path / "service" / "engine"
-    engine.mkdir(parents=True)
-    for name in ("base.py", "clock.py", "salic_law.py", "four_corners.py"):
+    for name in ("base.py", "search/solver.py", *set().union(*own.values())):
+        (engine / name).parent.mkdir(parents=True, exist_ok=True)
         (engine / name).write_text(f"# {name}\n")
     monkeypatch.setattr(solver, "ROOT", tmp_path)
-    before = {v: solver.engine_digest(v) for v in ("clock", "salic-law", "four-corners")}
-    (engine / "clock.py").write_text("# the Clock, changed\n")
-    after = {v: solver.engine_digest(v) for v in before}
-    assert after["clock"] != before["clock"]
-    assert after["salic-law"] == before["salic-law"]
-    assert after["four-corners"] == before["four-corners"]
-    (engine / "base.py").write_text("# shared, changed\n")
-    assert all(solver.engine_digest(v) != after[v] for v in after)
+    before = {v: solver.engine_digest(v) for v in variant_ids}
+    # A game's rules or searches change that game's digest only.
+    for variant_id, names in own.items():
+        for name in sorted(names):
+            (engine / name).write_text(f"# {name}, changed\n")
+            after = {v: solver.engine_digest(v) for v in variant_ids}
+            assert {v for v in variant_ids if after[v] != before[v]} == {variant_id}, name
+            before = after
+    # A shared module changes them all, in a package as at the top.
+    for name in ("base.py", "search/solver.py"):
+        (engine / name).write_text(f"# {name}, changed\n")
+        after = {v: solver.engine_digest(v) for v in variant_ids}
+        assert all(after[v] != before[v] for v in variant_ids), name
+        before = after
 
 
 def test_a_hint_with_a_budget_of_its_own_plays_beside_the_others(tmp_path, capsys):

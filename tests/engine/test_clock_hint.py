@@ -1,14 +1,15 @@
 """The Clock's quick hint: the line of card moves to the most cards home
-(``Clock.endgame_line``, :func:`service.engine.clock.card_line`)."""
+(the Clock's ``hint_line``, :func:`service.engine.search.clock.card_line`)."""
 
 from __future__ import annotations
 
 import random
 
 from service.engine import MOVE, Move
-from service.engine.clock import STOCK_PILE, card_line
-from service.engine.help import heuristic_hint, safe_moves
+from service.engine.hints import heuristic_hint, safe_moves
 from service.engine.playout import cards_home
+from service.engine.rules.clock import STOCK_PILE
+from service.engine.search.clock import card_line
 from tests.engine.positions import clock, followed, walk
 
 

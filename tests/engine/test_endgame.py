@@ -8,10 +8,11 @@ from itertools import pairwise
 
 import pytest
 
-from service.engine import MOVE, WON, Move, State, four_corners, new_game
-from service.engine.endgame import SOLVER_BUDGET, _code, _packets_key, solve
-from service.engine.four_corners import ACES, KINGS, PACKETS
-from service.engine.help import heuristic_hint as hint
+from service.engine import MOVE, WON, Move, State, new_game
+from service.engine.hints import heuristic_hint as hint
+from service.engine.rules.four_corners import ACES, KINGS, PACKETS
+from service.engine.search import endgame
+from service.engine.search.endgame import SOLVER_BUDGET, _code, _packets_key, solve
 from tests.engine.positions import craft
 
 RANKS = "A23456789TJQK"
@@ -155,7 +156,7 @@ def test_every_endgame_hint_raises_thepotential(seed, monkeypatch):
     player who follows hints cannot come back to a position (no loop).  This holds for
     any budget of the search; the hints here search with the solver's default one, to
     keep the test quick (test_four_corners_hint.py follows hints with the game's)."""
-    monkeypatch.setattr(four_corners, "ENDGAME_POSITIONS", SOLVER_BUDGET)
+    monkeypatch.setattr(endgame, "ENDGAME_POSITIONS", SOLVER_BUDGET)
     state = _dealt_out(seed)
     for _ in range(300):
         suggestion = hint(state)

@@ -1,5 +1,5 @@
 """The Four Corners quick hint once the stock is out: the endgame search behind
-``FourCorners.endgame_line`` gets ``ENDGAME_POSITIONS`` positions, and the more cards
+``endgame_line`` gets ``ENDGAME_POSITIONS`` positions, and the more cards
 home it finds show in the hint and in the play of a player who follows it."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from service.engine import Move, State, new_game
-from service.engine.endgame import SOLVER_BUDGET, solve
-from service.engine.four_corners import ENDGAME_POSITIONS
-from service.engine.help import autoplay, heuristic_hint, hint
+from service.engine.hints import autoplay, heuristic_hint, hint
 from service.engine.playout import cards_home
+from service.engine.search import hint_line
+from service.engine.search.endgame import ENDGAME_POSITIONS, SOLVER_BUDGET, solve
 
 #: Deal 16 played by quick hints to the end of the stock: an endgame the search does
 #: not settle within its default budget, where the larger one finds a longer line home.
@@ -31,7 +31,7 @@ def dealt_out() -> State:
 
 def test_the_endgame_search_gets_its_own_budget(dealt_out):
     assert ENDGAME_POSITIONS > SOLVER_BUDGET
-    line = dealt_out.variant.endgame_line(dealt_out)
+    line = hint_line(dealt_out)
     short = solve(dealt_out)
     assert not short.complete
     assert short.nodes <= SOLVER_BUDGET
@@ -42,7 +42,7 @@ def test_the_endgame_search_gets_its_own_budget(dealt_out):
 
 
 def test_the_hint_names_the_longer_line(dealt_out):
-    line = dealt_out.variant.endgame_line(dealt_out)
+    line = hint_line(dealt_out)
     gained = line.home - cards_home(dealt_out)
     for answer in (heuristic_hint(dealt_out), hint(dealt_out)):
         assert answer.move in dealt_out.legal_moves()
@@ -52,7 +52,7 @@ def test_the_hint_names_the_longer_line(dealt_out):
 
 
 def test_following_the_hints_brings_that_many_home_and_ends(dealt_out):
-    line = dealt_out.variant.endgame_line(dealt_out)
+    line = hint_line(dealt_out)
     state, seen = dealt_out, set()
     while not state.is_over:
         assert state.piles not in seen, "a position came back"

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from service.engine import MOVE, Move, State
-from service.engine.help import autoplay, safe_moves
-from service.engine.help import heuristic_hint as hint
+from service.engine.hints import autoplay, safe_moves
+from service.engine.hints import heuristic_hint as hint
 from tests.engine.positions import VARIANT_IDS, craft, followed, walk
 
 

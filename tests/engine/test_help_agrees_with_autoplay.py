@@ -12,9 +12,10 @@ import functools
 
 import pytest
 
-from service.engine import four_corners, get_variant
-from service.engine.endgame import SOLVER_BUDGET
-from service.engine.help import autoplay, heuristic_hint, safe_moves
+from service.engine import get_variant
+from service.engine.hints import autoplay, heuristic_hint, safe_moves
+from service.engine.search import endgame
+from service.engine.search.endgame import SOLVER_BUDGET
 from tests.engine.positions import VARIANT_IDS, followed, walk
 
 SAFE_WORDS = "nothing else will ever need it"
@@ -40,7 +41,7 @@ def test_a_hint_calls_safe_exactly_what_autoplay_plays_first(variant_id, monkeyp
     # A safe move comes before any search; the Four Corners endgame is searched with
     # the solver's default budget here, which keeps deal 16 on its line with 4 or more
     # safe moves and the test quick.
-    monkeypatch.setattr(four_corners, "ENDGAME_POSITIONS", SOLVER_BUDGET)
+    monkeypatch.setattr(endgame, "ENDGAME_POSITIONS", SOLVER_BUDGET)
     seen_safe = 0
     for state in _positions(variant_id):
         suggestion = _hint(state)

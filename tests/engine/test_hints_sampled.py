@@ -10,9 +10,9 @@ import pytest
 
 from service.engine import MOVE, Move, State, holds_every_card, new_game
 from service.engine.cards import cards_text, parse_cards
-from service.engine.help import HintBudget, heuristic_hint, hint, safe_moves
+from service.engine.hints import HintBudget, heuristic_hint, hint, safe_moves
 from service.engine.playout import hint_playout
-from service.engine.solver import LOST, WON, solve_state
+from service.engine.search import Outcome, searches_of, solve_state
 from service.engine.visible import visible_view
 from tests.engine.positions import (
     CLOCK_5_LOSING_STOCK,
@@ -103,8 +103,8 @@ def test_two_games_alike_but_for_their_stock_get_the_same_hint(guess):
     other = _with_stock(guess, parse_cards(CLOCK_5_LOSING_STOCK))
     assert other.piles != guess.piles
     assert visible_view(other) == visible_view(guess)
-    assert solve_state(guess).result == WON
-    assert solve_state(other).result == LOST
+    assert solve_state(guess).result == Outcome.WON
+    assert solve_state(other).result == Outcome.LOST
     suggestion = hint(guess, UNHURRIED)
     assert suggestion == hint(other, UNHURRIED)
     assert suggestion.move == Move.parse("packet-10>foundation-7")
@@ -144,7 +144,7 @@ def test_with_nothing_unseen_the_hint_follows_a_winning_line():
     suggestion = hint(state, UNHURRIED)
     assert suggestion.reason.endswith(": the first move of a line that wins the game")
     after, _step = state.apply(suggestion.move)
-    assert solve_state(after).result == WON
+    assert solve_state(after).result == Outcome.WON
     final, _steps = hint_playout("salic-law", 15, advise=lambda s: hint(s, UNHURRIED))
     assert final.status == "won"
 
@@ -180,7 +180,7 @@ def test_when_no_sample_is_won_the_quick_hint_answers():
 
 def test_a_lost_position_says_so_and_still_brings_cards_home():
     state = _dealt_out("salic-law", 45)
-    assert solve_state(state).result == LOST
+    assert solve_state(state).result == Outcome.LOST
     suggestion = hint(state, UNHURRIED)
     quick = heuristic_hint(state)
     if quick is None:
@@ -198,7 +198,7 @@ def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(mon
     # A Salic Law deal dealt out to its last stock card, playing each card move as it
     # comes: every sample of the one unseen card is the same deal, searched once, with
     # 4x the positions.
-    import service.engine.help as help_module
+    import service.engine.hints as hints_module
 
     for seed in range(20):
         state = new_game("salic-law", seed)
@@ -213,9 +213,9 @@ def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(mon
         budgets.append(max_positions)
         return solve_state(world, max_positions=max_positions, max_seconds=max_seconds)
 
-    monkeypatch.setattr(help_module, "solve_state", spy)
+    monkeypatch.setattr(hints_module, "solve_state", spy)
     suggestion = hint(state, UNHURRIED)
-    assert state.variant.hint_positions_scale == 4
+    assert searches_of(state.variant).hint_positions_scale == 4
     assert budgets == [4 * UNHURRIED.positions]
     assert suggestion is not None
     if "sampled deals" in suggestion.reason:

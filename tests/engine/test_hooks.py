@@ -1,14 +1,15 @@
 """The variants' public hooks (``Variant.card_moves``, ``public_fields``,
-``endgame_line``, ``idle_move_reason``) and the order of the registry."""
+``idle_move_reason``), the searches' ``hint_line`` and the order of the registry."""
 
 from __future__ import annotations
 
 import pytest
 
 from service.engine import MOVE, RULE_CODES, Move, variants
-from service.engine.clock import card_line
-from service.engine.endgame import solve
 from service.engine.errors import COMMON_RULE_CODES
+from service.engine.search import hint_line
+from service.engine.search.clock import card_line
+from service.engine.search.endgame import solve
 from tests.engine.positions import VARIANT_IDS, clock, walk
 
 
@@ -40,7 +41,7 @@ def test_public_fields_name_the_next_deal_in_four_corners_only(variant_id):
 def test_four_corners_searches_with_the_stock_out_the_clock_its_card_moves(variant_id):
     searched = 0
     for state, _step, _after in walk(variant_id, 2, max_idle=60):
-        line = state.variant.endgame_line(state)
+        line = hint_line(state)
         if variant_id == "four-corners" and not state.stock_count:
             assert line == solve(state)
             searched += 1

@@ -8,15 +8,10 @@ import random
 
 import pytest
 
-from service.engine import LOST as LOST_STATUS
-from service.engine import RESIGN, Card, Move, get_variant
-from service.engine import WON as WON_STATUS
-from service.engine.solver import (
-    LOST,
-    RESULTS,
-    UNDECIDED,
-    WON,
+from service.engine import LOST, RESIGN, WON, Card, Move, get_variant
+from service.engine.search import (
     Budget,
+    Outcome,
     Solution,
     exhaustive_search,
     replay,
@@ -29,21 +24,21 @@ from .positions import VARIANT_IDS
 
 
 def _replays_to_a_win(state, solution: Solution) -> None:
-    assert solution.result == WON
+    assert solution.result == Outcome.WON
     for step in solution.line:
         state, again = state.apply(step.move)
         assert again == step
-    assert state.status == WON_STATUS
+    assert state.status == WON
 
 
 @pytest.mark.parametrize("variant_id", VARIANT_IDS)
 def test_a_search_answers_within_its_position_budget(variant_id):
     solution = solve(variant_id, 3, max_positions=300, max_seconds=5)
-    assert solution.result in RESULTS
+    assert isinstance(solution.result, Outcome)
     assert solution.searched <= 300
     assert solution.seconds >= 0
-    assert (solution.line is not None) == (solution.result == WON)
-    if solution.result == WON:
+    assert (solution.line is not None) == (solution.result == Outcome.WON)
+    if solution.result == Outcome.WON:
         _replays_to_a_win(get_variant(variant_id).deal(3), solution)
 
 
@@ -56,31 +51,31 @@ def test_a_won_line_replays_through_the_engine_to_a_won_game():
 def test_the_exhaustive_search_finds_a_line_the_engine_accepts():
     state = get_variant("salic-law").deal(2)
     result, moves = exhaustive_search(state, Budget(100_000, 30))
-    assert result == WON
+    assert result == Outcome.WON
     assert replay(state, moves)[-1] is not None
 
 
 def test_a_finished_game_needs_no_search():
     state = get_variant("clock").deal(1)
-    lost = type(state)(state.variant, state.piles, LOST_STATUS, state.turn)
-    assert solve_state(lost).result == LOST
+    lost = type(state)(state.variant, state.piles, LOST, state.turn)
+    assert solve_state(lost).result == Outcome.LOST
     assert solve_state(lost).searched == 0
     resigned, _ = state.apply(Move(RESIGN))
-    assert solve_state(resigned, max_positions=50).result == UNDECIDED
+    assert solve_state(resigned, max_positions=50).result == Outcome.UNDECIDED
 
 
 def _agree(states, budget: int) -> dict[str, int]:
     """Solve each position with the variant's search and with the plain exhaustive
     search; where the exhaustive search settles it, both must say the same.  Returns
     how many positions each result settled."""
-    settled = {WON: 0, LOST: 0}
+    settled = {Outcome.WON: 0, Outcome.LOST: 0}
     for state in states:
         plain, _moves = exhaustive_search(state, Budget(budget, 60))
-        if plain == UNDECIDED:
+        if plain == Outcome.UNDECIDED:
             continue
         solution = solve_state(state, max_seconds=60)
         assert solution.result == plain, state.to_dict()
-        if solution.result == WON:
+        if solution.result == Outcome.WON:
             _replays_to_a_win(state, solution)
         settled[plain] += 1
     return settled
@@ -91,8 +86,8 @@ def test_salic_law_search_agrees_with_the_exhaustive_search(left, stock, lanes):
     rng = random.Random(f"salic {left} {stock}")
     settled = _agree((solver_positions.salic_law(rng, left, stock, lanes)
                       for _ in range(15)), 30_000)
-    assert settled[WON] >= 5, settled
-    assert settled[LOST] >= 1, settled
+    assert settled[Outcome.WON] >= 5, settled
+    assert settled[Outcome.LOST] >= 1, settled
 
 
 @pytest.mark.parametrize(("left", "stock"), [(10, 0), (12, 3)])
@@ -100,8 +95,8 @@ def test_four_corners_search_agrees_with_the_exhaustive_search(left, stock):
     rng = random.Random(f"four corners {left} {stock}")
     settled = _agree((solver_positions.four_corners(rng, left, stock) for _ in range(20)),
                      30_000)
-    assert settled[WON] >= 5, settled
-    assert settled[LOST] >= 2, settled
+    assert settled[Outcome.WON] >= 5, settled
+    assert settled[Outcome.LOST] >= 2, settled
 
 
 @pytest.mark.parametrize("mode", ["full-budget", "hint-budget", "from-best"])
@@ -111,7 +106,7 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
     # The searches of a big budget drop the positions with a dead talon card and, after
     # a while, search most rounds from a position of the best line so far; those
     # of a hint's budget do neither: all must agree with the plain search.
-    from service.engine import clock
+    from service.engine.search import clock
 
     if mode == "hint-budget":
         monkeypatch.setattr(clock, "FULL_SEARCH_POSITIONS", 10**12)
@@ -122,27 +117,27 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
     rng = random.Random(f"clock {left} {stock} {talon}")
     settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
                      30_000)
-    assert settled[WON] >= 5, settled
-    assert settled[LOST] >= 3, settled
+    assert settled[Outcome.WON] >= 5, settled
+    assert settled[Outcome.LOST] >= 3, settled
 
 
 def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypatch):
     # Rounds of a few dozen positions: most positions are settled by a later round, in
     # a shuffled order of moves (a won line, or a round that searched every line).
-    from service.engine import clock
+    from service.engine.search import clock
 
     monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
     monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
     rng = random.Random("clock rounds")
     settled = _agree((solver_positions.clock(rng, 20, 6, 6) for _ in range(30)), 30_000)
-    assert settled[WON] >= 5, settled
-    assert settled[LOST] >= 3, settled
+    assert settled[Outcome.WON] >= 5, settled
+    assert settled[Outcome.LOST] >= 3, settled
 
 
 def test_clock_rounds_from_the_best_line_win_deals(monkeypatch):
     # Most rounds from a position of the best line so far: the won lines (the
     # prefix replayed by the search, then its own) replay through the engine.
-    from service.engine import clock
+    from service.engine.search import clock
 
     monkeypatch.setattr(clock, "ELITE_AFTER", 0)
     played = []
@@ -169,7 +164,8 @@ def test_a_draw_that_buries_its_own_card_is_recognised():
     # Foundations I (6C up to A) and IX (2C up to 9) both want an 8C after a 7C; with
     # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
     # it may.
-    from service.engine.clock import BASES, _buries_itself, _code
+    from service.engine.rules.clock import BASES
+    from service.engine.search.clock import _buries_itself, _code
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[8] = 6
@@ -184,7 +180,8 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
     # only foundation I (6C up to AC) still takes one, after a 9C.  While IX (2C up to
     # 9C) waits at 8C, the other 9C may yet reach I; once it goes home onto IX, I needs
     # the 9C under the JC, and the JC never goes home.
-    from service.engine.clock import _NO_TOPS, BASES, _code, _dead_talon
+    from service.engine.rules.clock import BASES
+    from service.engine.search.clock import _NO_TOPS, _code, _dead_talon
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[4], tops[8] = 12, 8
@@ -199,15 +196,8 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
 def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
     # After a card move from a position with no dead talon card, the check of the cards
     # the move may have killed answers like the check of every talon card.
-    from service.engine.clock import (
-        _NO_TOPS,
-        FOUNDATIONS,
-        PACKETS,
-        TALON,
-        _card_moves,
-        _code,
-        _dead_talon,
-    )
+    from service.engine.rules.clock import FOUNDATIONS, PACKETS, TALON
+    from service.engine.search.clock import _NO_TOPS, _card_moves, _code, _dead_talon
 
     rng = random.Random("clock dead talon after a move")
     checked = dead = 0
@@ -231,7 +221,8 @@ def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
 def test_positions_with_a_dead_talon_card_are_lost(left, talon):
     # Random positions with a long talon: each one with a dead talon card is lost by
     # the plain search, and the full search proves it lost at once.
-    from service.engine.clock import _NO_TOPS, FOUNDATIONS, PACKETS, TALON, _code, _dead_talon
+    from service.engine.rules.clock import FOUNDATIONS, PACKETS, TALON
+    from service.engine.search.clock import _NO_TOPS, _code, _dead_talon
 
     rng = random.Random(f"clock dead talon {left} {talon}")
     dead = 0
@@ -242,9 +233,9 @@ def test_positions_with_a_dead_talon_card_are_lost(left, talon):
         assert len(state.piles) == PACKETS[-1] + 3
         if not _dead_talon(cards, tops, _NO_TOPS):
             continue
-        assert exhaustive_search(state, Budget(200_000, 60))[0] == LOST
+        assert exhaustive_search(state, Budget(200_000, 60))[0] == Outcome.LOST
         solution = solve_state(state)
-        assert solution.result == LOST
+        assert solution.result == Outcome.LOST
         assert solution.searched == 0
         dead += 1
     assert dead >= 5, dead
@@ -262,11 +253,11 @@ def test_a_salic_law_move_home_is_not_always_safe():
              "king-1": "KSJC", "king-2": "KSJC", "king-3": "KH5C7C", "king-4": "KH6CTC",
              "king-5": "KD8C7C", "king-6": "KD4C9C", "king-7": "KC8C3C9C", "king-8": "KCTC"}
     state = craft("salic-law", piles)
-    assert exhaustive_search(state, Budget(50_000, 60))[0] == WON
+    assert exhaustive_search(state, Budget(50_000, 60))[0] == Outcome.WON
     _replays_to_a_win(state, solve_state(state))
     wrong, _ = state.apply(Move.parse("king-3>foundation-1"))
-    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
-    assert solve_state(wrong).result == LOST
+    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == Outcome.LOST
+    assert solve_state(wrong).result == Outcome.LOST
 
 
 def test_salic_law_the_newest_pile_is_not_like_an_equal_older_one():
@@ -282,20 +273,21 @@ def test_salic_law_the_newest_pile_is_not_like_an_equal_older_one():
              # bottom first: the 9C on top is dealt first, then the 4C, and so on.
              "stock": "JDJCTDTC9D8D8C7D7C6D6C4C9C"}
     state = craft("salic-law", piles)
-    assert exhaustive_search(state, Budget(50_000, 60))[0] == WON
+    assert exhaustive_search(state, Budget(50_000, 60))[0] == Outcome.WON
     solution = solve_state(state)
     _replays_to_a_win(state, solution)
     assert str(solution.line[0].move) == "king-2>foundation-1"
     wrong, _ = state.apply(Move.parse("king-1>foundation-1"))
-    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == LOST
-    assert solve_state(wrong).result == LOST
+    assert exhaustive_search(wrong, Budget(50_000, 60))[0] == Outcome.LOST
+    assert solve_state(wrong).result == Outcome.LOST
 
 
 def test_clock_rounds_order_moves_round_their_classes():
     # Deal 42 opens with two moves home, two marriages (each leaves a packet of two
     # cards to refill) and the draw: the rounds try the moves in many orders, the moves
     # home mostly first and the draw mostly last.
-    from service.engine.clock import PACKETS, _ClockSearch, _code, _move_class
+    from service.engine.rules.clock import PACKETS
+    from service.engine.search.clock import _ClockSearch, _code, _move_class
 
     state = get_variant("clock").deal(42)
     packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)

@@ -8,16 +8,9 @@ import random
 
 import pytest
 
-from service.engine.four_corners import (
-    ACES,
-    KINGS,
-    PACKETS,
-    STOCK_PILE,
-    _code,
-    _stuck,
-    _trapped,
-)
-from service.engine.solver import LOST, WON, Budget, exhaustive_search, solve, solve_state
+from service.engine.rules.four_corners import ACES, KINGS, PACKETS, STOCK_PILE
+from service.engine.search import Budget, Outcome, exhaustive_search, solve, solve_state
+from service.engine.search.four_corners import _code, _stuck, _trapped
 
 from . import solver_positions
 from .positions import craft
@@ -57,27 +50,27 @@ def test_an_ace_over_both_twos_of_its_suit_is_trapped():
     # with both 2S under it, it never leaves its packet.
     trapped = _spades(corner_tl="2S2SAS", **REST)
     assert _trapped_state(trapped)
-    assert exhaustive_search(trapped, Budget(200_000, 60))[0] == LOST
-    assert solve_state(trapped).result == LOST
+    assert exhaustive_search(trapped, Budget(200_000, 60))[0] == Outcome.LOST
+    assert solve_state(trapped).result == Outcome.LOST
     free = _spades(corner_tl="2SAS2S", **REST)
     assert not _trapped_state(free)
-    assert exhaustive_search(free, Budget(200_000, 60))[0] == WON
-    assert solve_state(free).result == WON
+    assert exhaustive_search(free, Budget(200_000, 60))[0] == Outcome.WON
+    assert solve_state(free).result == Outcome.WON
 
 
 @pytest.mark.parametrize(("left", "stock"), [(10, 0), (14, 0), (12, 3)])
 def test_a_trapped_position_is_lost_by_the_exhaustive_search(left, stock):
     rng = random.Random(f"trap {left} {stock}")
-    seen = {(True, LOST): 0, (False, WON): 0, (False, LOST): 0}
+    seen = {(True, Outcome.LOST): 0, (False, Outcome.WON): 0, (False, Outcome.LOST): 0}
     for _ in range(30):
         state = solver_positions.four_corners(rng, left, stock)
         trapped = _trapped_state(state)
         plain, _moves = exhaustive_search(state, Budget(30_000, 60))
-        assert not (trapped and plain == WON), state.to_dict()
+        assert not (trapped and plain == Outcome.WON), state.to_dict()
         if plain != "undecided":
             seen[trapped, plain] += 1
-    assert seen[True, LOST] >= 2, seen
-    assert seen[False, WON] >= 5, seen
+    assert seen[True, Outcome.LOST] >= 2, seen
+    assert seen[False, Outcome.WON] >= 5, seen
 
 
 def _one_suit_left(rng: random.Random, low: bool, packets: int):
@@ -119,19 +112,19 @@ def _trapped_without_cases(state) -> bool:
 def test_the_cases_of_the_second_ace_and_king_agree_with_the_exhaustive_search(low, seed):
     # Seeds whose positions include some that only the cases prove lost.
     rng = random.Random(f"{seed} {low}")
-    seen = {(True, LOST): 0, (False, WON): 0, (False, LOST): 0}
+    seen = {(True, Outcome.LOST): 0, (False, Outcome.WON): 0, (False, Outcome.LOST): 0}
     by_cases = 0
     for _ in range(20):
         state = _one_suit_left(rng, low, 6)
         trapped = _trapped_state(state)
         plain, _moves = exhaustive_search(state, Budget(20_000, 60))
-        assert not (trapped and plain == WON), state.to_dict()
+        assert not (trapped and plain == Outcome.WON), state.to_dict()
         if plain != "undecided":
             seen[trapped, plain] += 1
             by_cases += trapped and not _trapped_without_cases(state)
             assert solve_state(state).result == plain, state.to_dict()
-    assert seen[True, LOST] >= 3, seen
-    assert seen[False, WON] >= 3, seen
+    assert seen[True, Outcome.LOST] >= 3, seen
+    assert seen[False, Outcome.WON] >= 3, seen
     assert by_cases >= 1, seen
 
 
@@ -140,4 +133,5 @@ def test_lost_deals_are_proved_lost_within_a_small_budget(seed, positions):
     # Deal 63 is refuted only near the end of the deal, line by line: the relaxed game
     # must stay cheap (its cases weighed only over the last few stock cards) for the
     # proof to fit in this budget.
-    assert solve("four-corners", seed, max_positions=positions, max_seconds=60).result == LOST
+    solution = solve("four-corners", seed, max_positions=positions, max_seconds=60)
+    assert solution.result == Outcome.LOST

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from service.engine import get_variant, salic_law
-from service.engine.solver import LOST, UNDECIDED, WON, Budget, exhaustive_search, replay, solve
+from service.engine import get_variant
+from service.engine.search import Budget, Outcome, exhaustive_search, replay, salic_law, solve
 
 from . import solver_positions
 
@@ -22,15 +22,15 @@ def _agrees_with_the_exhaustive_search(search, rng, left, stock, lanes, tries: i
     """``search`` and the plain exhaustive search on ``tries`` generated positions: where
     the exhaustive search settles one, both must say the same and a won line must win.
     How many of each answer there were."""
-    settled = {WON: 0, LOST: 0}
+    settled = {Outcome.WON: 0, Outcome.LOST: 0}
     for _ in range(tries):
         state = solver_positions.salic_law(rng, left, stock, lanes)
         plain, _moves = exhaustive_search(state, Budget(30_000, 60))
-        if plain == UNDECIDED:
+        if plain == Outcome.UNDECIDED:
             continue
         result, moves = search(state)
         assert result == plain, state.to_dict()
-        if result == WON:
+        if result == Outcome.WON:
             replay(state, moves)            # raises unless the line wins
         settled[result] += 1
     return settled
@@ -56,8 +56,8 @@ def test_the_deferring_search_agrees_with_the_exhaustive_search(left, stock, lan
     rng = random.Random(f"salic deferring {left} {stock}")
     settled = _agrees_with_the_exhaustive_search(
         _deferring, rng, left, stock, lanes, 8 if left > 20 else 10)
-    assert settled[WON] >= 5, settled
-    assert settled[LOST] >= 1, settled
+    assert settled[Outcome.WON] >= 5, settled
+    assert settled[Outcome.LOST] >= 1, settled
 
 
 def test_a_position_after_the_deal_cut_as_lost_leaves_the_answer_alone(dominated_count):
@@ -68,7 +68,7 @@ def test_a_position_after_the_deal_cut_as_lost_leaves_the_answer_alone(dominated
         state = solver_positions.salic_law(rng, 24, 12, 2)
     result, moves = _deferring(state)
     assert dominated_count[0] >= 1
-    assert exhaustive_search(state, Budget(30_000, 60))[0] == result == WON
+    assert exhaustive_search(state, Budget(30_000, 60))[0] == result == Outcome.WON
     replay(state, moves)
 
 
@@ -104,19 +104,19 @@ def test_a_solvers_budget_goes_to_the_deferring_search_then_the_plain_one():
     # Deal 25: the deferring search wins it early, the plain one not in 40,000 positions.
     state = get_variant("salic-law").deal(25)
     plain = salic_law._SalicSearch(state, Budget(40_000, 60), plain=True).run()
-    assert plain[0] == UNDECIDED
+    assert plain[0] == Outcome.UNDECIDED
     solution = solve("salic-law", 25, max_positions=100_000, max_seconds=60)
-    assert solution.result == WON           # replayed by the solver
+    assert solution.result == Outcome.WON           # replayed by the solver
     assert solution.searched < salic_law.DEFERRING_POSITIONS
     # Deal 61: the plain search wins it at once, the deferring one not in its part.
     state = get_variant("salic-law").deal(61)
-    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == UNDECIDED
+    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == Outcome.UNDECIDED
     solution = solve("salic-law", 61, max_positions=100_000, max_seconds=60)
-    assert solution.result == WON
+    assert solution.result == Outcome.WON
     assert solution.searched > salic_law.DEFERRING_POSITIONS
     # A hint's budget goes to the plain search alone.
     small = solve("salic-law", 61, max_positions=2_000, max_seconds=60)
-    assert small.result == WON
+    assert small.result == Outcome.WON
     assert small.searched < 2_000
 
 
@@ -129,8 +129,8 @@ def test_the_search_with_no_card_asleep_after_the_deal_agrees_with_the_exhaustiv
 
     settled = _agrees_with_the_exhaustive_search(
         awake, random.Random(f"salic {left} {stock}"), left, stock, lanes, 15)
-    assert settled[WON] >= 3, settled
-    assert settled[LOST] >= 1, settled
+    assert settled[Outcome.WON] >= 3, settled
+    assert settled[Outcome.LOST] >= 1, settled
 
 
 def test_with_no_card_asleep_after_the_deal_a_position_is_searched_once():
@@ -165,7 +165,7 @@ def test_a_solvers_budget_goes_to_the_searches_and_the_win_finder_in_turn(monkey
     # (which makes its search after the deal once), the plain search with no card asleep
     # after the deal, the win finder again.
     solution = solve("salic-law", 12, max_positions=100_000, max_seconds=1e9)
-    assert solution.result == UNDECIDED
+    assert solution.result == Outcome.UNDECIDED
     assert solution.searched == 100_000
     assert made == [(False, False), (True, True), "finder", (True, True), "finder"]
     made.clear()
@@ -197,8 +197,8 @@ def test_a_card_alone_on_its_king_goes_home_and_the_answer_stays(monkeypatch, le
 
     settled = _agrees_with_the_exhaustive_search(
         awake, random.Random(f"salic lone {left} {lanes}"), left, 0, lanes, 15)
-    assert settled[WON] >= 3, settled
-    assert settled[LOST] >= 1, settled
+    assert settled[Outcome.WON] >= 3, settled
+    assert settled[Outcome.LOST] >= 1, settled
     assert forced[0] >= 5
 
 
@@ -222,8 +222,8 @@ def test_a_card_whose_rank_lies_only_under_it_goes_home_and_the_answer_stays(mon
 
     settled = _agrees_with_the_exhaustive_search(
         awake, random.Random("salic only here"), 18, 0, 3, 25)
-    assert settled[WON] >= 3, settled
-    assert settled[LOST] >= 1, settled
+    assert settled[Outcome.WON] >= 3, settled
+    assert settled[Outcome.LOST] >= 1, settled
     assert forced[0] >= 5
 
 
@@ -231,11 +231,11 @@ def test_the_win_finder_wins_a_deal_the_searches_do_not_within_a_small_budget():
     # Deal 730: neither depth-first search wins it within the budget, the win finder
     # does within its first share, and the line replays to a won game.
     state = get_variant("salic-law").deal(730)
-    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == UNDECIDED
+    assert _deferring(state, salic_law.DEFERRING_POSITIONS)[0] == Outcome.UNDECIDED
     plain = salic_law._SalicSearch(state, Budget(60_000, 60), plain=True, awake=True)
-    assert plain.run()[0] == UNDECIDED
+    assert plain.run()[0] == Outcome.UNDECIDED
     solution = solve("salic-law", 730, max_positions=80_000, max_seconds=1e9)
-    assert solution.result == WON
+    assert solution.result == Outcome.WON
     first = int((80_000 - salic_law.DEFERRING_POSITIONS) * salic_law.FINDER_SHARE)
     assert solution.searched < salic_law.DEFERRING_POSITIONS + first
     replay(state, [step.move for step in solution.line])   # raises unless the line wins
@@ -248,20 +248,20 @@ def test_the_win_finder_wins_with_a_line_that_replays_and_only_within_its_budget
     state = get_variant("salic-law").deal(730)
     budget = Budget(5_000, 60)
     result, moves = salic_law._WinFinder(state).run(budget)
-    assert result == WON
+    assert result == Outcome.WON
     assert budget.searched < 5_000
     replay(state, moves)                    # raises unless the line wins
     # The same position draws the same playouts: the same line.
-    assert salic_law._WinFinder(state).run(Budget(5_000, 60)) == (WON, moves)
+    assert salic_law._WinFinder(state).run(Budget(5_000, 60)) == (Outcome.WON, moves)
     # Deal 835 is lost: the win finder spends its budget to the position and answers
     # undecided (it never proves a deal lost).
     budget = Budget(3_000, 60)
     lost = get_variant("salic-law").deal(835)
-    assert salic_law._WinFinder(lost).run(budget) == (UNDECIDED, None)
+    assert salic_law._WinFinder(lost).run(budget) == (Outcome.UNDECIDED, None)
     assert budget.searched == 3_000
     # After the deal there is nothing to draw: undecided at once.
     while state.piles[salic_law.STOCK_PILE]:
         state = state.apply(salic_law.Move(salic_law.DEAL))[0]
     budget = Budget(3_000, 60)
-    assert salic_law._WinFinder(state).run(budget) == (UNDECIDED, None)
+    assert salic_law._WinFinder(state).run(budget) == (Outcome.UNDECIDED, None)
     assert budget.searched == 0

@@ -5,10 +5,11 @@ cards in a few random orders seeded from that position, lets the solver search e
 these sampled deals with every card known, and suggests the move that wins the most of
 them; when none is won within its budget it falls back on :func:`heuristic_hint`, the
 quick rules of thumb, which weigh only the face-up piles (the moves they simulate are
-moves between face-up piles, which deal nothing).  Where a variant can search a position
-with every card face up (:meth:`Variant.endgame_line`, Four Corners once the stock is
-out), the quick hint follows the searched line.  Only the variants' public hooks are
-used here.
+moves between face-up piles, which deal nothing).  Where a variant's searches can
+search a position without looking at a hidden card (its registered hint line,
+:func:`.search.hint_line`: the Clock's card moves, Four Corners once the stock is out),
+the quick hint follows the searched line.  Only the variants' public hooks and the
+searches' public names are used here.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from .base import PLAYING, State
-from .moves import MOVE, Line, Move, Step
-from .solver import LOST, WON, now, solve_state
+from .moves import MOVE, Move, Step
+from .search import Line, Outcome, hint_line, now, searches_of, solve_state
 from .visible import VisibleView, visible_view
 
 
@@ -85,7 +86,7 @@ def heuristic_hint(state: State) -> Hint | None:
     :func:`hint` falls back on it when its sampled search learns nothing.
 
     In order of preference: a safe move home (see ``Variant.is_safe_home``); where the
-    variant searches the position (``Variant.endgame_line``), the first move of the
+    variant searches the position (:func:`.search.hint_line`), the first move of the
     searched line; any other move home; a move between piles after which more cards can
     go home than before; a move the variant itself finds worth making
     (``Variant.idle_move_reason``, the Clock's marriage that leaves a packet short so
@@ -102,7 +103,7 @@ def heuristic_hint(state: State) -> Hint | None:
         card = state.card_of(move)
         return Hint(move, str(card), f"{card} goes home to {move.target}; nothing else "
                                      "will ever need it")
-    line = variant.endgame_line(state)
+    line = hint_line(state)
     if line is not None:
         return _line_hint(state, line)
     homes = _home_moves(state)
@@ -143,7 +144,7 @@ def heuristic_hint(state: State) -> Hint | None:
 
 
 def _line_hint(state: State, line: Line) -> Hint | None:
-    """The first move of a searched line (``Variant.endgame_line``): a line that wins
+    """The first move of a searched line (:func:`.search.hint_line`): a line that wins
     the game, or failing that the line to the most cards home the search saw.  None
     when no line brings a card home (only moves that gain nothing are left).  While
     cards are still unseen (the Clock's line, searched over card moves while the stock
@@ -152,7 +153,7 @@ def _line_hint(state: State, line: Line) -> Hint | None:
 
     The Four Corners search raises a potential with every move (cards home, then cards
     lying on a neighbour of their suit, then a fixed order of positions, see
-    :mod:`.endgame`), and so does every safe move home: a player following these hints
+    :mod:`.search.endgame`), and so does every safe move home: a player following these hints
     never sees a position twice.
     """
     if not line.moves:
@@ -263,7 +264,7 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
     deadline = now() + budget.seconds
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
-    positions = budget.positions * view.variant.hint_positions_scale
+    positions = budget.positions * searches_of(view.variant).hint_positions_scale
     if not view.unseen:
         positions *= budget.samples
     votes: dict[Move, int] = {}
@@ -279,10 +280,10 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
             found = answers[world.piles] = solve_state(world, max_positions=positions,
                                                        max_seconds=left)
         searched += 1
-        if found.result == WON and found.line:
+        if found.result == Outcome.WON and found.line:
             first = _shortcut(world, found.line)
             votes[first] = votes.get(first, 0) + 1
-        elif found.result == LOST:
+        elif found.result == Outcome.LOST:
             lost += 1
     return votes, lost, searched
 

@@ -1,37 +1,36 @@
-"""Events streams handed from the request workers to the events workers, on one address.
+"""Events streams handed from the request group to the events group, on one address.
 
-The service listens on one address, its gunicorn gthread workers' (gunicorn.conf.py),
-which answer moves and reads.  A request for an events stream (``GET
-/v1/games/<id>/events`` asking for ``text/event-stream``, without a body) is not served
-there: :class:`HandoffWorker` passes the client's connection (its file descriptor, over a
-Unix socket, with ``SCM_RIGHTS``) and the request's head to the events worker group
-(gunicorn.events.conf.py, gevent workers of the same app), and forgets the connection.
-An events worker serves the request on that connection as if it had accepted it
-(:class:`HandoffServer`): the same Flask app, the same answers, and a stream that costs a
+The service listens on one address, the request group's (gthread processes,
+:mod:`service.runtime.request_group`), which answer moves and reads.  A request for an
+events stream (``GET /v1/games/<id>/events`` asking for ``text/event-stream``, without a
+body) is not served there: the process
+(:class:`~service.runtime.request_process.RequestProcess`) passes the client's
+connection (its file descriptor, over a Unix socket, with ``SCM_RIGHTS``) and the
+request's head to the events group (gevent processes of the same app,
+:mod:`service.runtime.events_group`) with :func:`send`, and forgets the connection.  An
+events process takes it with :func:`receive` and serves the request on that connection
+as if it had accepted it (:class:`~service.runtime.events_process.HandoffServer`): the
+same Flask app, the same answers, and a stream that costs a
 greenlet and a few kilobytes instead of a thread.  Nothing is proxied: after the
-hand-off the bytes go between the client and the events worker only.
+hand-off the bytes go between the client and the events process only.
 
 When no events group listens (``EVENTS_HANDOFF_SOCKET`` unset, or nothing at that path)
-the gthread worker serves the stream itself, as any other request (a thread per stream,
-``SSE_MAX_STREAMS`` per worker).  Behind a load balancer that routes the events path to
-the events group's own address (docker-compose.yml), no hand-off happens at all.
+the request group serves the stream itself, as any other request (a thread per stream, a
+cap per process).  Behind a load balancer that routes the events path to the events
+group's own address (docker-compose.cluster.yml), no hand-off happens at all.
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import re
 import socket
 import struct
 import time
 
-from gunicorn.workers.gthread import ThreadWorker
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
-
-log = logging.getLogger("patience.handoff")
 
 #: The path of the Unix socket the events group receives connections on.
 ENV = "EVENTS_HANDOFF_SOCKET"
@@ -125,25 +124,3 @@ def listen(path: str) -> socket.socket:
     os.chmod(path, 0o600)
     listener.listen(4096)  # a burst of streams waits here (the kernel may cap it lower)
     return listener
-
-
-# --- the gthread side --------------------------------------------------------------------
-
-class HandoffWorker(ThreadWorker):
-    """gunicorn's gthread worker that hands events streams to the events group."""
-
-    def handle_request(self, req, conn):
-        path = os.environ.get(ENV)
-        if path and not self.cfg.is_ssl and is_stream_request(req.method, req.path,
-                                                                req.headers):
-            data = request_head(req.method, req.uri, req.version, req.headers)
-            data += conn.parser.unreader.take_buffered()
-            try:
-                send(path, conn.sock, data)
-            except OSError as error:
-                log.warning("events group unreachable at %s (%s): serving the stream here",
-                            path, error)
-            else:
-                conn.sock.close()  # the events worker holds the connection now
-                return False
-        return super().handle_request(req, conn)

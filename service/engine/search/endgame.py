@@ -1,42 +1,33 @@
-"""The Four Corners endgame solver behind the hint once the stock is out
-(``FourCorners.endgame_line``).
+"""The Four Corners endgame search behind the quick hint once the stock is out
+(:func:`endgame_line`, Four Corners' registered ``hint_line``).
 
 Once the stock is empty every card of Four Corners lies face up, so a hint may search
 the whole game without seeing anything hidden.  :func:`solve` is a depth-first search
-with a transposition table and a node budget:
-
-* **Canonical positions.**  With the stock out the twelve packets are interchangeable
-  (any packet's top may go to any foundation or onto any other packet), so a position is
-  keyed by its packets sorted, plus the eight foundation tops.  Twin cards are equal.
-* **Safe moves are forced.**  A card that ``FourCorners.is_safe_home`` calls safe goes
-  home at once, without branching: nothing could ever want it on the table.
-* **Move ordering.**  Moves home first; then marriages that uncover a card some
-  foundation wants, then other marriages; a marriage that empties a packet, or takes a
-  card off a card it is already married to, last.
-* **No cycles, ever.**  Moves are ranked by a potential that each searched move raises
-  strictly: first the cards home, then the *pairs* (cards lying on a card of their suit
-  one rank above or below).  A move home raises the first; a marriage always makes a
-  pair where the card lands and breaks one only if the card lay on its own suit's
-  neighbour, so it raises the pairs unless it is such a *lateral* marriage.  Of a
-  lateral marriage and the one that takes it back, only the one whose result has the
-  greater canonical key is searched: an arbitrary but fixed orientation.  So the moves
-  searched form an acyclic graph, and a player who keeps following the first move of
-  the solver's line can never come back to a position: hints never loop.
-
-The answer is the line to a won position if one is found within the budget, else the
-line to the position with the most cards home that the search saw (the first found).
-The search is deterministic, so consecutive hints follow one line.
+with a transposition table and a node budget: positions keyed by their packets sorted
+(and the foundation tops), safe moves forced, moves home first, and a potential that
+every searched move raises (cards home, then cards lying on a neighbour of their suit,
+then a fixed orientation of the lateral marriages), so the moves searched form an
+acyclic graph.  The answer is the line to a won position if one is found within the
+budget, else the line to the position with the most cards home that the search saw
+(the first found); the search is deterministic, so consecutive hints follow one line.
+Why a player who follows these hints never comes back to a position:
+docs/solver.md#four-corners-the-endgame-search
 """
 
 from __future__ import annotations
 
-from .base import State
-from .cards import ACE, KING
-from .four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
-from .moves import Line
+from ..base import State
+from ..cards import ACE, KING
+from ..rules.four_corners import ACES, KINGS, PACKETS, ROW_SUITS, STOCK_PILE
+from .results import Line
 
 #: How many positions one search may expand (keeps one hint request well under 0.2 s).
 SOLVER_BUDGET = 2000
+#: How many positions the quick hint's search of the endgame (:func:`endgame_line`) may
+#: expand.  Most endgames are settled in far fewer; the others end at the line to the
+#: most cards home seen, and a larger budget finds lines to more cards home, within
+#: the hint's latency target.
+ENDGAME_POSITIONS = 10000
 #: The longest line searched (a line is one Python frame pair per move: this bounds the
 #: recursion well inside the interpreter's limit).
 MAX_DEPTH = 250
@@ -235,3 +226,10 @@ def solve(state: State, budget: int | None = None) -> Line:
     return Line(tuple(moves), search.won, search.best_home,
                 search.nodes, not (search.cut or search.partial))
 
+
+def endgame_line(state: State) -> Line | None:
+    """Once the stock is out every card is face up: the line of :func:`solve`, searched
+    over at most :data:`ENDGAME_POSITIONS` positions; None while the stock lasts."""
+    if state.piles[STOCK_PILE]:
+        return None
+    return solve(state, ENDGAME_POSITIONS)

@@ -1,223 +1,53 @@
-"""Salic Law (Салическій законъ): eight kings dealt upon, aces built up to jacks."""
+"""Salic Law's search for the solver: a depth-first search with sleep sets, a deferring
+search and a win finder, in turns (:func:`search`)."""
 
 from __future__ import annotations
 
 import random
 
-from .base import (
-    FOUNDATION,
-    PLAYING,
-    RESERVE,
-    STOCK,
-    TABLEAU,
-    PileSpec,
-    State,
-    Variant,
-    fail,
-    register,
-)
-from .cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
-from .moves import DEAL, MOVE, Move
-from .solver import move_table, now
-
-QUEENS = range(8)        # queen-1 .. queen-8
-FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8
-KINGS = range(16, 24)       # king-1 .. king-8
-STOCK_PILE = 24
+from ..base import State
+from ..cards import ACE, JACK, KING, QUEEN
+from ..moves import DEAL, Move
+from ..rules.salic_law import FOUNDATIONS, KINGS, STOCK_PILE, SalicLaw
+from .budget import Budget, now
+from .registry import Searches, register
+from .results import Answer, Outcome, move_table
 
 
-def _first_empty(piles, indexes) -> int:
-    return next(i for i in indexes if not piles[i])
+def search(state: State, budget: Budget) -> Answer:
+    """The solver's search (:class:`_SalicSearch`, :class:`_WinFinder`):
+    ``(outcome, moves)``.  A hint's small budget goes to the plain search alone; a
+    solver's to the deferring search for :data:`DEFERRING_POSITIONS` positions, then the
+    win finder (:data:`FINDER_SHARE` of what is left), the plain search with no card
+    asleep after the deal (:data:`SEARCH_SHARE` of what is left then) and the win finder
+    again, until one settles the deal.
+    Why these three, and in this order: docs/solver.md#salic-law-one-budget-three-searches
+    """
+    if budget.max_positions < DEFERRING_POSITIONS * 4:
+        return _SalicSearch(state, budget, plain=True).run()
+    part = _Part(budget, DEFERRING_POSITIONS)
+    result = _SalicSearch(state, part, plain=False).run()
+    if result[0] != Outcome.UNDECIDED or budget.out:
+        return result
+    finder = _WinFinder(state)
+    result = finder.run(_Share(budget, FINDER_SHARE))
+    if result[0] != Outcome.UNDECIDED or budget.out:
+        return result
+    result = _SalicSearch(state, _Share(budget, SEARCH_SHARE), plain=True,
+                          awake=True).run()
+    if result[0] != Outcome.UNDECIDED or budget.out:
+        return result
+    return finder.run(budget)
 
 
-def _layout() -> tuple[PileSpec, ...]:
-    specs = [PileSpec(f"queen-{i}", RESERVE, i - 1.0, 0.0, "none", f"Queen {i}")
-             for i in range(1, 9)]
-    specs += [PileSpec(f"foundation-{i}", FOUNDATION, i - 1.0, 1.25, "none", f"Foundation {i}")
-              for i in range(1, 9)]
-    specs += [PileSpec(f"king-{i}", TABLEAU, i - 1.0, 2.5, "down", f"King {i}")
-              for i in range(1, 9)]
-    specs.append(PileSpec("stock", STOCK, 8.5, 0.0, "none", "Stock"))
-    return tuple(specs)
+# --- the solver's search ----------------------------------------------------------------
 
-
-@register
-class SalicLaw(Variant):
-    id = "salic-law"
-    name = "Salic Law"
-    summary = ("Deal the pack onto a growing row of eight kings; build eight aces up to "
-               "jacks regardless of suit from the tops of the king piles; queens are set "
-               "aside.")
-    autoplay_rule = (
-        "A card goes home when every foundation is started and none is more than one "
-        "rank below it: the foundations that can take it are then alike (any suit, all "
-        "up to the jack). With a foundation further behind, which of two equal cards goes "
-        "home first can decide the game, so autoplay leaves that choice to the player.")
-    hint_rule = (
-        "The move that wins the most sampled deals: the unseen stock cards are dealt in 8 "
-        "random orders (the same ones for the same position), each order is searched with "
-        "every card known, and the hint is the move, a deal included, that starts a "
-        "winning line in the most of them (\"wins in 7 of 8 sampled deals\"); once the "
-        "stock is dealt out every card is in view and the one deal is searched. When no "
-        "sampled deal is won within the search budget, the quick hint, judged from the "
-        "face-up cards only. In order: a move home; the first move of the shortest line "
-        "of card moves (onto bare kings) that brings the most cards home (a bounded "
-        "breadth-first search). When no card move helps: deal, else no move.")
-    order = 2
-    rule_codes = {
-        "king_cannot_move": "Salic Law: a king never leaves its pile",
-        "not_a_free_king": "Salic Law: the target king pile holds more than its king",
-    }
-    actions = (DEAL,)
-    #: The search expands positions several times faster than the other games' (a card
-    #: is its rank, a position a few bytes), so a hint searches more of each sample.
-    hint_positions_scale = 4
-    action_reasons = {DEAL: "no card move helps now: deal the next card"}
-    layout = _layout()
-    table = (9.5, 8.0)
-
-    def _deal(self, seed: int) -> State:
-        pack = shuffled_pack(seed)
-        top_king = max(i for i, card in enumerate(pack) if card.rank == KING)
-        king = pack.pop(top_king)
-        piles: list[tuple[Card, ...]] = [()] * len(self.layout)
-        piles[KINGS[0]] = (king,)
-        piles[STOCK_PILE] = tuple(pack)
-        return State(self, tuple(piles), PLAYING, 0)
-
-    def _pile_moves(self, state: State):
-        piles = state.piles
-        takers: dict[int, list[int]] = {}
-        for f in FOUNDATIONS:
-            pile = piles[f]
-            if pile and pile[-1].rank < JACK:
-                takers.setdefault(pile[-1].rank + 1, []).append(f)
-        dealt_out = not piles[STOCK_PILE]
-        bare = [k for k in KINGS if len(piles[k]) == 1] if dealt_out else ()
-        for k in KINGS:
-            pile = piles[k]
-            if len(pile) > 1:
-                for f in takers.get(pile[-1].rank, ()):
-                    yield k, f
-                for b in bare:
-                    yield k, b
-
-    def _check_pile_move(self, state: State, source: int, target: int) -> None:
-        ids, piles = self.pile_ids, state.piles
-        if source not in KINGS:
-            fail("not_a_source", f"cards never leave {ids[source]}")
-        if target not in KINGS and target not in FOUNDATIONS:
-            fail("not_a_target", f"cards never go onto {ids[target]} by a move")
-        pile = piles[source]
-        if not pile:
-            fail("empty_pile", f"{ids[source]} is empty")
-        if len(pile) == 1:
-            fail("king_cannot_move", f"{pile[0]} on {ids[source]} is its king: it stays")
-        card = pile[-1]
-        where = f"{card} from {ids[source]} onto {ids[target]}"
-        if target in FOUNDATIONS:
-            foundation = piles[target]
-            if not foundation:
-                fail("wrong_rank", f"{where}: the foundation is empty; only an ace, dealt "
-                                   "from the stock, starts one")
-            if foundation[-1].rank == JACK:
-                fail("foundation_complete", f"{where}: the foundation is complete at its jack")
-            if card.rank != foundation[-1].rank + 1:
-                fail("wrong_rank", f"{where}: it needs a card of rank "
-                                   f"{str(Card(foundation[-1].rank + 1, 'S'))[0]}, any suit")
-            return
-        if piles[STOCK_PILE]:
-            fail("deal_not_finished", f"{where}: a card goes onto a free king only once the "
-                                      "stock is dealt out")
-        if len(piles[target]) != 1:
-            fail("not_a_free_king", f"{where}: {ids[target]} holds more than its king")
-
-    def _perform(self, state: State, table, move) -> int:
-        if move.type == MOVE:
-            table.move(self.index[move.source], self.index[move.target])
-            return 0
-        piles = table.piles
-        card = piles[STOCK_PILE][-1]
-        if card.rank == KING:
-            target = _first_empty(piles, KINGS)
-        elif card.rank == ACE:
-            target = _first_empty(piles, FOUNDATIONS)
-        elif card.rank == QUEEN:
-            target = _first_empty(piles, QUEENS)
-        else:  # onto the newest king pile
-            target = max(k for k in KINGS if piles[k])
-        table.move(STOCK_PILE, target)
-        return 0
-
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(piles[f] and piles[f][-1].rank == JACK for f in FOUNDATIONS)
-
-    # --- help, search and presentation hooks ----------------------------------------
-    def play_key(self, state: State) -> tuple:
-        """Once the stock is dealt out, the king piles play alike whatever their king (a
-        king never moves and takes a card only when bare) and in any order, and so do
-        the foundations (any suit, all up to a jack): the key is the cards on the kings,
-        sorted, and the foundation heights, sorted."""
-        piles = state.piles
-        if piles[STOCK_PILE]:
-            return piles, state.turn
-        return (tuple(sorted(piles[k][1:] for k in KINGS)),
-                tuple(sorted(len(piles[f]) for f in FOUNDATIONS)))
-
-    def is_safe_home(self, state: State, source: int, target: int) -> bool:
-        """A card of rank r goes home safely when no foundation is below r - 1 (every
-        foundation is started and shows r - 1 or more; a finished one counts as a jack).
-        Then the foundations that could take it are alike (any suit, all up to a jack),
-        and every winning line stays a winning line with this move played first: the
-        argument is the solver's (:class:`_SalicSearch`, "Safe moves home are forced").
-        Below that a move home can lose: with one foundation at 6 and one at 2, of two
-        7s the one over an 8 must go first, the other strands the 8 (docs/rules.md,
-        "Safe moves")."""
-        card = state.piles[source][-1]
-        piles = state.piles
-        return all(piles[f] and piles[f][-1].rank >= card.rank - 1 for f in FOUNDATIONS)
-
-    def solver_search(self, state: State, budget):
-        """The solver's search (:class:`_SalicSearch`, :class:`_WinFinder`):
-        ``(result, moves)``.
-
-        A small budget (a hint's) goes to the plain search alone.  A larger one (the
-        solver's) first lets the deferring search (``plain=False``) run for
-        :data:`DEFERRING_POSITIONS` positions; when that did not settle the deal, the win
-        finder gets :data:`FINDER_SHARE` of what is left, the plain search with no card
-        asleep after the deal (``awake=True``) :data:`SEARCH_SHARE` of what is left
-        then, and the win finder the rest.  The orders of moves find different won lines
-        quickly: the deferring search wins early what it wins; the win finder wins many
-        deals whose won lines start with a choice the depth-first searches try late; the
-        plain search proves deals lost (the win finder never does).  Each share is
-        counted in positions and in seconds alike, so a budget of positions alone splits
-        the same way every time.
-        """
-        if budget.max_positions < DEFERRING_POSITIONS * 4:
-            return _SalicSearch(state, budget, plain=True).run()
-        part = _Part(budget, DEFERRING_POSITIONS)
-        result = _SalicSearch(state, part, plain=False).run()
-        if result[0] != "undecided" or budget.out:
-            return result
-        finder = _WinFinder(state)
-        result = finder.run(_Share(budget, FINDER_SHARE))
-        if result[0] != "undecided" or budget.out:
-            return result
-        result = _SalicSearch(state, _Share(budget, SEARCH_SHARE), plain=True,
-                              awake=True).run()
-        if result[0] != "undecided" or budget.out:
-            return result
-        return finder.run(budget)
-
-
-# --- the solver's search (see .solver) ------------------------------------------------
 #: Positions the deferring search gets first out of a solver's budget
-#: (SalicLaw.solver_search).
+#: (:func:`search`).
 DEFERRING_POSITIONS = 20_000
 #: The win finder's first share of what is left of a solver's budget after the deferring
 #: search, and the plain search's share of what is left after that
-#: (SalicLaw.solver_search).
+#: (:func:`search`).
 FINDER_SHARE = 0.05
 SEARCH_SHARE = 0.9
 #: The win finder's playouts (_WinFinder): how often a playout deals while a card could
@@ -269,145 +99,56 @@ class _Share:
 
 
 class _SalicSearch:
-    """The search of ``SalicLaw.solver_search``: depth first, with a table of the
-    positions already searched.
+    """The depth-first search of :func:`search`, with a table of the positions already
+    searched.
 
     Suits never matter in Salic Law (foundations build regardless of suit, king piles
     take any card), so a card is its rank, and the search reads the table as the stock,
-    eight stacks of ranks over their kings and eight foundation tops.
+    eight stacks of ranks over their kings and eight foundation tops.  Its rules:
 
-    **Safe moves home are forced** (played at once, nothing else tried instead): card C
-    of rank r goes home without branching when no foundation is below r - 1 (all eight
-    are started and show r - 1 or more).  Say L is any winning line from here; drop C's
-    own move home from L (and any move of C onto a bare king) and play C home now
-    instead: the line stays legal and still wins.  Until L sends C home, the foundations
-    differ only in that one of them shows r instead of r - 1 (which one does not matter:
-    foundations with the same top are interchangeable, each built regardless of suit up
-    to a jack).  A move of L that needs a top of r finds one more.  A move of L that
-    needs a top of r - 1 sends home another card of rank r, D; the cards of rank r not
-    home number at most the foundations at r - 1 (every foundation is at r - 1 or more,
-    and a foundation past r - 1 holds one card of rank r), and no foundation can come
-    to r - 1 later, so before D goes there were at least two foundations at r - 1 left
-    for D and C, and one is still there for D.  The pile C left is only shorter: cards L
-    deals onto it land on the card below C and leave in the same order, and nothing is
-    laid on it after the deal while C is there (a card goes only onto a bare king).  The
-    deal does not depend on C: a king pile never empties, so the newest pile is the same.
-    Without that condition a move home is not safe: with foundations at 4 and 3, a 5 on
-    one pile and a 5 over a 4 on another, the first 5 home strands the 4.
+    * **Safe moves home are forced** (:meth:`home_safe`): a card of rank r goes home
+      without branching when no foundation is below r - 1.
+      Why this is sound: docs/solver.md#salic-law-safe-moves-home
+    * **Equal positions are searched once** (:meth:`key`: foundation tops sorted, the
+      stock's length, the newest pile, the other piles sorted); of the moves home, one
+      from each distinct pile content onto one foundation of the right top.
+      Why this is sound: docs/solver.md#salic-law-equal-positions
+    * **Cards go onto bare kings only to send the card they uncover home at once**:
+      from each pile, its top d cards onto d bare kings when the card under them goes
+      home right after, and no other move onto a bare king.
+      Why this is sound: docs/solver.md#salic-law-cards-onto-bare-kings
+    * **A move home declined sleeps until a card of its rank goes home** (a sleep set;
+      a sleeping card that is the last of its rank off the foundations makes the
+      position lost: :meth:`hopeless`).  The table keeps the sleep set each position
+      was searched under; met again, a position is skipped when its sleep set holds
+      that one, else searched again under the cards asleep both times.
+      Why this is sound: docs/solver.md#salic-law-sleep-sets
 
-    **Equal positions are searched once**: the table of searched positions is keyed on
-    the foundation tops sorted, the stock's length, the newest king pile (while the
-    stock lasts, the deal lands there) and the other king piles sorted (they differ
-    only in their place in the row).  Of the moves home, one is tried from each
-    distinct pile content (while the stock lasts the newest pile, which the deal lands
-    on, is not like the others; nor is a pile with a card asleep, below), onto one
-    foundation of the right top (foundations with the
-    same top are interchangeable, and so are bare kings).
+    These make the plain search (``plain=True``).  The deferring search
+    (``plain=False``, which a solver's search starts with) adds three rules:
 
-    **Cards go onto bare kings only to send the card they uncover home at once**: the
-    search tries, from each pile, laying its top d cards onto d bare kings when the
-    card under them goes home right after (d = 1, 2, ... as bare kings allow), and no
-    other move onto a bare king.  Any winning line can be put in that form.  Take a
-    card X laid from pile P onto bare king B, and delay that move until just before the
-    next move of the card X uncovered on P (which must move: every card goes home).
-    Meanwhile P's top is X again, which only adds moves; B stays bare, which L did not
-    use (B held X); if X moves on from B in between (home, or onto another bare king),
-    it makes that move from P instead and the move onto B is dropped.  Repeating this
-    from the last such move of the line backwards leaves every move onto a bare king
-    followed at once by a move of the card it uncovered: onto another bare king
-    (the same again) or home, which ends the chain.  A pile's last card laid on a bare
-    king only swaps which king is bare, so it is never needed.
+    * **A card home from an old pile waits for the deal** (:meth:`can_wait`): while the
+      stock lasts, moves home from the newest pile first, then from an older pile when
+      the card makes room for another move home, then the deal, then the others.
+      Why this is sound: docs/solver.md#salic-law-old-piles-wait-for-the-deal
+    * **Every card wakes when the deal ends**.
+      Why this is sound: docs/solver.md#salic-law-every-card-wakes-when-the-deal-ends
+    * **A position after the deal is lost when one it follows from is lost**
+      (:meth:`dominated`, the table ``lost``).
+      Why this is sound: docs/solver.md#salic-law-a-position-that-follows-from-a-lost-one
 
-    **A move home declined sleeps until a card of its rank goes home** (a sleep set):
-    once the search has tried sending card A (rank r) home from position N and turns to
-    N's other moves, A may not go home in what follows until some other card of rank r
-    has gone home.  Say a line L from N (not starting with A home) wins and sends A home
-    before any other card of rank r.  Mirror L from N' = N with A home: N' is N without
-    A and with one foundation at r instead of r - 1.  Every move of L up to A's goes the
-    same from N': the tops of the piles are the same (A is gone from under the cards
-    dealt onto it, which leave in the same order, or A is the top and L does not move it
-    but onto a bare king, a move the mirror drops, A then sleeping on that king); the
-    deal lands on the same newest pile (no pile empties); bare kings are only more; no
-    move needs a foundation at r - 1 (that is a card of rank r going home), and a card of
-    rank r + 1 finds one more foundation at r.  When L sends A home the two positions
-    are equal (up to which foundation is which).  So the line "A home, then the mirror"
-    wins too, and it was searched first.  Of several winning lines from N take one whose
-    first move comes earliest in the search's order: nothing in it goes home asleep, so
-    the search finds it (by induction on the cards still to go home and to be dealt;
-    every move of the search brings a card home or deals one).  A safe move home (above)
-    played at once wakes the cards of its rank, as any card of that rank going home
-    does.  A sleeping card that is the last of its rank off the foundations can never
-    wake: the position is lost under its sleep set.  The table keeps with each position
-    the sleep set it was searched under; a position met again is skipped when its sleep
-    set holds that one (every line it allows was searched), else it is searched again
-    under the cards asleep both times.
+    With ``awake=True`` (the plain search a solver's budget ends with, and the search
+    after each of the win finder's playouts) no card sleeps after the deal
+    (:meth:`visit_after`, :meth:`children_after`), and two more rules hold there:
 
-    The rules above make the plain search (``plain=True``).  The deferring search
-    (``plain=False``, which a solver's search starts with, see
-    ``SalicLaw.solver_search``) adds
-    three, each sound on its own:
-
-    **A card home from an old pile waits for the deal**: while the stock lasts, the
-    moves home are tried in this order: from the newest pile (the next card dealt
-    buries its top), from an older pile when the card makes room for another move home
-    (a top card of the next rank, or the card under it, could follow it home), then
-    the deal, then the other moves home from older piles.  Only the order changes, and
-    the argument for sleep sets above holds for any order of a position's moves (the
-    deal never sleeps).  Playing first what cannot wait leaves the card that can wait on
-    its pile, awake, in the positions after the deal, which the next rule uses.
-
-    **Every card wakes when the deal ends**: the first position after the last card is
-    dealt is searched with no card asleep.  Waking cards only lets more lines be
-    searched, so it is sound; it lets that position be matched in the table whatever
-    line led there, and it is what the next rule needs.
-
-    **A position after the deal is lost when one it follows from is lost**: when the
-    deal ends in position X, and Y is a position already searched to the end and lost,
-    where Y is X with one foundation top, of rank f >= 2, laid back on a king pile, then X
-    is lost.  From Y, that card goes home (the foundation it left shows f - 1 in Y) and
-    the table is X (up to which pile and foundation is which).  Were a line L from X to
-    win, "the card home, then L" would win from Y.  The search of Y proved that no line
-    from Y wins that respects the cards asleep in Y; so the rule applies only when each
-    of those is either asleep in X too (L respects it) or of rank f and not the card laid
-    back (the card's move home wakes it), and not when the card laid back itself was
-    asleep in Y.  The table of lost positions keeps only positions searched to the end
-    (a position still being searched, or cut by the budget, proves nothing).
-
-    **With no card asleep after the deal** (``awake=True``, the plain search a solver's
-    budget ends with, see ``SalicLaw.solver_search``): the first position after the
-    last card is dealt is searched with every card awake, as in the deferring search,
-    and after it no declined move home puts a card to sleep.  Dropping a pruning rule
-    only lets more lines be searched, so this is sound on its own.  What it buys: after
-    the deal the table then skips every position met again, whatever line led there,
-    so each is expanded once; with sleep sets a position met again under fewer cards
-    asleep is searched again.
-
-    **A card alone on its king goes home** (``awake=True``, after the deal): card C of
-    rank r, the only card on its king K, goes home without branching when a foundation
-    shows r - 1.  Say L is any winning line from here; play C home now and then follow
-    L, keeping this invariant: the position is L's with C home instead of alone on a
-    king (K, or a king L moved C on to), that king being bare.  A move of L onto a bare
-    king finds that king and one more bare.  A move of L that needs a top of r finds
-    one more.  A move of L onto a foundation at r - 1 sends home a card of rank r, D:
-    when a foundation at r - 1 is left after C's, D goes there; when none is, L had only
-    one, and D goes onto the bare king that L has C on (or stays on its own king if D was
-    alone there), and the position is then L's exactly (C and D are the same rank: one
-    is home, the other alone on a king).  L moving C onto another bare king is dropped;
-    L sending C home is dropped, and the positions are then equal.  So the line wins.
-    The rule needs the deal ended (a card goes onto a bare king only then) and no card
-    asleep (a move played at once would otherwise have to wake them).
-
-    **A card whose rank lies only under it goes home** (``awake=True``, after the deal):
-    when a top card C of rank r can go home (a foundation shows r - 1) and every other
-    card of rank r off the foundations lies under C in its pile, the search tries C home
-    and no other move.  Say L is any winning line from here; play C home now and then
-    follow L.  While L leaves C on its pile, the position is L's with C home instead:
-    no card is laid on C's pile (only bare kings take cards), its cards under C wait
-    for C, so no other card of rank r goes home (the one move that would miss the
-    foundation at r - 1 C took), a move that needs a top of r finds one more, and the
-    bare kings are the same.  When L sends C home the positions are equal; when L lays
-    C on a bare king, the position is L's with C home instead of alone on that king,
-    and the line wins from there as in the rule above.
+    * **No card asleep after the deal**.
+      Why this is sound: docs/solver.md#salic-law-no-card-asleep-after-the-deal
+    * **A card alone on its king goes home** without branching when a foundation takes
+      it (:meth:`home_forced`).
+      Why this is sound: docs/solver.md#salic-law-a-card-alone-on-its-king
+    * **A card whose rank lies only under it goes home**, and no other move is tried
+      (:func:`_only_here`).
+      Why this is sound: docs/solver.md#salic-law-a-card-whose-rank-lies-only-under-it
     """
 
     __slots__ = ("piles", "found", "stock", "budget", "line", "seen", "lost", "plain",
@@ -431,11 +172,9 @@ class _SalicSearch:
         self.awake = awake
 
     def run(self):
-        from .solver import LOST, UNDECIDED, WON
-
         if self.visit(()):
-            return WON, self.line
-        return (UNDECIDED, None) if self.budget.out else (LOST, None)
+            return Outcome.WON, self.line
+        return (Outcome.UNDECIDED, None) if self.budget.out else (Outcome.LOST, None)
 
     def home_safe(self) -> list[tuple[int, int]]:
         """Play every safe move home; return ``(pile, foundation, rank)`` of each."""
@@ -842,25 +581,15 @@ class _SalicSearch:
 
 
 class _WinFinder:
-    """A search for won lines only: random playouts of the deal, each followed by a short
-    plain search of the position the deal ends in.
-
-    A playout plays from the position searched until the stock is dealt out: a safe move
-    home (as :class:`_SalicSearch`) at once; else, while some card can go home, the deal
-    at times (:data:`FINDER_DEAL`) and otherwise a move home, mostly the newest pile's
-    top when it can go (the next card dealt would bury it), else a card drawn among
-    those that can; the deal when no card can go home.  The position after the deal
-    then gets the plain search with no card asleep (``awake=True``) for at most
-    :data:`FINDER_AFTER` positions, skipping the positions the searches after earlier
-    playouts met (searched to the end or cut short: a win finder need not search
-    everything).  The first line that wins (the playout's moves, then the search's) is
-    the answer; the solver replays it through the engine.  The win finder never proves
-    a deal lost: when the budget runs out it answers undecided.
-
-    The random choices are drawn from a generator seeded with the position searched, so
+    """A search for won lines only: random playouts of the deal (:meth:`playout`: safe
+    moves home at once, else the deal at times, :data:`FINDER_DEAL`, else a move home,
+    mostly the newest pile's top, :data:`FINDER_NEWEST`), each followed by the plain
+    search with no card asleep (``awake=True``) of the position the deal ends in, for at
+    most :data:`FINDER_AFTER` positions.  The first line that wins is the answer; it
+    never proves a deal lost.  Its generator is seeded with the position searched, so
     the same position and budget give the same answer; :meth:`run` called again goes on
-    with new playouts.  After the deal there is nothing left to draw, and the win finder
-    answers undecided at once.
+    with new playouts.
+    How it plays, and why it needs no soundness argument: docs/solver.md#salic-law-the-win-finder
     """
 
     __slots__ = ("piles", "found", "stock", "rng", "after")
@@ -873,15 +602,13 @@ class _WinFinder:
                                  + b"|".join(map(bytes, self.piles)))
 
     def run(self, budget):
-        from .solver import UNDECIDED, WON
-
         while self.stock and not budget.out:
             line = self.playout(budget)
             if line is None:
                 break
             if line is not True:
-                return WON, line
-        return UNDECIDED, None
+                return Outcome.WON, line
+        return Outcome.UNDECIDED, None
 
     def playout(self, budget):
         """One playout and the search after it: the won line, None when the budget ran
@@ -962,3 +689,7 @@ def _common(asleep: tuple, before: tuple) -> tuple:
 
 
 _MOVES = move_table(SalicLaw)
+
+#: The search expands positions several times faster than the other games' (a card is
+#: its rank, a position a few bytes), so a hint searches more of each sample.
+register(SalicLaw, Searches(solver=search, hint_positions_scale=4))

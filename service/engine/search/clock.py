@@ -1,278 +1,25 @@
-"""The Clock (Часы): twelve foundations round a dial, a circle of twelve packets."""
+"""The Clock's searches: the solver's search in rounds, and the quick hint's line of card
+moves (:func:`card_line`)."""
 
 from __future__ import annotations
 
-import math
 import random
 
-from .base import (
-    FOUNDATION,
-    PLAYING,
-    STOCK,
-    TABLEAU,
-    WASTE,
-    PileSpec,
-    State,
-    Variant,
-    fail,
-    register,
-)
-from .cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
-from .moves import DRAW, MOVE, REFILL, Line, Move
-from .solver import move_table
-
-HOURS = range(1, 13)
-ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")
-#: The card each hour's foundation starts with (docs/rules.md, "The Clock": the "Big Ben"
-#: arrangement).
-BASES = {1: "6C", 2: "7H", 3: "8S", 4: "9D", 5: "TC", 6: "JH", 7: "QS", 8: "KD",
-         9: "2C", 10: "3H", 11: "4S", 12: "5D"}
-PACKET_SIZE = 3
-
-FOUNDATIONS = range(12)       # foundation-1 .. foundation-12
-PACKETS = range(12, 24)          # packet-1 .. packet-12
-STOCK_PILE, TALON = 24, 25
+from ..base import State
+from ..cards import Card
+from ..moves import DRAW, REFILL, Move
+from ..rules.clock import BASES, FOUNDATIONS, HOURS, PACKET_SIZE, PACKETS, STOCK_PILE, TALON, Clock
+from .budget import Budget
+from .registry import Searches, register
+from .results import Answer, Line, Outcome, move_table
 
 
-def _next_rank(rank: int) -> int:
-    return rank % 13 + 1
+def search(state: State, budget: Budget) -> Answer:
+    """The solver's search (:class:`_ClockSearch`): ``(outcome, moves)``."""
+    return _ClockSearch(budget, budget.max_positions >= FULL_SEARCH_POSITIONS).run(state)
 
 
-def _prev_rank(rank: int) -> int:
-    return (rank - 2) % 13 + 1
-
-
-# The card a foundation wants on a card (one rank up, same suit, K then A) and the card a
-# packet takes on it (one rank down, A then K), looked up rather than built: legal moves
-# and the lost-game check of every move ask for them twelve times each.
-_UP = {card: Card(_next_rank(card.rank), card.suit) for card in ALL_CARDS}
-_DOWN = {card: Card(_prev_rank(card.rank), card.suit) for card in ALL_CARDS}
-
-
-def _dial(radius: float, hour: int, centre: float = 5.0) -> tuple[float, float]:
-    angle = math.radians(hour * 30)
-    return (round(centre + radius * math.sin(angle), 2),
-            round(centre - radius * math.cos(angle), 2))
-
-
-def _layout() -> tuple[PileSpec, ...]:
-    specs = [PileSpec(f"foundation-{h}", FOUNDATION, *_dial(2.2, h), "none", ROMAN[h - 1])
-             for h in HOURS]
-    specs += [PileSpec(f"packet-{h}", TABLEAU, *_dial(4.4, h), "down", ROMAN[h - 1])
-              for h in HOURS]
-    specs += [PileSpec("stock", STOCK, 11.0, 0.0, "none", "Stock"),
-              PileSpec("talon", WASTE, 11.0, 1.5, "none", "Talon")]
-    return tuple(specs)
-
-
-@register
-class Clock(Variant):
-    id = "clock"
-    name = "The Clock"
-    summary = ("Build twelve foundations round a dial up in suit, each until it shows its "
-               "hour, from a circle of twelve packets, marrying down in suit and drawing "
-               "the stock to a talon.")
-    autoplay_rule = (
-        "A card goes home when exactly one foundation takes it and no card can still need "
-        "it as a marriage target: it comes from the talon (talon cards are never "
-        "targets), or the only card that can marry onto it, the card one rank below in "
-        "its suit, has both copies home or its other copy is wanted by a foundation now.")
-    hint_rule = (
-        "The move that wins the most sampled deals: the unseen stock cards are dealt in 8 "
-        "random orders (the same ones for the same position), each order is searched with "
-        "every card known, and the hint is the move, a refill or a draw included, that "
-        "starts a winning line in the most of them (\"wins in 7 of 8 sampled deals\"). "
-        "When no sampled deal is won within the search budget, the quick hint, judged "
-        "from the face-up cards only. In order: a move home that autoplay would play; the "
-        "first move of the line of card moves that brings the most cards home (a bounded "
-        "breadth-first search; of the positions with as many cards home, the one with "
-        "the most packets left short for the refill and the fewest cards buried that "
-        "their foundations soon want); a marriage that leaves a packet short, so that "
-        "the stock refills it. When no card move helps: refill or draw, whichever is "
-        "legal, else no move.")
-    order = 1
-    rule_codes = {
-        "packet_too_short": "Clock: a marriage needs a receiving packet of at least three "
-                            "cards",
-        "talon_cannot_marry": "Clock: a talon card goes only to a foundation",
-        "gaps_must_be_refilled": "Clock: short packets must be refilled before drawing",
-        "no_gaps": "Clock: no packet is short, there is nothing to refill",
-    }
-    actions = (DRAW, REFILL)
-    action_reasons = {
-        DRAW: "no card move helps now: draw the next stock card onto the talon",
-        REFILL: "no card move helps now: refill the short packets from the stock",
-    }
-    layout = _layout()
-    table = (12.0, 11.4)
-
-    def _deal(self, seed: int) -> State:
-        pack = shuffled_pack(seed)
-        piles: list[tuple[Card, ...]] = [
-            (take_nearest_top(pack, Card.parse(BASES[h])),) for h in HOURS]
-        for _packet in HOURS:
-            piles.append(tuple(pack.pop() for _ in range(PACKET_SIZE)))
-        piles.append(tuple(pack))
-        piles.append(())
-        return State(self, tuple(piles), PLAYING, 0)
-
-    # --- what each pile wants --------------------------------------------------------
-    @staticmethod
-    def _foundation_needs(state: State) -> dict[Card, list[int]]:
-        needs: dict[Card, list[int]] = {}
-        piles = state.piles
-        for f in FOUNDATIONS:
-            top = piles[f][-1]
-            if top.rank != f + 1:
-                needs.setdefault(_UP[top], []).append(f)
-        return needs
-
-    @staticmethod
-    def _marriage_takers(state: State) -> dict[Card, list[int]]:
-        takers: dict[Card, list[int]] = {}
-        piles = state.piles
-        for p in PACKETS:
-            pile = piles[p]
-            if len(pile) >= PACKET_SIZE:
-                takers.setdefault(_DOWN[pile[-1]], []).append(p)
-        return takers
-
-    def _pile_moves(self, state: State):
-        piles = state.piles
-        needs = self._foundation_needs(state)
-        takers = self._marriage_takers(state)
-        for p in PACKETS:
-            pile = piles[p]
-            if pile:
-                card = pile[-1]
-                for f in needs.get(card, ()):
-                    yield p, f
-                for q in takers.get(card, ()):
-                    if q != p:
-                        yield p, q
-        talon = piles[TALON]
-        if talon:
-            for f in needs.get(talon[-1], ()):
-                yield TALON, f
-
-    def _actions(self, state: State) -> tuple[str, ...]:
-        piles = state.piles
-        if not piles[STOCK_PILE]:
-            return ()
-        short = any(len(piles[p]) < PACKET_SIZE for p in PACKETS)
-        return (REFILL,) if short else (DRAW,)
-
-    def _check_action(self, state: State, action: str) -> None:
-        piles = state.piles
-        if not piles[STOCK_PILE]:
-            fail("stock_empty", f"{action}: the stock is empty")
-        short = [self.pile_ids[p] for p in PACKETS if len(piles[p]) < PACKET_SIZE]
-        if action == DRAW and short:
-            fail("gaps_must_be_refilled",
-                 f"draw: refill the short packet(s) {', '.join(short)} first")
-        if action == REFILL and not short:
-            fail("no_gaps", "refill: every packet holds three cards or more")
-
-    def _check_pile_move(self, state: State, source: int, target: int) -> None:
-        ids, piles = self.pile_ids, state.piles
-        if source not in PACKETS and source != TALON:
-            fail("not_a_source", f"cards never leave {ids[source]}")
-        if target not in PACKETS and target not in FOUNDATIONS:
-            fail("not_a_target", f"cards never go onto {ids[target]} by a move")
-        if not piles[source]:
-            fail("empty_pile", f"{ids[source]} is empty")
-        card = piles[source][-1]
-        where = f"{card} from {ids[source]} onto {ids[target]}"
-        if target in FOUNDATIONS:
-            top = piles[target][-1]
-            if top.rank == target + 1:
-                fail("foundation_complete", f"{where}: the foundation shows its hour "
-                                            f"{ROMAN[target]} and is complete")
-            if card.suit != top.suit:
-                fail("wrong_suit", f"{where}: it builds in {top.suit}")
-            if card.rank != _next_rank(top.rank):
-                fail("wrong_rank", f"{where}: it needs {Card(_next_rank(top.rank), top.suit)}")
-            return
-        if source == TALON:
-            fail("talon_cannot_marry", f"{where}: a talon card goes only to a foundation")
-        receiving = piles[target]
-        if len(receiving) < PACKET_SIZE:
-            fail("packet_too_short", f"{where}: a marriage needs a packet of three cards, "
-                                     f"{ids[target]} has {len(receiving)}")
-        top = receiving[-1]
-        if card.suit != top.suit:
-            fail("wrong_suit", f"{where}: a marriage is in suit, {top} takes "
-                               f"{Card(_prev_rank(top.rank), top.suit)}")
-        if card.rank != _prev_rank(top.rank):
-            fail("wrong_rank", f"{where}: {top} takes only {Card(_prev_rank(top.rank), top.suit)}")
-
-    def _perform(self, state: State, table, move) -> int:
-        if move.type == MOVE:
-            table.move(self.index[move.source], self.index[move.target])
-        elif move.type == DRAW:
-            table.move(STOCK_PILE, TALON)
-        else:  # REFILL: top up I, II, ... XII to three cards each, while the stock lasts
-            piles = table.piles
-            for p in PACKETS:
-                while len(piles[p]) < PACKET_SIZE and piles[STOCK_PILE]:
-                    table.move(STOCK_PILE, p)
-        return 0
-
-    def _is_won(self, state: State) -> bool:
-        piles = state.piles
-        return all(piles[f][-1].rank == f + 1 for f in FOUNDATIONS)
-
-    # --- help, search and presentation hooks ----------------------------------------
-    def play_key(self, state: State) -> tuple:
-        """Once the stock is out, the packets play alike in any order (nothing refills
-        them, a marriage or a move home reads only the cards): they are sorted."""
-        piles = state.piles
-        if piles[STOCK_PILE]:
-            return piles, state.turn
-        return piles[FOUNDATIONS[0]:PACKETS[0]], tuple(sorted(piles[p] for p in PACKETS)), \
-            piles[TALON]
-
-    def is_safe_home(self, state: State, source: int, target: int) -> bool:
-        """Card X going home to foundation F is safe when
-
-        * F is the only foundation that takes X now (no choice between two dials), and
-        * X is no longer wanted as a marriage target: only the card one rank below X in
-          its suit (call it W) can marry onto X, and F's top is one copy of W; the other
-          copy of W must be on a foundation already or be taken by another foundation
-          now, so it never needs to park on X.  A talon card is never a marriage target.
-        """
-        piles = state.piles
-        card = piles[source][-1]
-        needs = self._foundation_needs(state)
-        if needs.get(card) != [target]:
-            return False
-        if source == TALON:
-            return True
-        below = Card(_prev_rank(card.rank), card.suit)
-        home = sum(piles[f].count(below) for f in FOUNDATIONS)
-        return home >= 2 or below in needs
-
-    def idle_move_reason(self, state: State, source: int, target: int) -> str | None:
-        """A marriage that leaves its packet short while the stock lasts: the next
-        refill brings a new card into play."""
-        if len(state.piles[source]) > PACKET_SIZE or not state.piles[STOCK_PILE]:
-            return None
-        ids = self.pile_ids
-        return (f"moving {state.piles[source][-1]} onto {ids[target]} leaves {ids[source]} "
-                "short, so the stock refills it")
-
-    def endgame_line(self, state: State) -> Line | None:
-        """The quick hint's line (:func:`card_line`): the card moves from ``state`` that
-        bring the most cards home.  Card moves never touch the stock, so the search sees
-        face-up cards only, while the stock lasts as well."""
-        return card_line(state)
-
-    def solver_search(self, state: State, budget):
-        """The solver's search (:class:`_ClockSearch`): ``(result, moves)``."""
-        return _ClockSearch(budget, budget.max_positions >= FULL_SEARCH_POSITIONS).run(state)
-
-
-# --- the solver's search (see .solver) ------------------------------------------------
+# --- the solver's search ----------------------------------------------------------------
 _SUITS = "SHDC"
 
 
@@ -296,58 +43,37 @@ RESTART_GROWTH = 10
 
 
 class _ClockSearch:
-    """The search of ``Clock.solver_search``: depth first over compact positions, with a
-    table of the positions already searched, **in rounds**.
-
-    A depth-first search that goes wrong early in the deal spends its whole budget on
-    the endgames below that mistake.  So the search runs in rounds: round 0 tries the
-    moves in their natural order (moves home, marriages, then the refill or draw),
-    round k > 0 in an order drawn by ``random.Random(k)`` (so the answer for a
-    position and budget is always the same) round the order of :func:`_move_class`
-    (moves home, then marriages that leave a packet to refill, other marriages, the
-    draw last: see :meth:`ranked`), each with a fresh table and a share of
-    :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
-    wins gives the line; a round that finishes within its share has searched every
-    line (the order of the moves changes nothing of what is searched, only when), so
-    the position is lost; a round that runs out of its share hands over to the next,
-    until the budget is out.
-
-    With a full budget (``full``: :data:`FULL_SEARCH_POSITIONS` positions or more; the
-    hints search with less, and their searches do none of this), once
-    :data:`ELITE_AFTER` positions are spent, :data:`ELITE_ROUNDS` rounds of every
-    :data:`ELITE_ROUNDS` + 1 start from a position on the line that brought the most
-    cards home so far, in any round (cut at a depth drawn by the
-    round's generator; the line's moves up to there are replayed by :meth:`play`), so
-    that the early moves of a line that went far are kept while the later ones change.
-    Such a round wins with that line's moves followed by its own; one that searches
-    everything below its start proves nothing about the position searched.
+    """The solver's search of the Clock (:func:`search`): depth first over compact
+    positions, with a table of the positions already searched, in rounds.
 
     A position is the twelve packets and the talon (``bytes`` of card codes, suit * 16
     + rank, bottom first), the top rank of each foundation and how many cards the stock
     still holds (its order is the deal's).
 
-    * **Equal positions are searched once.**  While the stock lasts the refill serves
-      the packets in their order, so the key is the position as it is; once the stock
-      is out the packets are interchangeable and the key has them sorted.
-    * **A draw that buries its own card is not searched**: when every foundation that
-      wants the drawn card first needs a card whose copies off the foundations all lie
-      in the talon, under it, the drawn card can never go home (see
-      :func:`_buries_itself`), and nothing but a draw is open (no packet is short).
-    * **A position with a dead talon card is not searched** (with a budget of
-      :data:`FULL_SEARCH_POSITIONS` positions or more, ``full``): a talon card under
-      which the foundations have since buried what they need first (see
-      :func:`_dead_talon`) never goes home.
-    * **Safe moves home are forced.**  A card X whose twin is home already has one
-      foundation left that takes it, F (each card but a base is wanted by two
-      foundations, one copy each, and a base's twin by one).  So F waits at X - 1 for
-      this very card, and a winning line that sends X there later wins as well sending
-      it now, provided nothing else of the line needs X where it lies:
-      - X on the talon: nothing ever goes onto the talon but draws, which the talon
-        takes the same on the card below X, and no card marries onto a talon card.
-      - X on a packet, when both copies of X - 1 are home (so no card can marry onto X)
-        and either the stock is out or the packet keeps three cards or more (so it
-        decides no refill and no draw, and still takes marriages below X once X is
-        gone, as it would in the line).
+    * **Rounds**: round 0 tries the moves in their natural order (moves home, marriages,
+      then the refill or draw), round k > 0 in an order drawn by ``random.Random(k)``
+      round :func:`_move_class` (:meth:`ranked`), each with a fresh table and
+      :data:`RESTART_POSITIONS` + k * :data:`RESTART_GROWTH` positions.  A round that
+      wins gives the line, one that finishes within its share proves the position
+      lost, one that runs out hands over to the next until the budget is out.
+      Why this is sound: docs/solver.md#clock-rounds
+    * **Rounds from the best line** (``full``: a budget of :data:`FULL_SEARCH_POSITIONS`
+      or more): once :data:`ELITE_AFTER` positions are spent, :data:`ELITE_ROUNDS`
+      rounds of every :data:`ELITE_ROUNDS` + 1 start from a position on the line that
+      brought the most cards home so far (replayed by :meth:`play`).
+      Why this is sound: docs/solver.md#clock-rounds-from-the-best-line
+    * **Equal positions are searched once**: the position as it is while the stock
+      lasts, its packets sorted once the stock is out.
+      Why this is sound: docs/solver.md#clock-equal-positions
+    * **A draw that buries its own card is not searched** (:func:`_buries_itself`).
+      Why this is sound: docs/solver.md#clock-a-draw-that-buries-its-own-card
+    * **A position with a dead talon card is not searched** (``full`` only,
+      :func:`_dead_talon`).
+      Why this is sound: docs/solver.md#clock-a-dead-talon-card
+    * **Safe moves home are forced** (:meth:`force`): a card whose twin is home, from
+      the talon, or from a packet when both copies of the card below it are home and the
+      stock is out or the packet keeps three cards.
+      Why this is sound: docs/solver.md#clock-safe-moves-home
     """
 
     __slots__ = ("stock", "budget", "line", "seen", "order", "left", "full", "best",
@@ -367,8 +93,6 @@ class _ClockSearch:
         """Search ``state`` in rounds (see the class docstring) until one wins, one
         searches every line within its share (the position is lost), or the budget is
         out."""
-        from .solver import LOST, UNDECIDED, WON
-
         piles = state.piles
         self.stock = bytes(_code(card) for card in piles[STOCK_PILE])
         packets = tuple(bytes(_code(card) for card in piles[p]) for p in PACKETS)
@@ -391,9 +115,9 @@ class _ClockSearch:
                 self.line = self.best_line[:cut]
                 start = self.play(self.line, packets, talon, tops, n)
                 if self.visit(*start, _NO_TOPS):
-                    return WON, self.line
+                    return Outcome.WON, self.line
                 if budget.out:
-                    return UNDECIDED, None
+                    return Outcome.UNDECIDED, None
                 continue
             since = 0
             self.order = random.Random(round_) if round_ else None
@@ -401,11 +125,11 @@ class _ClockSearch:
             self.seen = set()
             self.line = []
             if self.visit(packets, talon, tops, n, _NO_TOPS):
-                return WON, self.line
+                return Outcome.WON, self.line
             if budget.out:
-                return UNDECIDED, None
+                return Outcome.UNDECIDED, None
             if self.left >= 0:
-                return LOST, None
+                return Outcome.LOST, None
             round_ += 1
 
     def play(self, moves, packets, talon, tops, n):
@@ -639,21 +363,14 @@ _NO_TOPS = bytes(12)
 
 def _dead_talon(talon: bytes, tops: bytes, before: bytes) -> bool:
     """Whether a card of ``talon`` can never go home, so that the position is lost,
-    when the foundations have come from ``before`` to ``tops``.
-
-    A talon card T leaves the talon only to go home, and only once every card above it
-    has left; the cards under it stay under it.  When every foundation that still
-    wants T must first take a card whose copies off the foundations all lie under T
-    (:func:`_buries_itself` of T on the talon below it), T never goes home.
-
-    Only the cards gone home since ``before`` can make a card dead: the talon under T
-    does not change, a foundation that moves up has fewer cards to take before T, and
-    what does change is a card B going home, so that its copy under T is the last one
-    off the foundations (then B and T share a suit), or T's twin going home, so that
-    fewer foundations want T (then T itself is such a card).  So the cards checked are
-    those of the suits of the cards gone home, from the lowest talon copy of one of
-    them up (every card when ``before`` is :data:`_NO_TOPS`, the start of a search); a
-    card drawn is checked by the draw itself."""
+    when the foundations have come from ``before`` to ``tops``: every foundation that
+    still wants the card must first take a card whose copies off the foundations all lie
+    under it (:func:`_buries_itself` of the card on the talon below it).  Only the cards
+    of the suits of the cards gone home since ``before`` are checked, from the lowest
+    talon copy of one of them up (every card when ``before`` is :data:`_NO_TOPS`, the
+    start of a search).
+    Why this is sound, and why those cards suffice: docs/solver.md#clock-a-dead-talon-card
+    """
     if before == _NO_TOPS:
         lowest, suits = 1, {0, 1, 2, 3}
     else:
@@ -770,7 +487,9 @@ def _buries_itself(card: int, talon: bytes, tops: bytes) -> bool:
     """Whether ``card`` drawn onto ``talon`` could never leave it: every foundation that
     still wants a copy of it must first take a card whose every copy off the
     foundations lies in the talon already (under it, since only the talon's top card
-    moves).  Then the game is lost: the card is never home."""
+    moves).  Then the game is lost: the card is never home.
+    Why the search may skip such a draw: docs/solver.md#clock-a-draw-that-buries-its-own-card
+    """
     suit, rank = card >> 4, card & 15
     for f in FOUNDATIONS:
         if _F_SUIT[f] != suit:
@@ -789,7 +508,7 @@ def _buries_itself(card: int, talon: bytes, tops: bytes) -> bool:
     return True
 
 
-# --- the quick hint's line of card moves (Clock.endgame_line) --------------------------
+# --- the quick hint's line of card moves ------------------------------------------------
 #: How many positions :func:`card_line` may look at.
 CARD_LINE_POSITIONS = 1000
 #: A card lying under another in a packet counts against a position when its foundation
@@ -806,14 +525,11 @@ def card_line(state: State) -> Line | None:
     the best by :func:`_line_score`.  None when no line brings a card home (then the
     quick hint's other rules answer).
 
-    Card moves never touch the stock, so the search reads only the face-up piles.
-
-    A player who follows these hints never sees a position twice.  A search that saw
-    every position it may reach answers the nearest of the best positions (the first
-    in breadth-first order); after its first move that position is nearer still, and
-    nothing better has come within reach (card moves reach no position the first could
-    not), so the next answer is as near or nearer, down to cards going home.  A search
-    cut short by its budget answers only a line that starts with a move home.
+    Card moves never touch the stock, so the search reads only the face-up piles, while
+    the stock lasts as well.  A search cut short by its budget answers only a line that
+    starts with a move home.  The Clock's registered ``hint_line``.
+    Why a player who follows it never sees a position twice:
+    docs/solver.md#clock-the-quick-hints-line
     """
     piles = state.piles
     stock = len(piles[STOCK_PILE])
@@ -914,3 +630,6 @@ def _line_score(packets, talon, tops, stock: int) -> int:
                 stuck += NEAR - need
     buried = sum(1 + _need(card, tops) for card in talon[:-1])
     return SHORT_PACKET * short - stuck - buried
+
+
+register(Clock, Searches(solver=search, hint_line=card_line))

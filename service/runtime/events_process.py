@@ -1,17 +1,20 @@
-"""The events worker group's gunicorn worker (gunicorn.events.conf.py): gevent, with
-streams that need no greenlet once they follow.
+"""The events group's gunicorn process class: gevent, with streams that need no greenlet
+once they follow.
 
-:class:`EventsWorker` is gunicorn's gevent worker whose WSGI handler lets an events
-stream be *attached*: once a stream has sent what the client had not seen, the feed
-(:meth:`service.events.Feed.frames`) yields an :class:`~service.events.Attach` instead of
-waiting, and the handler gives the connection to the process's hub
-(:mod:`service.feed`), which writes every later frame to the socket itself.  The
-request's greenlet, its WSGI environment and its Flask objects are then gone: a
-following client costs its socket and a small record.  The same handler serves the
-connections handed over by the gthread workers (:func:`handoff_server`,
-:mod:`service.handoff`).
+:class:`EventsProcess` is gunicorn's gevent worker whose WSGI handler lets an events
+stream be *attached*: once a stream has sent what the client had not seen, the stream
+(:meth:`service.live.streams.EventStreams.frames`) yields an
+:class:`~service.live.follower.Attach` instead of waiting, and the handler gives the
+connection to the stream's follower, whose frames the process's hub then writes to the
+socket itself.  The request's greenlet, its WSGI environment and its Flask objects are
+then gone: a following client costs its socket and a small record.  The same handler
+serves the connections handed over by the request group (:class:`HandoffServer`, over
+:mod:`service.runtime.handoff`).
 
-Import it only where gevent patches the process (the gevent worker does it first).
+gunicorn's arbiter imports this module before gevent patches a process: the app's modules
+(and with them redis-py and prometheus-client) are imported once it has, and of the live
+feed this module imports only :mod:`service.live.follower` and :mod:`service.live.sse`,
+which import none of them.
 """
 
 from __future__ import annotations
@@ -25,17 +28,15 @@ from gevent.pool import Pool
 from gevent.pywsgi import WSGIHandler, WSGIServer
 from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
 
-from service.handoff import receive
+from service.live.follower import Attach
+from service.live.sse import ATTACH_ENVIRON
+from service.runtime.handoff import receive
 
-# The app's modules (service.events and with it redis-py) are imported once gevent has
-# patched the worker process, not in gunicorn's master where this module is loaded.
-ATTACH_ENVIRON = "patience.attach"
-
-log = logging.getLogger("patience.events_worker")
+log = logging.getLogger("patience.handoff")
 
 
 class _Attaching:
-    """A gevent WSGI handler that attaches events streams to the hub."""
+    """A gevent WSGI handler that attaches events streams to their followers."""
 
     def get_environ(self):
         environ = super().get_environ()
@@ -43,8 +44,6 @@ class _Attaching:
         return environ
 
     def process_result(self):
-        from service.events import Attach
-
         for data in self.result:
             if isinstance(data, Attach):
                 if not self.headers_sent:
@@ -70,8 +69,9 @@ class AttachingPyWSGIHandler(_Attaching, PyWSGIHandler):
     pass
 
 
-class EventsWorker(GeventPyWSGIWorker):
-    """gunicorn's gevent worker with :class:`AttachingPyWSGIHandler`."""
+class EventsProcess(GeventPyWSGIWorker):
+    """A process of the events group: gunicorn's gevent worker with
+    :class:`AttachingPyWSGIHandler`."""
 
     wsgi_handler = AttachingPyWSGIHandler
 
@@ -95,7 +95,9 @@ class _Prefixed(io.RawIOBase):
         return self._sock.recv_into(buffer)
 
 
-class _HandoffServer(WSGIServer):
+class HandoffServer(WSGIServer):
+    """Serves the connections handed over on a Unix socket as if it had accepted them."""
+
     def handle(self, channel, _address):
         try:
             connection, head = receive(channel)
@@ -119,7 +121,7 @@ class _HandoffServer(WSGIServer):
 def handoff_server(listener, application, pool_size: int) -> WSGIServer:
     """A gevent WSGI server of ``application`` over the connections handed to
     ``listener`` (a gevent socket)."""
-    server = _HandoffServer(listener, application, spawn=Pool(pool_size), log=None,
+    server = HandoffServer(listener, application, spawn=Pool(pool_size), log=None,
                             environ={"SERVER_NAME": "localhost", "SERVER_PORT": "0",
                                      "wsgi.multithread": True, "wsgi.multiprocess": True})
     server.max_accept = 64

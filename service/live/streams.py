@@ -1,0 +1,224 @@
+"""Server-Sent Events streams of a game's feed: admission under the process's cap, the
+catch-up from the journal, then what the hub hands the stream's follower.
+
+A stream (:meth:`EventStreams.open`, then :meth:`EventStreams.frames`) joins its game's
+channel on the process's hub before it reads the game and its journal (no change slips
+between the two), sends the entries after the client's version, then what the hub hands
+it, as :func:`~service.live.sse.deliver` says; a stream that misses a version (it fell
+behind, or the hub started its channel later) reads the journal and replays what it has
+not sent.  It ends with an ``end`` event when the game ends, with a ``deleted`` event
+when it is deleted (or expires), after ``SSE_MAX_SECONDS``, when the hub loses its Redis
+connection, and when the process stops (:meth:`EventStreams.stop`, on SIGTERM); a client
+resumes with ``Last-Event-ID``.  A process holds at most ``max_streams`` streams (then
+503 ``too_many_streams``): a request-group process serves each on a thread of its own,
+so its cap leaves threads to answer moves.  In the events group a stream that has caught
+up is attached instead (:class:`~service.live.follower.Attach`): the server gives its
+connection to the follower, whose frames the hub then writes itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from service import metrics
+from service.game.errors import game_not_found
+from service.game.record import StoredGame
+from service.game.replay import replay
+from service.live.follower import Attach, Follower
+from service.live.hub import Hub
+from service.live.sse import (
+    BEHIND,
+    FINISHED,
+    deleted_frame,
+    deliver,
+    end_frame,
+    entry_frame,
+    game_frame,
+)
+from service.store import GameStore, StorageUnavailable
+
+log = logging.getLogger("patience.events")
+
+#: The largest version a client may name (``after``, ``Last-Event-ID``).
+MAX_VERSION = 2**63 - 1
+
+
+class NothingToStream(Exception):
+    """The game is over and the client has seen its end."""
+
+
+class TooManyStreams(Exception):
+    """This process holds as many streams as it may already."""
+
+
+class Release:
+    """Gives a stream's place back, once: to its game's channel, the gauge and the
+    process's cap.  Called with no argument when the server closes the response, which
+    does nothing once the stream is attached; the hub then calls it with ``final``."""
+
+    __slots__ = ("attached", "follower", "released", "slots")
+
+    def __init__(self, follower: Follower, slots: threading.BoundedSemaphore):
+        self.follower = follower
+        self.slots = slots
+        self.attached = False
+        self.released = False
+
+    def __call__(self, final: bool = False) -> None:
+        if (self.attached and not final) or self.released:
+            return
+        self.released = True
+        self.follower.leave()
+        metrics.EVENT_STREAMS.dec()
+        self.slots.release()
+
+
+@dataclass(slots=True)
+class Stream:
+    """An admitted stream: what was read when it opened (dropped once sent), and what to
+    give back: ``release()`` when the server closes the response."""
+
+    game_id: str
+    after: int
+    game: StoredGame | None
+    journal: str | None
+    follower: Follower
+    release: Release
+    attachable: bool = False
+
+
+class EventStreams:
+    """The Server-Sent Events streams of the games in a :class:`GameStore`, in this
+    process."""
+
+    def __init__(self, store: GameStore, hub: Hub, *, retry_ms: int, max_streams: int,
+                 max_seconds: float):
+        self.store = store
+        self.hub = hub
+        self.retry_ms = max(0, int(retry_ms))
+        self.max_seconds = max(0.1, float(max_seconds))
+        #: Set when the process stops: open streams end (their clients resume elsewhere
+        #: with Last-Event-ID) instead of holding the graceful shutdown up.
+        self.stopping = threading.Event()
+        self.limit(max_streams)
+
+    def limit(self, max_streams: int) -> None:
+        """Hold at most ``max_streams`` streams; set before any is open (the gunicorn
+        groups set their own, :mod:`service.runtime`)."""
+        self.max_streams = max(1, int(max_streams))
+        self._slots = threading.BoundedSemaphore(self.max_streams)
+
+    def stop(self) -> None:
+        """End every open stream now (the process stops)."""
+        self.stopping.set()
+        self.hub.close_followers()
+
+    def open(self, game_id: str, after: int) -> Stream | None:
+        """Admit a stream: None when there is nothing to stream ever (the game is over
+        and the client has seen its end: 204, which stops an EventSource); 404 for an
+        unknown game; :class:`TooManyStreams` past the cap."""
+        try:
+            return self._admit(game_id, after)
+        except NothingToStream:
+            return None
+
+    def _admit(self, game_id: str, after: int) -> Stream:
+        _check_open(game_id, self.store.load(game_id), after)
+        if not self._slots.acquire(blocking=False):
+            raise TooManyStreams(f"this server holds {self.max_streams} streams already")
+        follower = None
+        try:
+            # Follow, then read again: no change can slip between the read and the wait.
+            follower = self.hub.follow(game_id, self.max_seconds)
+            found = self.store.load_with_journal(game_id)
+            _check_open(game_id, found and found[0], after)
+        except BaseException:
+            if follower is not None:
+                follower.leave()
+            self._slots.release()
+            raise
+        stored, journal = found
+        metrics.EVENT_STREAMS.inc()
+        return Stream(game_id, after, stored, journal, follower, Release(follower, self._slots))
+
+    def frames(self, stream: Stream) -> Iterator[bytes | Attach]:
+        """The stream's bytes: ``retry:``, the entries after the client's version, then
+        every new entry as it is stored, heartbeats while idle, and an ``end`` or
+        ``deleted`` event to close; or, once caught up, an :class:`Attach` for a server
+        that can attach it.  Storage failures end the stream (the client resumes); the
+        caller releases the slot when the WSGI server closes it."""
+        game_id = stream.game_id
+        try:
+            yield f"retry: {self.retry_ms}\n\n".encode()
+            stored, journal = stream.game, stream.journal
+            stream.game = stream.journal = None  # an idle stream keeps no copy of the game
+            chunk, sent, over = catch_up(game_id, stored, journal, stream.after)
+            del stored, journal
+            if chunk:
+                yield chunk
+            if over:
+                return
+            if stream.attachable:
+                yield Attach(stream.follower, sent, stream.release)
+                return
+            yield from self._follow(stream, sent)
+        except StorageUnavailable as error:
+            log.warning("events stream of game %s ended: storage unavailable: %s",
+                        game_id, error)
+
+    def _follow(self, stream: Stream, sent: int) -> Iterator[bytes]:
+        """Send what the hub hands the follower, from version ``sent`` on; catch up from
+        the journal when a version is missing."""
+        while not self.stopping.is_set():
+            taken = stream.follower.take()
+            if taken is None or self.stopping.is_set():
+                # Past its deadline, the hub lost Redis, or the process stops: the client
+                # resumes with Last-Event-ID.
+                return
+            items, lagging = taken
+            data, sent, outcome = deliver(items, sent, lagging=lagging)
+            if data:
+                yield data
+            if outcome == FINISHED:
+                return
+            if outcome == BEHIND:
+                found = self.store.load_with_journal(stream.game_id)
+                if found is None:
+                    yield deleted_frame(stream.game_id)
+                    return
+                chunk, sent, over = catch_up(stream.game_id, *found, sent)
+                del found
+                if chunk:
+                    yield chunk
+                if over:
+                    return
+
+
+def _check_open(game_id: str, stored: StoredGame | None, after: int) -> None:
+    """404 for an unknown game; :class:`NothingToStream` for a finished game whose end the
+    client has seen."""
+    if stored is None:
+        raise game_not_found(game_id)
+    if stored.record.is_over and after >= stored.version:
+        raise NothingToStream(game_id)
+
+
+def catch_up(game_id: str, stored: StoredGame, journal: str, after: int
+             ) -> tuple[bytes, int, bool]:
+    """The frames of every entry after version ``after`` (the whole game first if the
+    client is ahead of it), the version they reach, and whether the game is over (its
+    ``end`` event is then the last frame)."""
+    _replayed, changes = replay(stored, journal, after=after)
+    parts = []
+    if after > stored.version:
+        # The client is ahead of the game (another game's version, or a game deleted and
+        # created again): the whole game, to start from.
+        parts.append(game_frame(game_id, stored))
+    parts.extend(entry_frame(change) for change in changes)
+    over = stored.record.is_over
+    if over:
+        parts.append(end_frame(game_id, stored))
+    return b"".join(parts), stored.version, over

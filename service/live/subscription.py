@@ -1,0 +1,166 @@
+"""The process's one pub/sub connection: a pattern subscription to every game's channel,
+watched with PING, and made again after a loss (on the next node of a Redis Cluster).
+
+Every change of a game publishes its new version on the game's channel
+(:func:`service.keys.channel`; the write script of :mod:`service.store` does it, a delete
+publishes ``deleted``).  With Redis Cluster, ``PUBLISH`` reaches every node, so a
+connection to any node of the cluster receives every game's messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+import redis
+
+from service import cluster, keys
+from service.store import GameStore
+
+log = logging.getLogger("patience.feed")
+
+#: What a delete publishes on the game's channel (a change publishes its version).
+DELETED_MESSAGE = b"deleted"
+#: Every game's channel: :func:`service.keys.channel` with ``*`` for the id.
+PATTERN = keys.channel("*")
+_PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
+#: Seconds between two PINGs; one unanswered for three connect timeouts ends the
+#: connection (a node whose host vanished closes nothing and sends nothing more).
+PING_EVERY = 1.0
+#: Seconds before subscribing again after a loss: the first pause, and the longest.
+BACKOFF_FIRST, BACKOFF_MOST = 0.05, 2.0
+
+
+class Listener(Protocol):
+    """What a subscription tells (the hub)."""
+
+    def received(self, changed: set[str], deleted: set[str]) -> bool:
+        """The games whose channel carried a new version, and those deleted, since the
+        last call (every ``tick`` at least, both sets possibly empty); False ends the
+        subscription."""
+
+    def lost(self) -> bool:
+        """The connection was lost; True to subscribe again."""
+
+
+class Nodes:
+    """The Redis to subscribe on: ``REDIS_URL``'s; on a Redis Cluster
+    (``redis+cluster://[user:password@]host:port[,host:port...]``) any of its nodes: the
+    listed nodes in turn, the next one after each failure, so a node that is down only
+    moves the subscription."""
+
+    def __init__(self, url: str, options: dict):
+        self.url, self.options = url, options
+        self.nodes: list[tuple[str, int]] = []
+        self.turn = 0
+        if cluster.is_cluster_url(url):
+            self.nodes, credentials = cluster.parse_cluster_url(url)
+            self.options = dict(options, **credentials)
+
+    @classmethod
+    def from_config(cls, config) -> Nodes:
+        options = GameStore.client_options(config)
+        # The subscription waits on its socket between messages: no read timeout (a PING
+        # tells a silent node).  Nor does it reconnect by itself (the options' Retry of
+        # none): a lost connection is the subscription's to handle, on the next node.
+        options["socket_timeout"] = None
+        return cls(config["REDIS_URL"], options)
+
+    def connect(self) -> redis.Redis:
+        if not self.nodes:
+            return redis.Redis.from_url(self.url, **self.options)
+        host, port = self.nodes[self.turn % len(self.nodes)]
+        self.turn += 1
+        return redis.Redis(host=host, port=port, **self.options)
+
+
+class Subscription:
+    """A ``PSUBSCRIBE`` of every game's channel on a connection of ``connect``, in force
+    while :attr:`connected` is set; :meth:`run` keeps it until its listener is done."""
+
+    def __init__(self, connect: Callable[[], redis.Redis], *, confirm_timeout: float,
+                 tick: float):
+        self._connect = connect
+        self.confirm_timeout = confirm_timeout
+        self.tick = tick
+        self.connected = threading.Event()
+        self._client: redis.Redis | None = None
+        self._pubsub = None
+        self._next_ping = 0.0
+        self._unanswered: float | None = None  # when the PING awaiting its answer went
+
+    def run(self, listener: Listener) -> None:
+        """Subscribe, and tell ``listener`` what the channels carry until it says stop;
+        after a loss, subscribe again (pausing longer after each failure in a row) if it
+        says so."""
+        backoff = BACKOFF_FIRST
+        while True:
+            try:
+                self._subscribe()
+                self.connected.set()
+                backoff = BACKOFF_FIRST
+                while listener.received(*self._read()):
+                    pass
+                return
+            except (redis.RedisError, OSError) as error:
+                log.warning("events subscription lost: %s: %s", type(error).__name__, error)
+            except Exception:
+                log.exception("events subscription failed")
+            finally:
+                self.connected.clear()
+                self._close()
+            if not listener.lost():
+                return
+            time.sleep(backoff)
+            backoff = min(BACKOFF_MOST, backoff * 2)
+
+    def _subscribe(self) -> None:
+        self._client = self._connect()
+        self._pubsub = self._client.pubsub()
+        self._pubsub.psubscribe(PATTERN)
+        confirmed = self._pubsub.get_message(timeout=self.confirm_timeout)
+        if confirmed is None or confirmed.get("type") != "psubscribe":
+            raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
+        self._next_ping, self._unanswered = time.monotonic() + PING_EVERY, None
+
+    def _read(self) -> tuple[set[str], set[str]]:
+        """The messages of up to ``tick`` seconds: the games changed and those deleted.
+        Raises when the node has not answered a PING in time."""
+        changed: set[str] = set()
+        deleted: set[str] = set()
+        message = self._pubsub.get_message(timeout=self.tick)
+        while message is not None:
+            kind = message.get("type")
+            if kind == "pmessage":
+                name = message["channel"]
+                if name.startswith(_PREFIX) and name.endswith(_SUFFIX):
+                    game_id = name[len(_PREFIX):-len(_SUFFIX)].decode()
+                    if message["data"] == DELETED_MESSAGE:
+                        deleted.add(game_id)
+                    else:
+                        changed.add(game_id)
+            elif kind == "pong":
+                self._unanswered = None
+            message = self._pubsub.get_message(timeout=0)
+        self._ping(time.monotonic())
+        return changed, deleted
+
+    def _ping(self, now: float) -> None:
+        if self._unanswered is not None and now - self._unanswered > self.confirm_timeout * 3:
+            raise redis.TimeoutError(f"no answer to PING for {now - self._unanswered:.1f} s")
+        if now >= self._next_ping:
+            self._next_ping = now + PING_EVERY
+            if self._unanswered is None:
+                self._unanswered = now
+                self._pubsub.ping()
+
+    def _close(self) -> None:
+        for closing in (self._pubsub, self._client):
+            if closing is not None:
+                with contextlib.suppress(redis.RedisError, OSError):
+                    closing.close()
+        self._pubsub = self._client = None

@@ -1,0 +1,65 @@
+"""The gunicorn settings and hooks both groups share: :mod:`~service.runtime.request_group`
+and :mod:`~service.runtime.events_group` import them, so the two never drift apart.  The
+settings are read from the environment."""
+
+import os
+import signal
+import tempfile
+from collections.abc import Callable
+
+from service.env import env_int
+from service.live import EXTENSION
+
+timeout = env_int("GUNICORN_TIMEOUT", 30)
+graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
+keepalive = env_int("GUNICORN_KEEPALIVE", 5)
+
+# The app writes its own JSON request log; gunicorn only reports on itself, to stderr.
+accesslog = None
+errorlog = "-"
+loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
+
+# Heartbeat files in memory rather than on a possibly slow container filesystem.
+worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
+
+# No gunicornc control socket: its default path ($XDG_RUNTIME_DIR or ~/.gunicorn) is shared
+# by every instance of the user, and nothing here uses it.
+control_socket_disable = True
+
+
+def on_starting(server):
+    """Prometheus metrics summed over every process of the group: prometheus-client's
+    multiprocess mode needs one empty directory shared by the processes, named in
+    ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports the client.  Unless one is
+    given, the arbiter makes it here, once, before it starts any process."""
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+
+
+def child_exit(server, worker):
+    """Drop a dead process's live gauges from the shared metrics files."""
+    # Imported here, in the arbiter once on_starting has run: prometheus-client takes its
+    # mode from the environment when first imported, and the processes inherit it.
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def events_feed(worker):
+    """The events feed (:class:`service.live.feed.EventsFeed`) of the app that the gunicorn
+    process ``worker`` serves; None for an app without one (bench/toy.py's)."""
+    extensions = getattr(worker.wsgi, "extensions", None)
+    return extensions.get(EXTENSION) if extensions else None
+
+
+def on_sigterm(stop: Callable[[], object]) -> None:
+    """Call ``stop`` on SIGTERM (a graceful stop), then what handled it before (gunicorn's
+    own handler)."""
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def handle(signum, frame):
+        stop()
+        if callable(previous):
+            previous(signum, frame)
+
+    signal.signal(signal.SIGTERM, handle)

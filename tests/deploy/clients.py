@@ -1,0 +1,231 @@
+"""Clients of a deployment, through its published port only: a player who plays a whole
+game, and players who keep writing (each write with an Idempotency-Key, retried with the
+same key after a 503) and reading while the deployment loses parts, recording every
+answer with its time."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import requests
+
+#: A Clock deal that the player of :func:`play_whole_game` takes to its end (lost, after
+#: 74 moves: the twelve foundations stall) in about 80 requests.
+WHOLE_GAME = {"variant": "clock", "seed": 38}
+MAX_MOVES = 400
+
+
+def auth(token: str, **headers: str) -> dict:
+    return {"Authorization": f"Bearer {token}", **headers}
+
+
+def create(session: requests.Session, base: str, **fields) -> tuple[str, str]:
+    answer = session.post(f"{base}/v1/games", json=fields, timeout=10)
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    return body["game"]["id"], body["player_token"]
+
+
+def _choose(moves: list[dict]) -> dict | None:
+    """A card onto a foundation if one can go, else refill, draw or deal, else the first
+    listed card move; never resign."""
+    for move in moves:
+        if move["type"] == "move" and move["to"].startswith("foundation-"):
+            return move
+    for kind in ("refill", "draw", "deal"):
+        for move in moves:
+            if move["type"] == kind:
+                return move
+    return next((move for move in moves if move["type"] == "move"), None)
+
+
+def play_whole_game(session: requests.Session, base: str, game_id: str,
+                    token: str) -> tuple[dict, int]:
+    """Plays the game to its end from the moves the API lists (each move sent as listed,
+    with If-Match of the version it was chosen at).  Returns the final game and the
+    number of moves."""
+    version = 0
+    for _ in range(MAX_MOVES):
+        listing = session.get(f"{base}/v1/games/{game_id}/moves", timeout=10)
+        assert listing.status_code == 200, listing.text
+        move = _choose(listing.json()["moves"])
+        assert move is not None, "no move left but the game goes on"
+        answer = session.post(f"{base}/v1/games/{game_id}/moves", json=move,
+                              headers=auth(token, **{"If-Match": f'"{version}"'}), timeout=10)
+        assert answer.status_code == 200, answer.text
+        game = answer.json()["game"]
+        assert game["version"] == version + 1
+        version = game["version"]
+        if game["status"] != "playing":
+            return game, version
+    raise AssertionError(f"{game_id} still playing after {MAX_MOVES} moves")
+
+
+@dataclass
+class Answer:
+    """One request of a :class:`Player`: when (monotonic), what, and how it ended."""
+
+    started: float
+    ended: float
+    game: str
+    kind: str  # "read" or "write"
+    status: int | None  # None: no HTTP answer (the error says why)
+    retry_after: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == 200
+
+    @property
+    def seconds(self) -> float:
+        return self.ended - self.started
+
+    @property
+    def acceptable_failure(self) -> bool:
+        """503 with Retry-After: what the service promises while a part is down."""
+        return self.status == 503 and self.retry_after is not None
+
+
+@dataclass
+class Game:
+    id: str
+    token: str
+    acknowledged: int = 0  # writes answered 200, each once
+    next_write: str = "deal"
+    pending_key: str | None = None  # a write answered otherwise: sent again with this key
+    keys: set = field(default_factory=set)
+
+
+def salic_law_games(session: requests.Session, base: str, count: int) -> list[Game]:
+    """Salic Law games with full undo: a player can deal and take it back for ever."""
+    games = []
+    for number in range(count):
+        game_id, token = create(session, base, variant="salic-law", seed=1000 + number,
+                                undo="full")
+        games.append(Game(game_id, token))
+    return games
+
+
+class Player(threading.Thread):
+    """Plays ``games`` in turn until ``stop`` is set: reads the game, then writes (a
+    ``deal``, then its undo, and so on), every write with an Idempotency-Key.  A write not
+    answered 200 is sent again with the same key (after ``pause``) before that game's
+    next write: so the game's version at the end must be the number of writes answered
+    200."""
+
+    def __init__(self, base: str, games: list[Game], stop: threading.Event,
+                 pause: float = 0.1, timeout: float = 10.0):
+        super().__init__(daemon=True)
+        self.base, self.games, self.stop, self.pause = base, games, stop, pause
+        self.timeout = timeout
+        self.answers: list[Answer] = []
+        self.session = requests.Session()
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            for game in itertools.cycle(self.games):
+                if self.stop.is_set():
+                    return
+                self.read(game)
+                self.write(game)
+        except BaseException as error:  # the test reports it
+            self.error = error
+
+    def _request(self, game: Game, kind: str, method: str, path: str, **kwargs) -> Answer:
+        started = time.monotonic()
+        try:
+            response = self.session.request(method, f"{self.base}{path}", timeout=self.timeout,
+                                            **kwargs)
+        except requests.RequestException as error:
+            answer = Answer(started, time.monotonic(), game.id, kind, None,
+                            error=f"{type(error).__name__}: {error}")
+        else:
+            answer = Answer(started, time.monotonic(), game.id, kind, response.status_code,
+                            response.headers.get("Retry-After"),
+                            None if response.status_code == 200 else response.text[:300])
+        self.answers.append(answer)
+        return answer
+
+    def read(self, game: Game) -> Answer:
+        return self._request(game, "read", "GET", f"/v1/games/{game.id}")
+
+    def write(self, game: Game) -> Answer:
+        key = game.pending_key or uuid.uuid4().hex
+        game.keys.add(key)
+        headers = auth(game.token, **{"Idempotency-Key": key})
+        if game.next_write == "deal":
+            answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/moves",
+                                   json={"type": "deal"}, headers=headers)
+        else:
+            answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/undo",
+                                   headers=headers)
+        if answer.ok:
+            game.acknowledged += 1
+            game.pending_key = None
+            game.next_write = "undo" if game.next_write == "deal" else "deal"
+        else:
+            game.pending_key = key
+            time.sleep(self.pause)
+        return answer
+
+    def settle(self, seconds: float = 30.0) -> None:
+        """Sends every pending write again until it is answered 200."""
+        deadline = time.monotonic() + seconds
+        for game in self.games:
+            while game.pending_key is not None:
+                assert time.monotonic() < deadline, f"{game.id}: a write still unanswered"
+                self.write(game)
+
+
+def run_players(base: str, games: list[Game], threads: int, *, pause: float = 0.1):
+    """``threads`` players sharing ``games`` out (each game played by one of them)."""
+    stop = threading.Event()
+    players = [Player(base, games[number::threads], stop, pause=pause)
+               for number in range(threads)]
+    for player in players:
+        player.start()
+    return stop, players
+
+
+def stop_players(stop: threading.Event, players: list[Player]) -> list[Answer]:
+    stop.set()
+    for player in players:
+        player.join(60)
+        assert not player.is_alive(), "a player did not stop"
+        assert player.error is None, repr(player.error)
+    for player in players:
+        player.settle()
+    return sorted((answer for player in players for answer in player.answers),
+                  key=lambda answer: answer.started)
+
+
+def versions(base: str, games: list[Game]) -> dict[str, int]:
+    """Each game's version as the service reads it now."""
+    found = {}
+    with requests.Session() as session:
+        for game in games:
+            answer = session.get(f"{base}/v1/games/{game.id}", timeout=10)
+            assert answer.status_code == 200, answer.text
+            found[game.id] = answer.json()["version"]
+    return found
+
+
+def summary(answers: list[Answer]) -> dict:
+    """Counts and latencies of ``answers``."""
+    failed = [answer for answer in answers if not answer.ok]
+    latencies = sorted(answer.seconds for answer in answers)
+    return {
+        "requests": len(answers),
+        "failed": len(failed),
+        "answered_503_with_retry_after": sum(a.acceptable_failure for a in failed),
+        "other_failures": [f"{a.kind} {a.status} {a.error}" for a in failed
+                           if not a.acceptable_failure][:10],
+        "max_latency_s": round(latencies[-1], 3) if latencies else None,
+        "median_latency_s": round(latencies[len(latencies) // 2], 4) if latencies else None,
+    }

@@ -1,0 +1,220 @@
+"""A compose project on the machine's Docker Engine, driven as an operator drives it:
+``docker-compose`` (v1, or the ``docker compose`` plugin) and ``docker`` commands only.
+
+Every project has a name of its own (``-p``), publishes its port on 127.0.0.1 only (a
+port the engine chooses), and is taken down with its volumes (``down -v``) by
+:meth:`Deployment.down`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import ipaddress
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+class DeployError(RuntimeError):
+    """A docker or compose command failed (the message has its output)."""
+
+
+def compose_command() -> list[str] | None:
+    """``docker-compose`` (v1) or ``docker compose`` (the plugin), whichever works."""
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    if shutil.which("docker"):
+        result = subprocess.run(["docker", "compose", "version"], capture_output=True,
+                                timeout=60)
+        if result.returncode == 0:
+            return ["docker", "compose"]
+    return None
+
+
+def engine_problem() -> str | None:
+    """Why the deploy tests cannot run here (None: they can)."""
+    if shutil.which("docker") is None:
+        return "no docker command (.ci/run installs docker.io and starts dockerd)"
+    try:
+        result = subprocess.run(["docker", "info", "--format", "{{.ServerVersion}}"],
+                                capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "`docker info` did not answer within 60 s"
+    if result.returncode != 0 or not result.stdout.strip():
+        return f"no usable Docker Engine (`docker info`: {result.stderr.strip()[-300:]})"
+    if compose_command() is None:
+        return "no docker-compose and no `docker compose` plugin"
+    return None
+
+
+def docker(*args: str, check: bool = True, timeout: float = 120,
+           input: str | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run(["docker", *args], capture_output=True, text=True,
+                            timeout=timeout, input=input)
+    if check and result.returncode != 0:
+        raise DeployError(f"docker {' '.join(args)} failed ({result.returncode}):\n"
+                          f"{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    return result
+
+
+def used_subnets() -> list[ipaddress.IPv4Network]:
+    """The IPv4 subnets of the engine's networks."""
+    names = docker("network", "ls", "-q").stdout.split()
+    if not names:
+        return []
+    found = docker("network", "inspect", "--format",
+                   "{{range .IPAM.Config}}{{.Subnet}} {{end}}", *names).stdout.split()
+    subnets = []
+    for text in found:
+        try:
+            network = ipaddress.ip_network(text, strict=False)
+        except ValueError:
+            continue
+        if network.version == 4:
+            subnets.append(network)
+    return subnets
+
+
+def free_prefix() -> str:
+    """``172.28.N`` (or in 172.29 to 172.31) for a /24 that no network of the engine
+    overlaps (the cluster file's REDIS_NETWORK): projects of other test runs may be up at
+    the same time."""
+    used = used_subnets()
+    start = secrets.randbelow(256)
+    for second in range(28, 32):
+        for step in range(256):
+            candidate = ipaddress.ip_network(f"172.{second}.{(start + step) % 256}.0/24")
+            if not any(candidate.overlaps(network) for network in used):
+                return str(candidate.network_address).rsplit(".", 1)[0]
+    raise DeployError("no free /24 left in 172.28.0.0/14")
+
+
+class Deployment:
+    """One compose file under one project name with ``env`` (on top of this process's
+    environment, less what would change the file's meaning)."""
+
+    def __init__(self, file: str, project: str, env: dict[str, str]):
+        self.file = ROOT / file
+        self.project = project
+        self.env = {key: value for key, value in os.environ.items()
+                    if not key.startswith("COMPOSE_")}
+        self.env.update(env)
+        self.command = compose_command()
+        self._containers: dict[str, str] = {}
+
+    def compose(self, *args: str, check: bool = True,
+                timeout: float = 600) -> subprocess.CompletedProcess:
+        result = subprocess.run([*self.command, "-f", str(self.file), "-p", self.project,
+                                 *args], capture_output=True, text=True, timeout=timeout,
+                                env=self.env, cwd=ROOT)
+        if check and result.returncode != 0:
+            raise DeployError(f"compose {' '.join(args)} failed ({result.returncode}):\n"
+                              f"{result.stdout[-4000:]}{result.stderr[-4000:]}")
+        return result
+
+    def up(self) -> None:
+        self._containers.clear()
+        self.compose("up", "-d", "--no-build")
+
+    def down(self, volumes: bool = True) -> None:
+        """``down`` (graceful stops), with the volumes unless told otherwise."""
+        self._containers.clear()
+        self.compose("down", *(["-v"] if volumes else []), "--remove-orphans", "-t", "10",
+                     check=False)
+
+    def remove(self) -> None:
+        """Everything of the project gone, volumes included, at once (SIGKILL first: the
+        tests are over, nothing is left to end gracefully)."""
+        self.compose("kill", check=False)
+        self.down()
+
+    def container(self, service: str) -> str:
+        """The id of the service's (first) container, running or not."""
+        if service not in self._containers:
+            ids = self.compose("ps", "-a", "-q", service).stdout.split()
+            if not ids:
+                raise DeployError(f"no container of {service}")
+            self._containers[service] = ids[0]
+        return self._containers[service]
+
+    def published(self, service: str, port: int) -> str:
+        """``127.0.0.1:<port>``: where the service's ``port`` is published."""
+        address = self.compose("port", service, str(port)).stdout.strip()
+        if not address:
+            raise DeployError(f"{service}:{port} is not published")
+        return address
+
+    def logs(self, service: str) -> str:
+        result = docker("logs", self.container(service), check=False, timeout=60)
+        return result.stdout + result.stderr
+
+    def inspect(self, service: str) -> dict:
+        return json.loads(docker("inspect", self.container(service)).stdout)[0]
+
+    def execute(self, service: str, *command: str, timeout: float = 30) -> str:
+        return docker("exec", self.container(service), *command, timeout=timeout).stdout
+
+    def kill_for_good(self, service: str) -> float:
+        """SIGKILL the service's container and leave it dead, as a host that died: its
+        restart policy is turned off first.  The time of the kill (monotonic)."""
+        container = self.container(service)
+        docker("update", "--restart=no", container)
+        killed = time.monotonic()
+        docker("kill", "--signal", "KILL", container)
+        return killed
+
+    def kill(self, service: str) -> float:
+        """``docker kill --signal KILL``: the engine counts it as stopped by the operator,
+        so its restart policy leaves it down.  The time of the kill (monotonic)."""
+        container = self.container(service)
+        killed = time.monotonic()
+        docker("kill", "--signal", "KILL", container)
+        return killed
+
+    def start(self, service: str) -> None:
+        self.compose("start", service)
+
+    def crash(self, service: str) -> float:
+        """SIGKILL the main process of the service's container from the host (it
+        crashed): the engine did not stop it, so its restart policy brings it back.  The
+        time of the kill (monotonic)."""
+        pid = self.inspect(service)["State"]["Pid"]
+        if not pid:
+            raise DeployError(f"{service} is not running")
+        killed = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
+        return killed
+
+    def restart_count(self, service: str) -> int:
+        return self.inspect(service)["RestartCount"]
+
+    def wait_for(self, condition: Callable[[], object], seconds: float, what: str,
+                 pause: float = 0.1) -> object:
+        """Polls ``condition`` until it returns something true; its value."""
+        deadline = time.monotonic() + seconds
+        while True:
+            value = condition()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise DeployError(f"{self.project}: {what} not within {seconds:g} s")
+            time.sleep(pause)
+
+    def haproxy_states(self, via: str) -> dict[str, str]:
+        """``{"api/api-1": "UP", ...}``: the load balancer's servers, read from its stats
+        page (front network only) by ``python`` in the container of ``via``."""
+        text = self.execute(via, "python", "-c",
+                            "import urllib.request; print(urllib.request.urlopen("
+                            "'http://lb:8404/stats;csv', timeout=5).read().decode())")
+        rows = csv.DictReader(io.StringIO(text.lstrip("# ")))
+        return {f"{row['pxname']}/{row['svname']}": row["status"] for row in rows
+                if row["svname"] not in ("FRONTEND", "BACKEND")}

@@ -1,0 +1,176 @@
+"""Fixtures of the deploy tests: the Docker Engine (or the reason they are skipped), the
+stand-in base images (tests/deploy/images.py, cached between runs), the service's image
+built once per session from the Dockerfile, and the figures the tests measure: printed
+at the end of the run ("deploy figures") and written to tests/artifacts/deploy-figures.json.
+
+The deploy tests run last, and the images they need are built from the start of the
+session in a thread of their own while the other tests run (a cold build takes minutes:
+the stand-ins' debootstrap, then the service's dependencies), so that `make test` waits
+for them as little as possible.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.deploy import images
+from tests.deploy.compose import Deployment, docker, engine_problem
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+HERE = Path(__file__).resolve().parent
+ARTIFACT = ROOT / "tests" / "artifacts" / "deploy-figures.json"
+#: The service's image: a tag per session, and the one that keeps the last build's layers
+#: (the dependencies' layer is reused while pyproject.toml does not change).
+APP_REPOSITORY = "patience-server-test"
+CACHE_TAG = f"{APP_REPOSITORY}:cache"
+
+FIGURES: dict[str, dict] = {}
+
+
+def record(section: str, **values) -> None:
+    """Adds measured figures under ``section`` (printed and written at the end)."""
+    FIGURES.setdefault(section, {}).update(values)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not FIGURES:
+        return
+    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+    ARTIFACT.write_text(json.dumps(FIGURES, indent=2, sort_keys=True) + "\n")
+    terminalreporter.section("deploy figures")
+    for section, values in FIGURES.items():
+        terminalreporter.write_line(f"{section}:")
+        for name, value in values.items():
+            terminalreporter.write_line(f"    {name}: {value}")
+    terminalreporter.write_line(f"(also in {ARTIFACT.relative_to(ROOT)})")
+
+
+def project_name(kind: str) -> str:
+    """A compose project name of this run alone."""
+    return f"patience-test-{kind}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def _is_deploy(item: pytest.Item) -> bool:
+    return HERE in Path(str(item.path)).resolve().parents
+
+
+def pytest_collection_modifyitems(config, items):
+    """The deploy tests last (their images get the whole run to be built)."""
+    items[:] = [item for item in items if not _is_deploy(item)] + \
+        [item for item in items if _is_deploy(item)]
+
+
+class Preparation(threading.Thread):
+    """Builds the stand-ins, then the service's image; :meth:`result` waits for them."""
+
+    def __init__(self):
+        super().__init__(daemon=True, name="deploy-images")
+        self.tags: dict[str, str] | None = None
+        self.app_image: str | None = None
+        self.error: BaseException | None = None
+        self.problem = engine_problem()
+
+    def run(self) -> None:
+        if self.problem:
+            return
+        try:
+            started = time.monotonic()
+            if images.up_to_date():
+                record("images", standins="cached")
+                self.tags = dict(images.TAGS)
+            else:
+                self.tags = images.build()
+                record("images", standins_built_s=round(time.monotonic() - started, 1))
+            started = time.monotonic()
+            tag = f"{APP_REPOSITORY}:{project_name('image').removeprefix('patience-test-')}"
+            builder = Deployment("docker-compose.yml", project_name("build"),
+                                 {**self.tags, "APP_IMAGE": tag, "SECRET_KEY": "x" * 43})
+            builder.compose("build", "api", timeout=1200)
+            self.app_image = tag
+            record("images", app_image_build_s=round(time.monotonic() - started, 1))
+        except BaseException as error:  # the fixtures report it
+            self.error = error
+
+    def result(self) -> Preparation:
+        started = time.monotonic()
+        self.join()
+        record("images", waited_for_them_s=round(time.monotonic() - started, 1))
+        return self
+
+
+_PREPARATION: list[Preparation] = []
+
+
+def pytest_collection_finish(session):
+    """Starts building the images as soon as deploy tests are to run."""
+    if session.config.option.collectonly or not any(_is_deploy(i) for i in session.items):
+        return
+    preparation = Preparation()
+    preparation.start()
+    _PREPARATION.append(preparation)
+
+
+@pytest.fixture(scope="session")
+def prepared() -> Preparation:
+    if not _PREPARATION:  # collected otherwise (pytest -p no:...): build now
+        _PREPARATION.append(Preparation())
+        _PREPARATION[0].start()
+    preparation = _PREPARATION[0].result()
+    if preparation.problem:
+        pytest.skip(f"deploy tests need a Docker Engine and compose: {preparation.problem}")
+    error = preparation.error
+    if isinstance(error, images.StandinError) and (
+            "not installed" in str(error) or "needs root" in str(error)):
+        pytest.skip(f"deploy tests: the stand-in base images cannot be built: {error}")
+    if error is not None:
+        raise error
+    return preparation
+
+
+@pytest.fixture(scope="session")
+def base_images(prepared) -> dict[str, str]:
+    """The stand-ins' tags by variable (PYTHON_IMAGE, REDIS_IMAGE, HAPROXY_IMAGE)."""
+    return dict(prepared.tags)
+
+
+@pytest.fixture(scope="session")
+def app_image(prepared) -> str:
+    """The service's image, built once from the Dockerfile on the stand-in python by the
+    single-file compose's build (both files build the same image)."""
+    return prepared.app_image
+
+
+def pytest_sessionfinish(session):
+    """The session's image of the service is kept under the cache tag only (its layers
+    serve the next run's build), and the image the cache tag named before goes (unless
+    something still uses it)."""
+    if not _PREPARATION:
+        return
+    preparation = _PREPARATION[0]
+    preparation.join()
+    tag = preparation.app_image
+    if tag is None:
+        return
+    previous = docker("image", "inspect", "--format", "{{.Id}}", CACHE_TAG,
+                      check=False).stdout.strip()
+    docker("tag", tag, CACHE_TAG, check=False)
+    docker("rmi", tag, check=False)
+    current = docker("image", "inspect", "--format", "{{.Id}}", CACHE_TAG,
+                     check=False).stdout.strip()
+    if previous and previous != current:
+        docker("rmi", previous, check=False)
+
+
+def deployment_env(base_images: dict[str, str], app_image: str, **extra: str) -> dict:
+    return {**base_images, "APP_IMAGE": app_image, "SECRET_KEY": secrets.token_urlsafe(32),
+            # Published on 127.0.0.1 only, on a port the engine picks.
+            "PORT": "127.0.0.1:", "LOG_LEVEL": "INFO",
+            # The tests' clients all come from one address, faster than a person plays.
+            "RATELIMIT_DEFAULT": "100000 per minute", **extra}
