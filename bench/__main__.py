@@ -1,10 +1,17 @@
 """``python -m bench``: run every benchmark available; ``python -m bench NAME [OPTIONS]``
-runs one (``python -m bench engine --help`` for its options)."""
+runs one (``python -m bench engine --help`` for its options).
+
+After each benchmark it says whether the solver's worker (``python -m service.worker``,
+anywhere on the machine: the benchmark's own, ``make run``'s, a container's) ran while
+it measured, and the CPU it used (:class:`bench.procs.WorkerWatch`); the benchmarks
+that write ``bench/RESULTS.md`` record it with their figures."""
 
 from __future__ import annotations
 
 import importlib
 import sys
+
+from bench.procs import WorkerWatch
 
 #: name -> module with ``main(argv: list[str]) -> int`` and, optionally,
 #: ``unavailable() -> str | None`` (why it cannot run here, e.g. a server is missing).
@@ -16,6 +23,7 @@ BENCHMARKS: dict[str, str] = {
     "hints": "bench.hints",
     "winnable": "bench.winnable",
     "cluster": "bench.cluster",
+    "idle": "bench.idle",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"
@@ -32,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         if name not in BENCHMARKS:
             print(f"unknown benchmark {name!r}\n{USAGE}", file=sys.stderr)
             return 2
-        return importlib.import_module(BENCHMARKS[name]).main(options)
+        return _run(name, importlib.import_module(BENCHMARKS[name]), options)
     status = 0
     for name, module_name in BENCHMARKS.items():
         module = importlib.import_module(module_name)
@@ -41,8 +49,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"== {name}: skipped ({reason})\n")
             continue
         print(f"== {name}")
-        status = max(status, module.main([]))
+        status = max(status, _run(name, module, []))
         print()
+    return status
+
+
+def _run(name: str, module, options: list[str]) -> int:
+    with WorkerWatch() as watch:
+        status = module.main(options)
+    print(f"== {name}: {watch.summary('the whole benchmark')}")
     return status
 
 

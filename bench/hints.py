@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.http.client import Client
+from bench.procs import WorkerWatch
 from bench.sections import write_section
 from service.engine import variants
 from service.engine.hints import DEFAULT_BUDGET
@@ -159,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"Latency: {args.hints} hints per variant through gunicorn ...", flush=True)
     started = time.perf_counter()
-    times = latency(args.hints, chosen)
+    with WorkerWatch() as watch:
+        times = latency(args.hints, chosen)
     every = [t for taken in times.values() for t in taken]
     p90, top = _quantile(every, 0.9) * 1000, max(every) * 1000
     latency_lines = latency_table(times)
@@ -176,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         "over HTTP, one request at a time on one keep-alive connection; every `GET "
         "/v1/games/<id>/hint` timed by the client.  The hint's budget: "
         f"{DEFAULT_BUDGET.samples} sampled deals × {DEFAULT_BUDGET.positions} positions, "
-        f"at most {DEFAULT_BUDGET.seconds:g} s.",
+        f"at most {DEFAULT_BUDGET.seconds:g} s.  The benchmark starts no solver's worker.  "
+        f"{watch.summary()}",
         "",
         *latency_lines,
         "",

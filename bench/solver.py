@@ -3,7 +3,8 @@
 For every variant and every seed of the range:
 
 * the solver (``service.engine.search``) searches the deal with the whole deal known,
-  within ``--budget`` seconds: won (a winning line exists), proved lost (every line
+  within ``--budget`` seconds (or ``--positions`` positions, with no time limit: the
+  same verdicts on any machine): won (a winning line exists), proved lost (every line
   searched) or undecided;
 * the random bot (``random_playout``: uniformly random legal moves), the quick hint bot
   (``heuristic_hint``, the rules of thumb) and the hint bot (``hint``, what ``GET
@@ -22,10 +23,11 @@ parts may come from different engines (say the verdicts of one engine and the hi
 bot's games of a later one whose solver changed nothing but the hint): the table then
 names, part by part, the engines and commits that made them.  The tables go to standard
 output and to ``bench/RESULTS.md`` (between the solver markers, the rest of the file
-kept).
+kept; a table of a budget in positions has a section of its own).
 
     python -m bench solver [--seeds N] [--seeds-for ID=N] [--first SEED]
-                           [--budget SECONDS] [--processes N] [--variant ID]
+                           [--budget SECONDS | --positions N] [--processes N]
+                           [--variant ID]
                            [--bots all|quick|none] [--hint-budget SxP] [--no-solver]
                            [--records PATH]
                            [--output PATH] [--table-only [--any-engine]]
@@ -59,6 +61,7 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.procs import WorkerWatch
 from bench.sections import write_section
 from service.engine import WON, Variant, get_variant, variants
 from service.engine.hints import HintBudget, heuristic_hint, hint
@@ -149,27 +152,38 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
             "cpu": round(time.process_time() - started, 3)}
 
 
-def source_commit() -> str:
-    """The commit the engine's sources come from (``+changes`` when they differ from it),
-    or ``?`` outside a git checkout."""
+def source_commit(sources: str = "service/engine") -> str:
+    """The commit the sources under ``sources`` (the engine's by default) come from
+    (``+changes`` when they differ from it), or ``?`` outside a git checkout."""
     def git(*argv: str) -> str:
         return subprocess.run(["git", "-C", str(ROOT), *argv], capture_output=True,
                               text=True, check=True).stdout.strip()
     try:
         head = git("rev-parse", "--short=10", "HEAD")
-        return head + ("+changes" if git("status", "--porcelain", "service/engine") else "")
+        return head + ("+changes" if git("status", "--porcelain", sources) else "")
     except (OSError, subprocess.CalledProcessError):
         return "?"
 
 
-def play_deal(task: tuple[str, int, float, bool, tuple[str, ...], str, str]) -> dict:
+def budget_of(seconds: float | None, positions: int | None) -> dict:
+    """How a record names the solver's budget: ``{"budget": seconds}`` (and the default
+    positions), or ``{"budget": None, "positions": n}`` (no time limit)."""
+    return {"budget": seconds} if positions is None else {"budget": None,
+                                                         "positions": positions}
+
+
+def play_deal(task: tuple[str, int, dict, bool, tuple[str, ...], str, str]) -> dict:
     """The record of one deal: the solver's verdict (when ``solver``) and each bot's
     game."""
     variant_id, seed, budget, solver, bots, digest, commit = task
     record = {"variant": variant_id, "seed": seed, "engine": digest, "commit": commit,
-              "budget": budget}
+              **budget}
     if solver:
-        solution = solve(variant_id, seed, max_seconds=budget)
+        if budget["budget"] is None:
+            solution = solve(variant_id, seed, max_positions=budget["positions"],
+                             max_seconds=math.inf)
+        else:
+            solution = solve(variant_id, seed, max_seconds=budget["budget"])
         record.update(result=solution.result, searched=solution.searched,
                       seconds=round(solution.seconds, 3),
                       line=len(solution.line) if solution.line is not None else None)
@@ -181,10 +195,11 @@ def play_deal(task: tuple[str, int, float, bool, tuple[str, ...], str, str]) -> 
 VERDICT = ("result", "searched", "seconds", "line")
 
 
-def load_records(path: Path, digests: dict[str, str] | None, budget: float
+def load_records(path: Path, digests: dict[str, str] | None, budget: dict
                  ) -> dict[tuple[str, int], dict]:
     """The deals recorded in ``path`` by this engine (``digests``: by variant; None: by
-    any engine) with this budget, by (variant, seed), each part (the verdict, each bot's
+    any engine) with this budget (:func:`budget_of`), by (variant, seed), each part (the
+    verdict, each bot's
     game) from the latest line that holds it.  A deal's ``engine`` and ``commit`` are
     its verdict's; each game carries its own."""
     found: dict[tuple[str, int], dict] = {}
@@ -196,7 +211,7 @@ def load_records(path: Path, digests: dict[str, str] | None, budget: float
         except ValueError:
             continue            # a line cut short by an interrupted run
         if (digests is not None and record.get("engine") != digests.get(record.get("variant"))) \
-                or record.get("budget") != budget:
+                or budget_of(record.get("budget"), record.get("positions")) != budget:
             continue
         _merge(found, record)
     return found
@@ -315,6 +330,22 @@ def provenance(args) -> list[str]:
     return ["", "Records: " + "  ".join(lines)] if lines else []
 
 
+def markers(args) -> tuple[str, str]:
+    """The markers of the section of ``bench/RESULTS.md`` the table goes to: a table of
+    a budget in positions (``--positions``) has one of its own, which keeps the table
+    of a budget in seconds."""
+    if args.positions is None:
+        return BEGIN, END
+    name = f"solver table, {budget_text(args)}"
+    return f"<!-- {name}: begin -->", f"<!-- {name}: end -->"
+
+
+def budget_text(args) -> str:
+    if args.positions:
+        return f"{args.positions:,} positions (no time limit)"
+    return f"{args.budget:g} s"
+
+
 def table(summaries: dict[str, dict], args) -> list[str]:
     """The Markdown lines of the section (without the markers)."""
     seeds = "; ".join(
@@ -332,15 +363,17 @@ def table(summaries: dict[str, dict], args) -> list[str]:
         f"{', '.join(f'{k} {v}' for k, v in args.digests.items())}).",
         "",
         f"Seeds: {seeds}.  The solver searches each deal with the whole deal known (stock "
-        f"order included), at most {args.budget:g} s per deal on one core: **won** (a "
+        f"order included), at most {budget_text(args)} per deal on one core: **won** (a "
         "winning line exists; the line is replayed through the engine), **proved lost** "
-        "(every line searched, up to pruning proved sound), **undecided** (out of time).  "
+        "(every line searched, up to pruning proved sound), **undecided** (out of budget).  "
         "The winnable share is at least won / deals (95 % Wilson interval given) and at "
         "most (won + undecided) / deals.  Every budget in seconds, the solver's and the "
         "hint's, is read on the worker process's CPU time, so each search gets its "
         "seconds of one core however busy the machine is; the times are CPU seconds.  "
         + ("The deals were played by the runs that recorded them."
-           if args.table_only else f"{args.processes} processes shared the deals."),
+           if args.table_only else f"{args.processes} processes shared the deals.  "
+           f"{args.worker}  (The budgets being CPU time, another process's work "
+           "lengthens a run, not a search.)"),
         *provenance(args),
         "",
         "| variant | deals | won | proved lost | undecided | settled (target) | "
@@ -393,6 +426,9 @@ def main(argv: list[str]) -> int:
                         help="deals of one variant, instead of --seeds (repeatable)")
     parser.add_argument("--first", type=int, default=0, help="first seed")
     parser.add_argument("--budget", type=float, default=10.0, help="seconds per deal")
+    parser.add_argument("--positions", type=int,
+                        help="instead of --budget: positions per deal, no time limit (the "
+                             "same verdicts on any machine, however fast)")
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--variant", action="append", help="only this variant (repeatable)")
     parser.add_argument("--bots", choices=BOT_SETS, default="all",
@@ -415,6 +451,8 @@ def main(argv: list[str]) -> int:
                              "from the latest line that holds it, the table naming the "
                              "engines and commits that made them")
     args = parser.parse_args(argv)
+    if args.positions is not None and args.positions < 1:
+        parser.error("--positions must be positive")
     args.command = shlex.join(["python", "-m", "bench", "solver", *argv])
     args.load = os.getloadavg()
     args.bots = BOT_SETS[args.bots]
@@ -436,22 +474,24 @@ def main(argv: list[str]) -> int:
               for seed in range(args.first, args.first + args.counts[variant_id])]
     if args.any_engine and not args.table_only:
         parser.error("--any-engine goes with --table-only")
+    args.limits = budget_of(None if args.positions else args.budget, args.positions)
     records = load_records(args.records, None if args.any_engine else args.digests,
-                           args.budget)
+                           args.limits)
     commit = source_commit()
     missing = []
     for variant_id, seed in wanted:
         solver, bots = _missing(records.get((variant_id, seed)), not args.no_solver,
                                 args.bots)
         if solver or bots:
-            missing.append((variant_id, seed, args.budget, solver, bots,
+            missing.append((variant_id, seed, args.limits, solver, bots,
                             args.digests[variant_id], commit))
     tasks = [] if args.table_only else missing
     print(f"{len(wanted) - len(missing)} of {len(wanted)} deals recorded already "
           f"({args.records}); {len(tasks)} to play", file=sys.stderr, flush=True)
     started = time.perf_counter()
     args.records.parent.mkdir(parents=True, exist_ok=True)
-    with ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
+    with WorkerWatch() as watch, \
+            ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
             args.records.open("a") as out:
         for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
             _merge(records, record)
@@ -460,6 +500,7 @@ def main(argv: list[str]) -> int:
             if done % 50 == 0:
                 print(f"  {done}/{len(tasks)} deals, {time.perf_counter() - started:.0f} s",
                       file=sys.stderr, flush=True)
+    args.worker = watch.summary("this run")
     args.covered = {variant_id: [records[variant_id, seed] for seed in range(
         args.first, args.first + args.counts[variant_id])
         if _recorded(records.get((variant_id, seed)), args.bots)] for variant_id in chosen}
@@ -468,5 +509,5 @@ def main(argv: list[str]) -> int:
     lines = table(summaries, args)
     print("\n".join(lines))
     print(f"\n{len(tasks)} deals played in {time.perf_counter() - started:.0f} s")
-    write_section(args.output, BEGIN, END, "\n".join(lines))
+    write_section(args.output, *markers(args), "\n".join(lines))
     return 0

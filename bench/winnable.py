@@ -1,13 +1,14 @@
 """``python -m bench winnable``: how long ``POST /v1/games`` with ``"winnable": true``
 takes, from a filled pool and from an empty one (the creation's own search).
 
-It starts its own Redis, the solver's worker (``python -m service.worker``) and gunicorn
-(the request group's settings, rate limits off) on free ports, waits until the worker has filled
-a pool of ``--pool`` seeds for each variant asked for, then creates ``--games`` winnable
-games per variant one after another over HTTP and reports the latency (median, p90,
-max).  Then it stops the worker, empties the pools and does the same again: each
-creation searches itself (``WINNABLE_SEARCH_SECONDS``), and the share answered 422
-``no_winnable_deal`` is reported too.
+It starts its own Redis, the solver's worker (``python -m service.worker``, with a whole
+core for its share) and gunicorn (the request group's settings, rate limits off) on free
+ports, waits until the worker has filled a pool of ``--pool`` seeds for each variant
+asked for (``--fill-seconds`` at most), then creates ``--games`` winnable games per
+variant one after another over HTTP and reports the latency (median, p90, max). Then it
+stops the worker, empties the pools and does the same again: each creation searches
+itself (``WINNABLE_SEARCH_SECONDS``), and the share answered 422 ``no_winnable_deal`` is
+reported too.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 import redis
 import requests
 
+from bench.procs import WorkerWatch
 from devtools.launch import start_gunicorn, start_worker, stop_gunicorn
 from devtools.redis_server import RedisServer, free_port
 from service import keys
@@ -61,7 +63,8 @@ def main(argv: list[str]) -> int:
         env = dict(os.environ, REDIS_URL=server.url, HOST="127.0.0.1", PORT=str(port),
                    RATELIMIT_ENABLED="false", LOG_LEVEL="WARNING",
                    WINNABLE_POOL=",".join(f"{name}={args.pool}" for name in variants))
-        worker = start_worker(env)
+        # The pools are filled with a whole core (no rest: the fill is not measured).
+        worker = start_worker(dict(env, WORKER_CPU_SHARE="1"))
         gunicorn = start_gunicorn(env, output=subprocess.DEVNULL)
         client = redis.Redis.from_url(server.url)
         rows = []
@@ -83,28 +86,30 @@ def main(argv: list[str]) -> int:
                 except requests.RequestException:
                     time.sleep(0.2)
             stop_gunicorn(worker)  # nothing refills the pools from here on
-            for case in ("pool", "search"):
-                for name in variants:
-                    if case == "search":
-                        client.delete(keys.pool(name))
-                    times, refused = [], 0
-                    for _ in range(args.games):
-                        status, seconds = _create(base, name)
-                        if status == 201:
-                            times.append(seconds)
-                        elif status == 422:
-                            refused += 1
-                            times.append(seconds)
-                        else:
-                            raise SystemExit(f"POST /v1/games answered {status}")
-                    rows.append((case, name, len(times), refused, _quantiles(times)))
+            with WorkerWatch() as watch:
+                for case in ("pool", "search"):
+                    for name in variants:
+                        if case == "search":
+                            client.delete(keys.pool(name))
+                        times, refused = [], 0
+                        for _ in range(args.games):
+                            status, seconds = _create(base, name)
+                            if status == 201:
+                                times.append(seconds)
+                            elif status == 422:
+                                refused += 1
+                                times.append(seconds)
+                            else:
+                                raise SystemExit(f"POST /v1/games answered {status}")
+                        rows.append((case, name, len(times), refused, _quantiles(times)))
         finally:
             stop_gunicorn(worker)
             stop_gunicorn(gunicorn)
             client.close()
             server.stop()
     print(f"pools of {args.pool} filled in {fill:.0f} s; {args.games} creations per row, "
-          f"one at a time, on {os.cpu_count()} cores\n")
+          f"one at a time, on {os.cpu_count()} cores; the benchmark's worker filled the "
+          f"pools, then was stopped before the creations were timed.  {watch.summary()}\n")
     print("| seed from | variant | creations | 422 no_winnable_deal | median | p90 | max |")
     print("|---|---|---:|---:|---:|---:|---:|")
     for case, name, count, refused, quantiles in rows:

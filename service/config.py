@@ -102,17 +102,23 @@ class Config:
     #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
     WINNABLE_POOL = (os.environ.get("WINNABLE_POOL")
                      or "clock=32,salic-law=32,four-corners=8")
-    #: Seconds and positions the worker's solver gives one deal while it fills a pool.
-    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 5.0)
-    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 2_000_000)
-    #: The longest pause of the worker between two searches for a pool whose searches
-    #: keep finding nothing (it grows with the misses; a found seed resets it).
-    WINNABLE_BACKOFF_SECONDS = env_float("WINNABLE_BACKOFF_SECONDS", 600.0)
+    #: Positions, and seconds of the worker's CPU time, the worker's solver gives one
+    #: deal while it fills a pool.  The positions end a search (the same search on any
+    #: machine: `python -m bench solver --positions 50000` measures it); the seconds only
+    #: stop one on a machine slower than 5,000 positions a second.
+    WINNABLE_DEAL_POSITIONS = env_int("WINNABLE_DEAL_POSITIONS", 50_000)
+    WINNABLE_DEAL_SECONDS = env_float("WINNABLE_DEAL_SECONDS", 10.0)
+    #: The solver's worker's CPU share: the CPU time it may use on average, as a fraction
+    #: of one core (0 < share <= 1).  After a search for a pool it rests until its CPU
+    #: time is back within the share; an analysis, which a user waits for, never waits
+    #: for it (service/worker.py).
+    WORKER_CPU_SHARE = env_float("WORKER_CPU_SHARE", 0.02)
     #: Seconds a creation with "winnable" searches itself when the pool is empty (then
     #: 422 no_winnable_deal).
     WINNABLE_SEARCH_SECONDS = env_float("WINNABLE_SEARCH_SECONDS", 1.5)
-    #: The analysis of a finished deal: the worker's budget, and the part of it that the
-    #: first request tries itself before it hands the search to the worker (0: none).
+    #: The analysis of a finished deal: the worker's budget (seconds of its CPU time), and
+    #: the part of it that the first request tries itself (wall-clock seconds) before it
+    #: hands the search to the worker (0: none).
     ANALYSIS_SECONDS = env_float("ANALYSIS_SECONDS", 10.0)
     ANALYSIS_POSITIONS = env_int("ANALYSIS_POSITIONS", 2_000_000)
     ANALYSIS_INLINE_SECONDS = env_float("ANALYSIS_INLINE_SECONDS", 0.5)

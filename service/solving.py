@@ -9,7 +9,8 @@ solver proved winnable.  The seeds come from a pool per variant in Redis
 of the pool atomically when a game is dealt from it, and is as secret as any seed the
 server chooses.  When the pool of the variant is empty, the creation searches itself
 for up to ``WINNABLE_SEARCH_SECONDS`` (:func:`find_winnable`); nothing found in that time
-answers 422 ``no_winnable_deal`` (Four Corners, whose deals are seldom winnable).
+answers 422 ``no_winnable_deal`` (Four Corners, whose deals the solver seldom proves
+winnable).
 
 Analysis.  Once a game is over, ``GET /v1/games/<id>/analysis`` answers whether its deal
 could be won, with a winning line from the deal.  The first request that finds no stored
@@ -24,7 +25,6 @@ Meanwhile the endpoint answers 202 with ``Retry-After``.  An analysis is stored 
 from __future__ import annotations
 
 import secrets
-import time
 from dataclasses import dataclass
 
 import orjson
@@ -46,11 +46,12 @@ class SolverSettings:
 
     #: Proved-winnable seeds the worker keeps per variant (absent or 0: none).
     pool: dict[str, int]
-    #: Seconds and positions the worker gives one deal while it fills a pool.
-    deal_seconds: float = 5.0
-    deal_positions: int = engine_solver.DEFAULT_POSITIONS
-    #: The longest pause between two searches for a pool whose searches keep missing.
-    backoff_seconds: float = 600.0
+    #: Seconds (of the worker's CPU time) and positions the worker gives one deal while
+    #: it fills a pool.
+    deal_seconds: float = 10.0
+    deal_positions: int = 50_000
+    #: The worker's CPU share: the CPU time it may use on average, a fraction of one core.
+    cpu_share: float = 0.02
     #: Seconds a creation with ``winnable`` searches when the pool is empty.
     search_seconds: float = 1.5
     #: The analysis: the whole budget (the worker), and the part a request tries first.
@@ -64,7 +65,7 @@ class SolverSettings:
             pool=parse_pool(config["WINNABLE_POOL"]),
             deal_seconds=float(config["WINNABLE_DEAL_SECONDS"]),
             deal_positions=int(config["WINNABLE_DEAL_POSITIONS"]),
-            backoff_seconds=float(config["WINNABLE_BACKOFF_SECONDS"]),
+            cpu_share=cpu_share(config["WORKER_CPU_SHARE"]),
             search_seconds=float(config["WINNABLE_SEARCH_SECONDS"]),
             analysis_seconds=float(config["ANALYSIS_SECONDS"]),
             analysis_positions=int(config["ANALYSIS_POSITIONS"]),
@@ -99,21 +100,39 @@ def parse_pool(text: str) -> dict[str, int]:
     return sizes
 
 
+def cpu_share(value) -> float:
+    """``WORKER_CPU_SHARE`` checked: a fraction of one core, more than 0, at most 1."""
+    share = float(value)
+    if not 0 < share <= 1:
+        raise ValueError(f"WORKER_CPU_SHARE must be more than 0 and at most 1, not {value!r}")
+    return share
+
+
 def random_seed() -> int:
     """A deal number from the operating system's CSPRNG (0 .. 2**64-1)."""
     return secrets.randbits(64)
 
 
+def try_deal(variant: Variant, *, seconds: float, positions: int) -> int | None:
+    """One random deal of ``variant``, searched once within ``positions`` and
+    ``seconds``: its seed if the solver wins it, else None.  The seconds are read on the
+    solver's clock (:func:`service.engine.search.now`: the wall clock, or the process's
+    CPU time in the worker)."""
+    seed = random_seed()
+    solution = engine_solver.solve(variant, seed, max_positions=positions,
+                                   max_seconds=seconds)
+    return seed if solution.result == Outcome.WON else None
+
+
 def find_winnable(variant: Variant, *, seconds: float, deal_seconds: float,
                   positions: int) -> int | None:
-    """A random seed of ``variant`` that the solver proves winnable, searching for up to
-    ``seconds`` in all and ``deal_seconds`` per deal; None if none was found in time."""
-    deadline = time.monotonic() + seconds
-    while (left := deadline - time.monotonic()) > 0:
-        seed = random_seed()
-        solution = engine_solver.solve(variant, seed, max_positions=positions,
-                                       max_seconds=min(left, deal_seconds))
-        if solution.result == Outcome.WON:
+    """A random seed of ``variant`` that the solver proves winnable, searching deal after
+    deal (:func:`try_deal`) for up to ``seconds`` in all and ``deal_seconds`` per deal;
+    None if none was found in time."""
+    deadline = engine_solver.now() + seconds
+    while (left := deadline - engine_solver.now()) > 0:
+        seed = try_deal(variant, seconds=min(left, deal_seconds), positions=positions)
+        if seed is not None:
             return seed
     return None
 

@@ -1,5 +1,5 @@
 """The game repository: the only module of the service that reads and writes games in
-Redis (the live feed's subscriptions are in :mod:`service.feed`).
+Redis (the live feed's subscriptions are in :mod:`service.live`).
 
 The key names are :mod:`service.keys`; every key of one game shares the Redis Cluster
 hash tag ``{<id>}``.  A game is one hash: its version, its record

@@ -7,17 +7,41 @@ It does two things, in this order of priority (:mod:`service.solving` explains b
    analysis budget and stored with its game;
 2. the pools of proved-winnable seeds: while a variant's pool holds fewer seeds than
    ``WINNABLE_POOL`` asks, it solves random deals (a fresh CSPRNG seed each) and adds
-   the ones it wins, one search of ``WINNABLE_DEAL_SECONDS`` at a time for each short
-   pool in turn.  A pool whose searches keep finding nothing (Four Corners, whose deals
-   are seldom winnable) is searched less and less often (:class:`Backoff`), so that an
-   idle server does not keep a core busy for ever.
+   the ones it wins, one deal at a time, each searched once within
+   ``WINNABLE_DEAL_POSITIONS`` positions (``WINNABLE_DEAL_SECONDS`` of CPU at most).  Of
+   the short pools, the next search goes to the one whose seeds have cost the least CPU
+   so far (:meth:`Worker.cost`): the share buys the most seeds that way.  A pool whose
+   deals are mostly won (the Clock, Salic Law) refills first, in a few searches; one
+   whose searches keep missing (Four Corners) gets the searches left once the others are
+   full, and never keeps them waiting.
 
-With nothing to do it looks at the job list and the pools again every half second.  It
-runs at a lower CPU priority (``WORKER_NICE``) than the API, so that a search never
-slows requests down.  Any number of workers may run against one Redis:
-a job is taken by one of them, and a seed popped once.  A lost Redis is waited for; a
-stop signal ends the process at once (an analysis cut short is queued again by the next
-request once its claim lapses; a search cut short loses nothing).
+**Its CPU share** (``WORKER_CPU_SHARE``, a fraction of one core, 0.02 by default). The
+worker reads its own CPU time (:func:`time.process_time`: the searches, the Redis round
+trips and the logging, all of it) and, after each search for a pool, rests until its
+average is back within the share (:class:`CpuShare`): a search that took 4 s of CPU is
+followed by 200 s of rest at the default.  A pool that keeps missing (Four Corners) is
+so searched on and on, at the share and no more, and serves its winnable deals as the
+searches find them; a service nobody calls uses its share at most.  The share holds over
+any window as long as one search and its rest (over a longer window T, the worker uses
+at most share × T plus one search: over 10 minutes at the defaults, 12 s plus at most
+10 s); the window is that of a search because a search cannot be cut into pieces without
+losing its table of positions.  An analysis never waits for the share: a user is waiting
+for it (``GET .../analysis`` answers 202 meanwhile), so it starts as soon as it is
+queued, the worker resting or not.  Its CPU counts all the same: the pools' next search
+comes that much later, by one search's rest at most.
+
+Every budget in seconds of the worker's searches (``WINNABLE_DEAL_SECONDS``,
+``ANALYSIS_SECONDS``) is read on its CPU time, as the benchmarks read theirs: a search
+gets its seconds of one core however busy the machine is (a busy machine makes it take
+longer, not search less).
+
+With nothing to do it looks at the job list (and, when it may search, the pools) again
+every half second.  It runs at a lower CPU priority (``WORKER_NICE``) than the API, so
+that a search never slows requests down.  Any number of workers may run against one
+Redis, each with its own share: a job is taken by one of them, and a seed popped once.
+A lost Redis is waited for; a stop signal ends the process at once (an analysis cut
+short is queued again by the next request once its claim lapses; a search cut short
+loses nothing).
 
 It logs JSON lines on stderr and never a seed.
 """
@@ -31,8 +55,9 @@ import sys
 import time
 
 from service.engine import get_variant
+from service.engine.search import count_cpu_time
 from service.env import env_int
-from service.solving import Analyses, find_winnable
+from service.solving import Analyses, try_deal
 from service.store import StorageUnavailable
 from service.telemetry import configure_logging
 
@@ -42,31 +67,38 @@ IDLE_WAIT = 0.5
 log = logging.getLogger("patience.worker")
 
 
-class Backoff:
-    """When a pool may be searched again: right away while its searches find seeds;
-    after ``misses`` searches in a row that found nothing, ``2 ** (misses // 8) - 1``
-    seconds later (0 for the first 8, then 1, 3, 7, ... s), never more than ``ceiling``.
-    A variant winnable one deal in six (the Clock) seldom waits at all; one whose deals
-    are almost never won backs off to a search every ``ceiling`` seconds after about 80
-    misses."""
+class CpuShare:
+    """How long the worker rests to keep its CPU time within ``share`` of one core.
 
-    STEP = 8
+    :attr:`owed` is the CPU time used beyond the share: every CPU second the process
+    uses adds to it, every second of the wall clock takes ``share`` CPU seconds off it,
+    and it never goes below 0 (time spent idle saves nothing up, so that work after a
+    long idle spell starts at once but never as a burst of more than one search).
+    Background work may start when nothing is owed; :meth:`rest` says how long until
+    then.  Both clocks are read when asked (:func:`time.process_time` of the whole
+    process, :func:`time.monotonic`)."""
 
-    def __init__(self, ceiling: float):
-        self.ceiling = ceiling
-        self.misses = 0
-        self.due = 0.0
+    def __init__(self, share: float):
+        self.share = share
+        self.owed = 0.0
+        self._cpu = time.process_time()
+        self._wall = time.monotonic()
 
-    def record(self, found: bool, now: float) -> float:
-        """Count a search's outcome at ``now`` (monotonic seconds); the pause before the
-        next one."""
-        self.misses = 0 if found else self.misses + 1
-        pause = min(self.ceiling, 2.0 ** (self.misses // self.STEP) - 1)
-        self.due = now + pause
-        return pause
+    def update(self) -> float:
+        """Bring :attr:`owed` up to now; its value."""
+        cpu, wall = time.process_time(), time.monotonic()
+        self.owed = max(0.0, self.owed + (cpu - self._cpu) - self.share * (wall - self._wall))
+        self._cpu, self._wall = cpu, wall
+        return self.owed
 
-    def ready(self, now: float) -> bool:
-        return now >= self.due
+    def rest(self) -> float:
+        """Seconds until background work may start again (0: now)."""
+        return self.update() / self.share
+
+    def cap(self, owed: float) -> None:
+        """Owe at most ``owed`` CPU seconds (after work that must not delay the pools
+        for longer)."""
+        self.owed = min(self.update(), owed)
 
 
 class Worker:
@@ -77,55 +109,60 @@ class Worker:
         self.store = analyses.store
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
-        self.backoff = {name: Backoff(self.settings.backoff_seconds) for name in self.pools}
-        self._turn = 0  # where the next look for a short pool starts
+        self.share = CpuShare(self.settings.cpu_share)
+        #: CPU seconds each pool's searches have had, and the seeds they found.
+        self.spent = dict.fromkeys(self.pools, 0.0)
+        self.found = dict.fromkeys(self.pools, 0)
 
     def step(self) -> str:
         """Do the most urgent thing there is: what it did, in a word."""
         job = self.store.next_analysis()
         if job is not None:
             return self._analyse(job)
-        needy = self._neediest_pool()
-        if needy is not None:
-            return self._fill(needy)
+        if self.pools and self.share.rest() == 0:
+            needy = self._neediest_pool()
+            if needy is not None:
+                return self._fill(needy)
         time.sleep(IDLE_WAIT)
         return "idle"
 
     def _analyse(self, game_id: str) -> str:
-        started = time.monotonic()
+        owed = self.share.update()
+        started, cpu = time.monotonic(), time.process_time()
         outcome = self.analyses.run(game_id)
+        # A user waited for it: it counts, but delays the pools by one search at most.
+        self.share.cap(max(owed, self.settings.deal_seconds))
         log.info("analysis", extra={"game_id": game_id, "outcome": outcome,
-                                    "duration_ms": round((time.monotonic() - started) * 1000)})
+                                    "duration_ms": round((time.monotonic() - started) * 1000),
+                                    "cpu_ms": round((time.process_time() - cpu) * 1000)})
         return "analysis"
 
+    def cost(self, variant_id: str) -> float:
+        """What a seed of the pool has cost so far: the CPU seconds of its searches over
+        the seeds they found, plus one (a pool not searched yet costs nothing)."""
+        return self.spent[variant_id] / (self.found[variant_id] + 1)
+
     def _neediest_pool(self) -> str | None:
-        """The next variant, in turn, whose pool is short (None: all full).  Each short
-        pool gets its turn, so that a variant whose deals are seldom won (Four Corners)
-        never keeps the others waiting.  A pool backing off (:class:`Backoff`) is left
-        out until it is due."""
-        names = list(self.pools)
-        now = time.monotonic()
-        for shift in range(len(names)):
-            name = names[(self._turn + shift) % len(names)]
-            if self.backoff[name].ready(now) and \
-                    self.store.pool_size(name) < self.pools[name]:
-                self._turn = (self._turn + shift + 1) % len(names)
-                return name
-        return None
+        """The short pool whose seeds have cost the least (None: all full): the share
+        buys the most seeds so, and a pool whose searches keep missing (Four Corners)
+        gets the searches left once the others are full."""
+        short = [name for name in self.pools
+                 if self.store.pool_size(name) < self.pools[name]]
+        return min(short, key=self.cost, default=None)
 
     def _fill(self, variant_id: str) -> str:
-        started = time.monotonic()
-        seed = find_winnable(get_variant(variant_id), seconds=self.settings.deal_seconds,
-                             deal_seconds=self.settings.deal_seconds,
-                             positions=self.settings.deal_positions)
+        started, cpu = time.monotonic(), time.process_time()
+        seed = try_deal(get_variant(variant_id), seconds=self.settings.deal_seconds,
+                        positions=self.settings.deal_positions)
         if seed is not None:
             self.store.add_seed(variant_id, seed)
-        now = time.monotonic()
-        pause = self.backoff[variant_id].record(seed is not None, now)
+            self.found[variant_id] += 1
+        used = time.process_time() - cpu
+        self.spent[variant_id] += used
         log.info("pool search", extra={
             "variant": variant_id, "found": seed is not None,
-            "duration_ms": round((now - started) * 1000),
-            "misses": self.backoff[variant_id].misses, "next_in_s": round(pause, 1)})
+            "duration_ms": round((time.monotonic() - started) * 1000),
+            "cpu_ms": round(used * 1000), "rest_s": round(self.share.rest(), 1)})
         return "pool"
 
     def run(self) -> None:
@@ -161,8 +198,10 @@ def main() -> int:
     configure_logging(app.config["LOG_LEVEL"])
     if nice:
         os.nice(nice)
+    count_cpu_time()  # every search's budget in CPU seconds
     analyses = app.extensions["analyses"]
-    log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid()})
+    log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
+                                      "cpu_share": analyses.settings.cpu_share})
     try:
         Worker(analyses).run()
     except (KeyboardInterrupt, SystemExit):

@@ -17,11 +17,14 @@ from devtools.launch import start_worker, stop_gunicorn
 class WorkerProcess:
     """The worker with ``env`` on top of this process's environment; its JSON log lines
     go to ``log``.  Leaving the ``with`` block stops it and checks that it logged no
-    traceback."""
+    traceback.  Unless ``env`` says otherwise it runs at the API's CPU priority and with
+    a whole core for its share (``WORKER_CPU_SHARE=1``: no rest between searches), so
+    that it fills the tests' pools quickly."""
 
     def __init__(self, redis_url: str, log: Path, **env: str):
         self.log = log
-        self.env = dict(os.environ, REDIS_URL=redis_url, LOG_LEVEL="INFO", WORKER_NICE="0")
+        self.env = dict(os.environ, REDIS_URL=redis_url, LOG_LEVEL="INFO", WORKER_NICE="0",
+                        WORKER_CPU_SHARE="1")
         self.env.update(env)
         self.process: subprocess.Popen | None = None
 
@@ -34,6 +37,10 @@ class WorkerProcess:
             assert time.monotonic() < deadline, "the worker did not start\n" + self.log.read_text()
             time.sleep(0.05)
         return self
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
     def __exit__(self, *exc_info) -> None:
         stop_gunicorn(self.process, 10)
@@ -72,3 +79,9 @@ def quickly_won_seed(variant: str, *, seconds: float = 0.5, tries: int = 60) -> 
         if solve(variant, seed, max_seconds=seconds).result == Outcome.WON:
             return seed
     raise AssertionError(f"no {variant} deal among the first {tries} won in {seconds} s")
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

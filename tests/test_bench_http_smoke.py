@@ -73,3 +73,5 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
                      r"\(\d\.\d\d–\d\.\d\d\) \|", text, re.M)
     assert "POST /v1/games/<id>/moves: 40 requests" in text
     assert "wrote" in capsys.readouterr().out
+    assert re.search(r"starts no solver's worker .*The solver's worker (did not run|ran) "
+                     r"during the measurements", text)

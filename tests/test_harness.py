@@ -132,8 +132,10 @@ def _cleanup(server: DevServer, pids: dict[str, int]) -> None:
 
 @pytest.mark.timeout(60)
 def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
+    # The worker's share a whole core: a first search that misses is followed by the
+    # next at once, not by its rest (tests/api/test_worker_share.py tests the share).
     server = DevServer(tmp_path, WEB_CONCURRENCY="1", WINNABLE_POOL="salic-law=1",
-                       WINNABLE_DEAL_SECONDS="1").start()
+                       WINNABLE_DEAL_SECONDS="1", WORKER_CPU_SHARE="1").start()
     pids: dict[str, int] = {}
     try:
         pids = _started(server, ("redis-server", "worker", "events group", "request group"))

@@ -16,7 +16,7 @@ from bench.follow.client import create_games
 from bench.follow.followers import Followers, deliveries
 from bench.follow.phases import measured, percentile
 from bench.follow.players import closed_loop, paced
-from bench.follow.report import TARGET_FOLLOWERS, report
+from bench.follow.report import IDLE_WORKER_POOL, TARGET_FOLLOWERS, report
 from bench.sections import write_section
 from bench.walks import VARIANT_IDS, long_walks
 from devtools.launch import DevServer
@@ -66,7 +66,10 @@ def run(args, workdir: Path, command: str) -> int:
     # four sets of unfollowed games, one per closed-loop phase, long enough for it
     busy_walks = long_walks(VARIANTS, 8 * args.connections, 800, first_seed=10_000)
     load_before = os.getloadavg()
-    with DevServer(workdir, RATELIMIT_ENABLED="false") as instance:
+    # The solver's worker runs, as in make run, but idle: no pools to fill (it only looks
+    # for analyses to compute, and none are asked for).
+    with DevServer(workdir, RATELIMIT_ENABLED="false",
+                   WINNABLE_POOL=IDLE_WORKER_POOL) as instance:
         port = instance.port
         found = instance.parts()
         events, requests = found["events group"], found["request group"]
@@ -78,7 +81,7 @@ def run(args, workdir: Path, command: str) -> int:
         print(f"instance up on port {port}: events group {events}, request group {requests}",
               flush=True)
         parts = {"request group": requests, "events group": events,
-                 "redis": found["redis-server"]}
+                 "redis": found["redis-server"], "solver worker": found.get("worker", [])}
 
         def loop(games):
             return lambda: closed_loop(port, games, args.connections, args.throughput_seconds)

@@ -7,6 +7,8 @@ import time
 
 from bench.follow.phases import Phase
 
+#: The pools of the instance's solver's worker: none, so that it stays idle.
+IDLE_WORKER_POOL = "clock=0"
 TARGET_FOLLOWERS = 10_000
 TARGET_P99_MS = 250.0
 TARGET_KIB = 20.0
@@ -43,7 +45,9 @@ def report(args, f: dict, command: str) -> str:
         "this machine, rate limits off; the load generator runs on the same cores "
         f"({args.processes} processes of asyncio followers, real TCP connections). Load "
         f"average before {f['load_before'][0]:.2f}, after {f['load_after'][0]:.2f} "
-        "(other work shares these 2 cores).",
+        "(other work shares these 2 cores).  The instance's solver's worker runs idle "
+        f"(`WINNABLE_POOL={IDLE_WORKER_POOL}`: no pool to fill, no analysis asked for); its "
+        "CPU in each phase is the column *solver worker* below.",
         "",
         "| figure | measured | target | |",
         "|---|---:|---:|---|",

@@ -25,6 +25,7 @@ from bench.http.report import other_sections, report, targets_table
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
 from bench.machine import cpu_model, filesystem_of, load_average
+from bench.procs import WorkerWatch
 from bench.walks import long_walks
 from devtools.redis_server import RedisServerError, find_redis_server
 
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 
     outcomes = []
     profile = ""
-    with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
+    with WorkerWatch() as watch, tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         machine["filesystem"] = filesystem_of(Path(tmp))
         bench = Bench(wrk, args.threads, args.connections, round_seconds(args), args.warmup,
                       Path(tmp), rounds=args.rounds)
@@ -131,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                     print("  profiling the request path in-process ...", flush=True)
                     profile = run_profile(service.redis.url, args.profile_requests,
                                           PERSISTENCE[persistence])
+    machine["worker"] = watch.summary()
     text = report(args, outcomes, command, machine, profile)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     # The other benchmarks' sections (the solver's win-rate table, ...) stay.

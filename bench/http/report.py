@@ -186,9 +186,10 @@ def machine_section(machine: dict, redis_version: str) -> list[str]:
         f"{redis_version} | {machine['filesystem']} | {machine['wrk']} | "
         f"{machine['load']} |",
         "",
-        "wrk runs on the same machine as gunicorn and Redis and takes its share of the "
-        "cores; ratios to `/healthz` measured in the same run are what compares across "
-        "machines.",
+        ("wrk runs on the same machine as gunicorn and Redis and takes its share of the "
+         "cores; ratios to `/healthz` measured in the same run are what compares across "
+         "machines.  The benchmark starts no solver's worker (it measures gunicorn and "
+         "Redis alone).  " + machine.get("worker", "")).rstrip(),
         "",
     ]
 

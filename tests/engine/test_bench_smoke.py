@@ -1,6 +1,7 @@
 """`python -m bench engine` keeps working (a tiny run; times are never checked)."""
 
 import json
+import re
 
 import pytest
 
@@ -19,7 +20,11 @@ def test_engine_benchmark_prints_a_row_per_variant(capsys):
 
 def test_dispatcher_runs_one_benchmark_by_name_and_refuses_unknown_ones(capsys):
     assert bench_main(["engine", "--playouts", "2", "--variant", "clock"]) == 0
-    assert "\nclock " in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\nclock " in out
+    # Whether the solver's worker ran meanwhile, whatever else runs on the machine.
+    assert re.search(r"^== engine: The solver's worker (did not run|ran) during the whole "
+                     r"benchmark", out, re.M)
     assert bench_main(["no-such-bench"]) == 2
     assert "unknown benchmark" in capsys.readouterr().err
 
@@ -32,7 +37,9 @@ def test_solver_benchmark_writes_its_table_between_its_markers(tmp_path, capsys)
             "--bots", "none"]
     assert bench_main(argv) == 0
     # Deal 2 of Salic Law is won (the solution tests replay its line).
-    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "\n| salic-law | 1 | 1 | 0 | 0 | 100.0% (99%: met) |" in out
+    assert re.search(r"The solver's worker (did not run|ran) during this run", out)
     assert bench_main([*argv[:-1], "quick"]) == 0
     out = capsys.readouterr()
     assert "0 of 1 deals recorded already" in out.err   # the verdict, without the bots
@@ -170,3 +177,41 @@ def test_a_hint_with_a_budget_of_its_own_plays_beside_the_others(tmp_path, capsy
             bench_main([*argv, "--hint-budget", wrong])
         assert exit_.value.code == 2
         assert "SAMPLESxPOSITIONS" in capsys.readouterr().err
+
+
+def test_a_table_in_positions_has_a_section_of_its_own(tmp_path, capsys):
+    output, records = tmp_path / "RESULTS.md", tmp_path / "records.jsonl"
+    common = ["solver", "--seeds", "1", "--first", "2", "--processes", "1", "--variant",
+              "salic-law", "--output", str(output), "--records", str(records), "--bots", "none"]
+    assert bench_main([*common, "--budget", "2"]) == 0
+    assert bench_main([*common, "--positions", "20000"]) == 0
+    out = capsys.readouterr().out
+    assert "at most 20,000 positions (no time limit) per deal" in out
+    text = output.read_text()
+    assert text.count("<!-- solver table: begin -->") == 1
+    assert text.count("<!-- solver table, 20,000 positions (no time limit): begin -->") == 1
+    assert text.count("| salic-law | 1 | 1 | 0 | 0 |") == 2
+    # Each budget's verdict is recorded apart: no run reuses the other's.
+    lines = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [(line["budget"], line.get("positions")) for line in lines] == [(2, None),
+                                                                            (None, 20000)]
+
+
+@pytest.mark.timeout(120)
+def test_idle_benchmark_reads_the_cpu_of_every_part_of_make_run(tmp_path, monkeypatch):
+    # The worker searching without rest and at the API's priority, so that it works
+    # during the few seconds measured however busy the machine is.
+    monkeypatch.setenv("WORKER_CPU_SHARE", "1")
+    monkeypatch.setenv("WORKER_NICE", "0")
+    output = tmp_path / "RESULTS.md"
+    assert bench_main(["idle", "--minutes", "0.05", "--runs", "1", "--settle", "0",
+                       "--data", str(tmp_path / "data"), "--output", str(output)]) == 0
+    row = next(line for line in output.read_text().splitlines() if line.startswith("| 1 |"))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    parts = dict(zip(("devserver", "redis-server", "worker", "request group", "events group",
+                      "total"), map(float, cells[5:11]), strict=True))
+    assert parts["worker"] > 0
+    # The parts add up to the total.
+    assert abs(sum(parts.values()) - 2 * parts["total"]) < 0.05
+    assert [pool.split()[0] for pool in cells[2].split(", ")] == ["clock", "salic-law",
+                                                                   "four-corners"]

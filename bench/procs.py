@@ -1,0 +1,159 @@
+"""Processes and the CPU time they use, read from Linux ``/proc``: a process tree's CPU
+by part (``python -m bench idle``), and whether the solver's worker ran while a
+benchmark measured (:class:`WorkerWatch`, which every benchmark reports)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+#: The command line of the solver's worker (``devtools.launch.WORKER_COMMAND``) ends so.
+WORKER_ARGV = ("-m", "service.worker")
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """What ``/proc/<pid>/stat`` says of a process: its parent, the CPU seconds it has
+    used (user + system) and when it started (clock ticks since boot: with the pid, it
+    tells a process from a later one that got the same pid)."""
+
+    pid: int
+    ppid: int
+    cpu: float
+    started: int
+
+
+def stat(pid: int) -> Stat | None:
+    """The :class:`Stat` of ``pid``, None if it is gone."""
+    with contextlib.suppress(OSError, IndexError, ValueError):
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Stat(pid, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS,
+                    int(fields[19]))
+    return None
+
+
+def every_process() -> dict[int, Stat]:
+    found = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (info := stat(int(entry))) is not None:
+            found[info.pid] = info
+    return found
+
+
+def cmdline(pid: int) -> list[str]:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace") \
+            .rstrip("\0").split("\0")
+    return []
+
+
+def is_solver_worker(pid: int) -> bool:
+    """Whether ``pid`` runs ``python -m service.worker`` (here, or in a container)."""
+    argv = cmdline(pid)
+    return any(tuple(argv[i:i + 2]) == WORKER_ARGV for i in range(len(argv) - 1))
+
+
+class TreeCpu:
+    """The CPU seconds used by the process ``root`` and its descendants from the first
+    :meth:`sample` to the last, by part: each child of ``root`` names a part
+    (``classify(pid)`` of the child, its descendants counted with it), ``root`` itself
+    is ``root_name``.  Sample often enough that few processes are born and gone between
+    two samples (the CPU of those is missed); a process born after the first sample
+    counts from zero."""
+
+    def __init__(self, root: int, classify, root_name: str = "root"):
+        self.root = root
+        self.classify = classify
+        self.root_name = root_name
+        self.first: dict[tuple[int, int], float] | None = None
+        self.last: dict[tuple[int, int], float] = {}
+        self.part: dict[tuple[int, int], str] = {}
+        self.wall: list[float] = []
+
+    def sample(self) -> None:
+        processes = every_process()
+        children: dict[int, list[int]] = {}
+        for info in processes.values():
+            children.setdefault(info.ppid, []).append(info.pid)
+        now: dict[tuple[int, int], float] = {}
+        if self.root not in processes:
+            return
+        todo = [(self.root, self.root_name)]
+        while todo:
+            pid, name = todo.pop()
+            info = processes[pid]
+            key = (pid, info.started)
+            now[key] = info.cpu
+            if key not in self.part:
+                self.part[key] = name
+            for child in children.get(pid, ()):
+                todo.append((child, self.classify(child) if pid == self.root else name))
+        if self.first is None:
+            self.first = dict(now)
+        self.last.update(now)
+        self.wall.append(time.monotonic())
+
+    @property
+    def seconds(self) -> float:
+        """Wall-clock seconds from the first sample to the last."""
+        return self.wall[-1] - self.wall[0] if len(self.wall) > 1 else 0.0
+
+    def by_part(self) -> dict[str, float]:
+        """CPU seconds used between the first and the last sample, by part."""
+        used: dict[str, float] = {}
+        for key, cpu in self.last.items():
+            spent = cpu - (self.first or {}).get(key, 0.0)
+            used[self.part[key]] = used.get(self.part[key], 0.0) + spent
+        return used
+
+
+@dataclass
+class WorkerWatch:
+    """Whether the solver's worker (any ``python -m service.worker`` on this machine: the
+    benchmark's own, ``make run``'s, a container's) ran while a benchmark measured, and
+    the CPU it used meanwhile.  ``with WorkerWatch() as watch:`` around the measurement,
+    then :meth:`summary`."""
+
+    before: dict[tuple[int, int], float] = field(default_factory=dict)
+    after: dict[tuple[int, int], float] = field(default_factory=dict)
+    started: float = 0.0
+    ended: float = 0.0
+
+    @staticmethod
+    def _workers() -> dict[tuple[int, int], float]:
+        return {(info.pid, info.started): info.cpu for info in every_process().values()
+                if is_solver_worker(info.pid)}
+
+    def __enter__(self) -> WorkerWatch:
+        self.before = self._workers()
+        self.started = time.monotonic()
+        return self
+
+    def __exit__(self, *_exc_info) -> None:
+        self.after = self._workers()
+        self.ended = time.monotonic()
+
+    @property
+    def cpu(self) -> float:
+        """CPU seconds the workers used during the measurement."""
+        return sum(cpu - self.before.get(key, 0.0) for key, cpu in self.after.items())
+
+    @property
+    def ran(self) -> bool:
+        return bool(self.before or self.after)
+
+    def summary(self, during: str = "the measurements") -> str:
+        """One sentence for the report."""
+        if not self.ran:
+            return (f"The solver's worker did not run during {during} (no "
+                    "`python -m service.worker` process on the machine).")
+        seconds = max(self.ended - self.started, 1e-9)
+        count = len(set(self.before) | set(self.after))
+        return (f"The solver's worker ran during {during}: {count} "
+                f"`python -m service.worker` process{'es' if count > 1 else ''} on the "
+                f"machine used {self.cpu:.1f} CPU s in {seconds:.0f} s "
+                f"({self.cpu / seconds:.1%} of a core).")

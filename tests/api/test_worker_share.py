@@ -1,0 +1,94 @@
+"""The solver's worker keeps within its CPU share (``WORKER_CPU_SHARE``): a real worker
+process on the tests' Redis, searching a Four Corners pool that keeps missing, its CPU
+time read from /proc; and an analysis does not wait for the rest the share asks for."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime
+
+import pytest
+
+from devtools.launch import start_worker
+from tests.api.support import auth, create, make_app
+from tests.solver_worker import WorkerProcess, cpu_seconds, quickly_won_seed, wait_for
+
+#: A pool no search fills: Four Corners' deals are seldom won, and one found would not
+#: fill it.
+MISSING = "four-corners=1000"
+
+
+@pytest.fixture
+def own_url(redis_url, clean_redis):
+    """A database of the session's Redis that no other worker of the tests fills."""
+    return redis_url.rsplit("/", 1)[0] + "/3"
+
+
+def pool_searches(worker: WorkerProcess) -> list[dict]:
+    return [line for line in worker.lines() if line.get("message") == "pool search"]
+
+
+def _when(line: dict) -> float:
+    return datetime.fromisoformat(line["time"]).timestamp()
+
+
+def test_the_worker_keeps_within_its_cpu_share(own_url, tmp_path):
+    share, deal = 0.05, 0.2     # a search of 0.2 s of CPU, then 4 s of rest
+    with WorkerProcess(own_url, tmp_path / "worker.log", WORKER_CPU_SHARE=str(share),
+                       WINNABLE_DEAL_SECONDS=str(deal), WINNABLE_POOL=MISSING) as worker:
+        cpu, wall = cpu_seconds(worker.pid), datetime.now().timestamp()
+        searches = wait_for(lambda: len(found := pool_searches(worker)) >= 5 and found,
+                            seconds=240, what="5 pool searches", step=0.1)
+        used = cpu_seconds(worker.pid) - cpu
+        elapsed = datetime.now().timestamp() - wall
+    # Whenever a search starts, the worker's CPU since the start is within its share of
+    # the time since: after the fifth search, the share of the whole time plus that one
+    # search (and 0.3 s for what one search costs beyond its budget and the clock
+    # ticks).  Without a share the worker would use every CPU second the machine gives
+    # it: 1 s in the time these five searches take back to back.
+    assert used <= share * elapsed + deal + 0.3, (used, elapsed)
+    assert used >= 4 * deal * 0.9, used  # it did search, five times
+    # Between two searches it rested as long as it said (the share of its CPU).
+    for before, after in zip(searches, searches[1:5], strict=False):
+        assert before["rest_s"] >= 0.9 * before["cpu_ms"] / 1000 / share - 0.5, before
+        started = _when(after) - after["duration_ms"] / 1000
+        assert started - _when(before) >= before["rest_s"] - 0.2, (before, after)
+
+
+def test_an_analysis_does_not_wait_for_the_share(own_url, tmp_path):
+    # A share so small that after its first search the worker rests for minutes; an
+    # analysis asked for meanwhile is computed at once all the same.
+    with WorkerProcess(own_url, tmp_path / "worker.log", WORKER_CPU_SHARE="0.002",
+                       WINNABLE_DEAL_SECONDS="0.3", WINNABLE_POOL=MISSING,
+                       ANALYSIS_SECONDS="2") as worker:
+        first = wait_for(lambda: pool_searches(worker), seconds=60, what="a pool search")[0]
+        assert first["rest_s"] > 100
+        app = make_app(own_url, ANALYSIS_INLINE_SECONDS=0)  # the worker searches
+        client = app.test_client()
+        seed = quickly_won_seed("salic-law")
+        game, token, _response = create(client, "salic-law", seed=seed)
+        client.post(f"/v1/games/{game['id']}/moves", json={"type": "resign"},
+                    headers=auth(token))
+        url = f"/v1/games/{game['id']}/analysis"
+        assert client.get(url).status_code == 202
+        done = wait_for(lambda: (answer := client.get(url)).status_code == 200 and answer,
+                        seconds=60, what="the analysis", step=0.2)
+        assert done.get_json()["winnable"] is True
+        # Still resting: the pools' next search waits for the share.
+        assert len(pool_searches(worker)) == 1
+        analysed = [line for line in worker.lines() if line.get("message") == "analysis"]
+        assert [line["outcome"] for line in analysed] == ["stored"]
+        assert _when(analysed[0]) - _when(first) < first["rest_s"]
+        app.extensions["game_store"].close()
+        assert 500 not in app.statuses
+
+
+@pytest.mark.parametrize("share", ["0", "-0.1", "1.5", "two"])
+def test_a_share_that_is_no_fraction_of_a_core_stops_the_worker(own_url, tmp_path, share):
+    log = tmp_path / "worker.log"
+    with open(log, "wb") as sink:
+        process = start_worker(dict(os.environ, REDIS_URL=own_url, WORKER_CPU_SHARE=share),
+                               output=sink)
+    assert process.wait(30) == 2
+    assert "bad configuration" in log.read_text()
+    assert "WORKER_CPU_SHARE" in log.read_text()
