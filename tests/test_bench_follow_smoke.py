@@ -33,13 +33,14 @@ def test_a_tiny_run_writes_its_section(tmp_path, capsys):
     assert "<!-- bench other: begin -->\nkept\n<!-- bench other: end -->" in text
     assert text.count("<!-- bench follow: begin -->") == 1
     assert "one instance of `make run` (`python -m devtools.devserver`" in text
+    assert "The instance's solver's worker runs idle (`WINNABLE_POOL=clock=0`" in text
     assert "| concurrent followers over 3 games | 24 (0 refused, 0 errors) |" in text
     assert re.search(r"\| every follower got every event, in order \| \d+ moves in [\d.]+ s: "
                      r"\d+ not received by all, 0 gaps or reorders \|", text)
     lines = text.splitlines()
     start = next(number for number, line in enumerate(lines) if line.startswith("| phase |"))
-    assert lines[start].endswith("| request group | events group | redis | players | "
-                                 "other processes |")
+    assert lines[start].endswith("| request group | events group | redis | solver worker | "
+                                 "players | other processes |")
     rows = lines[start + 2:start + 6]
     assert [row.split(" | ")[0] for row in rows] == [
         "| moves alone, before", "| moves with idle followers",
