@@ -15,12 +15,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist; "auto": one per core). Tests
-# marked with an xdist_group (the deploy tests: one Docker Engine) run on one of them.
+# The suite runs on TEST_WORKERS processes (pytest-xdist; "auto": one per core); the
+# deploy tests (one Docker Engine) run one after another on one of them.
 TEST_WORKERS ?= auto
 
 test: .venv
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: .venv
 	$(BIN)/ruff check .

@@ -7,10 +7,29 @@ Cluster (3 masters, 3 replicas, started once); its ``backend`` parameter says wh
 import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
+from xdist.scheduler import LoadScopeScheduling
 
 from devtools.redis_server import LocalCluster, RedisServer
 
 BACKENDS = ("redis", "cluster")
+
+# The deploy tests' figures, summed up where the terminal is (see the module).
+pytest_plugins = ("tests.deploy.figures",)
+
+
+class _DeployTestsTogether(LoadScopeScheduling):
+    """pytest-xdist's load scheduling, test by test, but the deploy tests are one unit
+    of work: they share one Docker Engine and run one after another on one worker.  As
+    the largest unit, it is handed out first, so they run beside the rest."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return "tests/deploy" if nodeid.startswith("tests/deploy/") else nodeid
+
+
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") == "load":
+        return _DeployTestsTogether(config, log)
+    return None
 
 
 def pytest_generate_tests(metafunc):

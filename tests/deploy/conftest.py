@@ -1,9 +1,9 @@
 """Fixtures of the deploy tests: the Docker Engine (or the reason they are skipped), the
-stand-in base images (tests/deploy/images.py, cached between runs), the service's image
-built once per session from the Dockerfile, and the figures the tests measure: printed
-at the end of the run ("deploy figures") and written to tests/artifacts/deploy-figures.json.
+stand-in base images (tests/deploy/images.py, cached between runs) and the service's image
+built once per session from the Dockerfile.  The figures the tests measure are
+tests/deploy/figures.py's.
 
-The deploy tests run last (under pytest-xdist, all on one worker), and the images they
+The deploy tests run last (under pytest-xdist, all on one worker, first), and the images they
 need are built from the start of the session in a thread of their own while the other
 tests run (a cold build takes minutes: the stand-ins' debootstrap, then the service's
 dependencies), so that `make test` waits for them as little as possible.
@@ -11,7 +11,6 @@ dependencies), so that `make test` waits for them as little as possible.
 
 from __future__ import annotations
 
-import json
 import os
 import secrets
 import threading
@@ -22,65 +21,14 @@ import pytest
 
 from tests.deploy import images
 from tests.deploy.compose import Deployment, docker, engine_problem
+from tests.deploy.figures import record, worker
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = Path(__file__).resolve().parent
-ARTIFACT = ROOT / "tests" / "artifacts" / "deploy-figures.json"
 #: The service's image: a tag per session, and the one that keeps the last build's layers
 #: (the dependencies' layer is reused while pyproject.toml does not change).
 APP_REPOSITORY = "patience-server-test"
 CACHE_TAG = f"{APP_REPOSITORY}:cache"
-
-FIGURES: dict[str, dict] = {}
-
-
-def record(section: str, **values) -> None:
-    """Adds measured figures under ``section`` (printed and written at the end)."""
-    FIGURES.setdefault(section, {}).update(values)
-
-
-def _worker() -> str | None:
-    """The pytest-xdist worker this process is (gw0, gw1...), None without xdist."""
-    return os.environ.get("PYTEST_XDIST_WORKER")
-
-
-def _figures_of(worker: str) -> Path:
-    return ARTIFACT.with_name(f"deploy-figures.{worker}.json")
-
-
-def _write_worker_figures() -> None:
-    """A worker's figures go to a file of its own, for the controller to gather."""
-    if FIGURES:
-        ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-        _figures_of(_worker()).write_text(json.dumps(FIGURES))
-
-
-def _gather_worker_figures(config) -> None:
-    for path in sorted(ARTIFACT.parent.glob("deploy-figures.gw*.json")):
-        if path.stat().st_mtime >= config._deploy_started:
-            for section, values in json.loads(path.read_text()).items():
-                record(section, **values)
-        path.unlink()
-
-
-def pytest_configure(config):
-    config._deploy_started = time.time()
-
-
-def pytest_terminal_summary(terminalreporter, config):
-    if _worker() is None:
-        _gather_worker_figures(config)
-    if not FIGURES:
-        return
-    ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
-    ARTIFACT.write_text(json.dumps(FIGURES, indent=2, sort_keys=True) + "\n")
-    terminalreporter.section("deploy figures")
-    for section, values in FIGURES.items():
-        terminalreporter.write_line(f"{section}:")
-        for name, value in values.items():
-            terminalreporter.write_line(f"    {name}: {value}")
-    terminalreporter.write_line(f"(also in {ARTIFACT.relative_to(ROOT)})")
-
 
 def project_name(kind: str) -> str:
     """A compose project name of this run alone."""
@@ -92,12 +40,10 @@ def _is_deploy(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The deploy tests last (their images get the whole run to be built), and under
-    pytest-xdist all on one worker, one after another (one Docker Engine)."""
-    deploy = [item for item in items if _is_deploy(item)]
-    for item in deploy:
-        item.add_marker(pytest.mark.xdist_group("docker-engine"))
-    items[:] = [item for item in items if not _is_deploy(item)] + deploy
+    """The deploy tests last (their images get the whole run to be built); under
+    pytest-xdist they are one unit of work, on one worker (tests/conftest.py)."""
+    items[:] = [item for item in items if not _is_deploy(item)] + \
+        [item for item in items if _is_deploy(item)]
 
 
 class Preparation(threading.Thread):
@@ -146,7 +92,7 @@ def pytest_collection_finish(session):
     pytest-xdist, on the first worker: the one the largest group goes to first)."""
     if session.config.option.collectonly or not any(_is_deploy(i) for i in session.items):
         return
-    if _worker() not in (None, "gw0"):
+    if worker() not in (None, "gw0"):
         return
     preparation = Preparation()
     preparation.start()
@@ -187,8 +133,6 @@ def pytest_sessionfinish(session):
     """The session's image of the service is kept under the cache tag only (its layers
     serve the next run's build), and the image the cache tag named before goes (unless
     something still uses it)."""
-    if _worker() is not None:
-        _write_worker_figures()
     if not _PREPARATION:
         return
     preparation = _PREPARATION[0]
