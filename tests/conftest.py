@@ -26,6 +26,7 @@ class _DeployTestsTogether(LoadScopeScheduling):
         return "tests/deploy" if nodeid.startswith("tests/deploy/") else nodeid
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, absent with -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     if config.getvalue("dist") == "load":
         return _DeployTestsTogether(config, log)

@@ -111,7 +111,10 @@ def test_sse_max_streams_sets_the_request_groups_cap():
 
 
 def test_the_arbiter_makes_the_metrics_directory_when_it_starts(monkeypatch):
-    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    # Set, then removed: monkeypatch removes what on_starting sets once the test ends
+    # (a delenv of an unset variable alone would leave it in this process's environment).
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
     shared.on_starting(None)
     made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     try:

@@ -72,7 +72,7 @@ def _run(python: Path, code: str) -> str:
 
 def _env(**extra: str) -> dict[str, str]:
     env = {name: value for name, value in os.environ.items()
-           if name not in ("PYTHONPATH", "OPENAPI_PATH")}
+           if name not in ("PYTHONPATH", "OPENAPI_PATH", "PROMETHEUS_MULTIPROC_DIR")}
     env.update(extra)
     return env
 
