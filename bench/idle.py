@@ -39,8 +39,8 @@ from bench.sections import write_section
 from bench.solver import source_commit
 from devtools.launch import ROOT
 from devtools.redis_server import free_port
-from service import keys
 from service.engine import variants
+from service.storage import keys
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- bench idle: begin -->", "<!-- bench idle: end -->"

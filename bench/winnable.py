@@ -28,7 +28,7 @@ import requests
 from bench.procs import WorkerWatch
 from devtools.launch import start_gunicorn, start_worker, stop_gunicorn
 from devtools.redis_server import RedisServer, free_port
-from service import keys
+from service.storage import keys
 
 
 def _quantiles(times: list[float]) -> str:

@@ -21,9 +21,9 @@ from service.api.web import bp as web_bp
 from service.config import Config
 from service.game.games import Games
 from service.live.feed import EventsFeed
-from service.solver_store import SolverStore
 from service.solving import Analyses, SolverSettings, Winnable
-from service.store import GameStore
+from service.storage.games import GameStore
+from service.storage.solver import SolverStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
                       "Idempotency-Key", "X-Request-ID", "Last-Event-ID"]

@@ -58,7 +58,7 @@ from service.engine import get_variant
 from service.engine.search import count_cpu_time
 from service.env import env_int
 from service.solving import Analyses, try_deal
-from service.store import StorageUnavailable
+from service.storage.games import StorageUnavailable
 from service.telemetry import configure_logging
 
 #: Seconds between two looks at the job list when there is nothing to do.

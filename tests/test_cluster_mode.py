@@ -1,10 +1,10 @@
-"""service.cluster: the URL; on the session's Redis Cluster, a command that follows a
+"""service.storage.cluster: the URL; on the session's Redis Cluster, a command that follows a
 slot moved since the client read the map."""
 
 import pytest
 
-from service.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
-from service.store import GameStore
+from service.storage.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
+from service.storage.games import GameStore
 
 
 def _options():

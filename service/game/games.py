@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from service import keys
 from service.engine import State, get_variant, variants
 from service.engine.hints import DEFAULT_BUDGET
 from service.engine.hints import hint as engine_hint
@@ -24,7 +23,8 @@ from service.game.pipeline import Pipeline, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
 from service.solving import Winnable
-from service.store import GameStore
+from service.storage import keys
+from service.storage.games import GameStore
 
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 

@@ -38,7 +38,7 @@ from service.live.sse import (
     entry_frame,
     game_frame,
 )
-from service.store import GameStore, StorageUnavailable
+from service.storage.games import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
 
