@@ -53,7 +53,7 @@ def part_of(pid: int) -> str:
     argv = " ".join(cmdline(pid))
     if "redis-server" in argv:
         return "redis-server"
-    if "service.worker" in argv:
+    if "service.solver.worker" in argv:
         return "worker"
     if "service.runtime.events_group" in argv:
         return "events group"

@@ -21,7 +21,7 @@ from service.api.web import bp as web_bp
 from service.config import Config
 from service.game.games import Games
 from service.live.feed import EventsFeed
-from service.solving import Analyses, SolverSettings, Winnable
+from service.solver.features import Analyses, SolverSettings, Winnable
 from service.storage.games import GameStore
 from service.storage.solver import SolverStore
 

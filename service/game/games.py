@@ -22,7 +22,7 @@ from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
-from service.solving import Winnable
+from service.solver.features import Winnable
 from service.storage import keys
 from service.storage.games import GameStore
 
@@ -47,7 +47,7 @@ class Games:
         self.store = store
         self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
         self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
-        #: Where the seeds of winnable deals come from (:mod:`service.solving`).
+        #: Where the seeds of winnable deals come from (:mod:`service.solver.features`).
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------

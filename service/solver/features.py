@@ -4,7 +4,7 @@
 Winnable deals.  ``POST /v1/games`` with ``"winnable": true`` deals a seed that the
 solver proved winnable.  The seeds come from a pool per variant in Redis
 (:class:`service.storage.solver.SolverStore`), which the worker process
-(:mod:`service.worker`) keeps filled: it draws seeds from the operating system's CSPRNG
+(:mod:`service.solver.worker`) keeps filled: it draws seeds from the operating system's CSPRNG
 (:func:`secrets.randbits`), solves each and keeps the ones it wins.  A seed is taken out
 of the pool atomically when a game is dealt from it, and is as secret as any seed the
 server chooses.  When the pool of the variant is empty, the creation searches itself
