@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import orjson
 
-from service import metrics
 from service.game import commands
 from service.game.commands import Change
 from service.game.errors import game_not_found, version_mismatch, write_conflict, wrong_token
 from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.record import StoredGame, now, token_hash
+from service.observability import metrics
 from service.storage import keys
 from service.storage.games import CONFLICT, MISSING, OK, REPLAY, GameStore, WriteView
 

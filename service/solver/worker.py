@@ -57,9 +57,9 @@ import time
 from service.engine import get_variant
 from service.engine.search import count_cpu_time
 from service.env import env_int
+from service.observability.telemetry import configure_logging
 from service.solver.features import Analyses, try_deal
 from service.storage.games import StorageUnavailable
-from service.telemetry import configure_logging
 
 #: Seconds between two looks at the job list when there is nothing to do.
 IDLE_WAIT = 0.5

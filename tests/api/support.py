@@ -9,8 +9,8 @@ import logging
 from service.app import create_app
 from service.engine import Move, State, get_variant
 from service.engine.journal import Replay
+from service.observability.telemetry import json_formatter
 from service.storage import keys
-from service.telemetry import json_formatter
 from tests.contract import ValidatingClient
 
 
