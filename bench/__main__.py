@@ -1,7 +1,7 @@
 """``python -m bench``: run every benchmark available; ``python -m bench NAME [OPTIONS]``
 runs one (``python -m bench engine --help`` for its options).
 
-After each benchmark it says whether the solver's worker (``python -m service.worker``,
+After each benchmark it says whether the solver's worker (``python -m service.solver.worker``,
 anywhere on the machine: the benchmark's own, ``make run``'s, a container's) ran while
 it measured, and the CPU it used (:class:`bench.procs.WorkerWatch`); the benchmarks
 that write ``bench/RESULTS.md`` record it with their figures."""

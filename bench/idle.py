@@ -39,8 +39,8 @@ from bench.sections import write_section
 from bench.solver import source_commit
 from devtools.launch import ROOT
 from devtools.redis_server import free_port
-from service import keys
 from service.engine import variants
+from service.storage import keys
 
 RESULTS = Path(__file__).with_name("RESULTS.md")
 BEGIN, END = "<!-- bench idle: begin -->", "<!-- bench idle: end -->"
@@ -53,7 +53,7 @@ def part_of(pid: int) -> str:
     argv = " ".join(cmdline(pid))
     if "redis-server" in argv:
         return "redis-server"
-    if "service.worker" in argv:
+    if "service.solver.worker" in argv:
         return "worker"
     if "service.runtime.events_group" in argv:
         return "events group"

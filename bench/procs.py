@@ -12,7 +12,7 @@ from pathlib import Path
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 #: The command line of the solver's worker (``devtools.launch.WORKER_COMMAND``) ends so.
-WORKER_ARGV = ("-m", "service.worker")
+WORKER_ARGV = ("-m", "service.solver.worker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +52,7 @@ def cmdline(pid: int) -> list[str]:
 
 
 def is_solver_worker(pid: int) -> bool:
-    """Whether ``pid`` runs ``python -m service.worker`` (here, or in a container)."""
+    """Whether ``pid`` runs ``python -m service.solver.worker`` (here, or in a container)."""
     argv = cmdline(pid)
     return any(tuple(argv[i:i + 2]) == WORKER_ARGV for i in range(len(argv) - 1))
 
@@ -113,7 +113,7 @@ class TreeCpu:
 
 @dataclass
 class WorkerWatch:
-    """Whether the solver's worker (any ``python -m service.worker`` on this machine: the
+    """Whether the solver's worker (any ``python -m service.solver.worker`` on this machine: the
     benchmark's own, ``make run``'s, a container's) ran while a benchmark measured, and
     the CPU it used meanwhile.  ``with WorkerWatch() as watch:`` around the measurement,
     then :meth:`summary`."""
@@ -150,10 +150,10 @@ class WorkerWatch:
         """One sentence for the report."""
         if not self.ran:
             return (f"The solver's worker did not run during {during} (no "
-                    "`python -m service.worker` process on the machine).")
+                    "`python -m service.solver.worker` process on the machine).")
         seconds = max(self.ended - self.started, 1e-9)
         count = len(set(self.before) | set(self.after))
         return (f"The solver's worker ran during {during}: {count} "
-                f"`python -m service.worker` process{'es' if count > 1 else ''} on the "
+                f"`python -m service.solver.worker` process{'es' if count > 1 else ''} on the "
                 f"machine used {self.cpu:.1f} CPU s in {seconds:.0f} s "
                 f"({self.cpu / seconds:.1%} of a core).")

@@ -1,7 +1,7 @@
 """``python -m bench winnable``: how long ``POST /v1/games`` with ``"winnable": true``
 takes, from a filled pool and from an empty one (the creation's own search).
 
-It starts its own Redis, the solver's worker (``python -m service.worker``, with a whole
+It starts its own Redis, the solver's worker (``python -m service.solver.worker``, with a whole
 core for its share) and gunicorn (the request group's settings, rate limits off) on free
 ports, waits until the worker has filled a pool of ``--pool`` seeds for each variant
 asked for (``--fill-seconds`` at most), then creates ``--games`` winnable games per
@@ -28,7 +28,7 @@ import requests
 from bench.procs import WorkerWatch
 from devtools.launch import start_gunicorn, start_worker, stop_gunicorn
 from devtools.redis_server import RedisServer, free_port
-from service import keys
+from service.storage import keys
 
 
 def _quantiles(times: list[float]) -> str:

@@ -29,7 +29,7 @@ GUNICORN_COMMAND = ("gunicorn", "-c", "python:service.runtime.request_group",
 EVENTS_COMMAND = ("gunicorn", "-c", "python:service.runtime.events_group",
                   "service.app:create_app()")
 #: The solver's worker (winnable deals, analyses).
-WORKER_COMMAND = ("python", "-m", "service.worker")
+WORKER_COMMAND = ("python", "-m", "service.solver.worker")
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -71,7 +71,7 @@ def stop_gunicorn(process: subprocess.Popen, timeout: float = 30.0) -> int:
 
 
 def start_worker(env: dict[str, str], *, output=None) -> subprocess.Popen:
-    """``python -m service.worker`` in the repository with ``env`` as its whole
+    """``python -m service.solver.worker`` in the repository with ``env`` as its whole
     environment (a fresh ``SECRET_KEY`` if it has none: the worker writes no idempotency
     record), its output to ``output`` as :func:`start_gunicorn` does; stop it with
     :func:`stop_gunicorn` (SIGTERM ends it at once)."""

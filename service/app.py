@@ -14,16 +14,17 @@ from flask_limiter import Limiter
 from werkzeug.exceptions import RequestTimeout
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from service import api, telemetry
+from service import api
 from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import Config
 from service.game.games import Games
 from service.live.feed import EventsFeed
-from service.solver_store import SolverStore
-from service.solving import Analyses, SolverSettings, Winnable
-from service.store import GameStore
+from service.observability import telemetry
+from service.solver.features import Analyses, SolverSettings, Winnable
+from service.storage.games import GameStore
+from service.storage.solver import SolverStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
                       "Idempotency-Key", "X-Request-ID", "Last-Event-ID"]

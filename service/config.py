@@ -97,7 +97,7 @@ class Config:
     # (and, if it needs storage, answers 503 from the game store) instead of failing.
     RATELIMIT_SWALLOW_ERRORS = True
 
-    # --- the solver: winnable deals and analyses (service/solving.py) -------------------
+    # --- the solver: winnable deals and analyses (service/solver/features.py) -------------------
     #: Proved-winnable seeds the worker keeps in the pool of each variant,
     #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
     WINNABLE_POOL = (os.environ.get("WINNABLE_POOL")
@@ -111,7 +111,7 @@ class Config:
     #: The solver's worker's CPU share: the CPU time it may use on average, as a fraction
     #: of one core (0 < share <= 1).  After a search for a pool it rests until its CPU
     #: time is back within the share; an analysis, which a user waits for, never waits
-    #: for it (service/worker.py).
+    #: for it (service/solver/worker.py).
     WORKER_CPU_SHARE = env_float("WORKER_CPU_SHARE", 0.02)
     #: Seconds a creation with "winnable" searches itself when the pool is empty (then
     #: 422 no_winnable_deal).

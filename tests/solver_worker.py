@@ -1,4 +1,4 @@
-"""The solver's worker as a real process for the tests: ``python -m service.worker`` (the
+"""The solver's worker as a real process for the tests: ``python -m service.solver.worker`` (the
 command of ``make run`` and docker-compose, started by the same launcher), on the
 tests' Redis, with small budgets."""
 

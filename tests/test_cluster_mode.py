@@ -1,10 +1,13 @@
-"""service.cluster: the URL; on the session's Redis Cluster, a command that follows a
-slot moved since the client read the map."""
+"""service.storage.cluster: the URL; the one Connections interface of both modes; on the
+session's Redis Cluster, a command that follows a slot moved since the client read the map."""
+
+import inspect
 
 import pytest
 
-from service.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
-from service.store import GameStore
+from service.storage.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
+from service.storage.connections import Connections, PooledConnections, ThreadConnections
+from service.storage.games import GameStore
 
 
 def _options():
@@ -22,6 +25,22 @@ def test_cluster_urls_name_their_nodes_and_credentials():
     for wrong in ("redis://a:1", "redis+cluster://a", "redis+cluster://a:x,b:2"):
         with pytest.raises(ValueError, match="URL"):
             parse_cluster_url(wrong)
+
+
+@pytest.mark.parametrize("connections",
+                         [ThreadConnections, PooledConnections, ClusterConnections])
+def test_every_mode_s_connections_take_the_calls_of_the_protocol(connections):
+    """The store calls each mode's connections through Connections alone: each class has
+    every method of it, with the same parameters (names and kinds)."""
+    methods = [name for name, value in vars(Connections).items()
+               if inspect.isfunction(value) and not name.startswith("_")]
+    assert sorted(methods) == ["close", "execute", "run", "transaction"]
+    def shape(function):
+        return [(parameter.name, parameter.kind)
+                for parameter in inspect.signature(function).parameters.values()]
+
+    for name in methods:
+        assert shape(getattr(connections, name)) == shape(getattr(Connections, name)), name
 
 
 def test_a_command_follows_a_moved_slot(redis_cluster):

@@ -67,7 +67,7 @@ def test_api_runs_the_devserver_gunicorn_command():
 def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis():
     services = _compose()["services"]
     worker = services["worker"]
-    assert WORKER_COMMAND == ("python", "-m", "service.worker")
+    assert WORKER_COMMAND == ("python", "-m", "service.solver.worker")
     assert tuple(_words(worker["command"])) == WORKER_COMMAND
     assert worker["build"] == services["api"]["build"]  # the same image
     assert worker["environment"]["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]

@@ -59,9 +59,9 @@ from schemathesis.config import SchemathesisConfig
 from schemathesis.core.parameters import ParameterLocation
 
 import service.game.commands
-from service import keys
 from service.app import close_app, create_app
 from service.engine import variants
+from service.storage import keys
 from tests.contract import SPEC_PATH, ValidatingClient, is_planned, spec
 
 EXAMPLES = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "50"))

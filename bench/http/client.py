@@ -17,7 +17,7 @@ import redis
 from bench.http.constants import HOST
 from bench.http.service import Service
 from bench.walks import Walk
-from service import keys
+from service.storage import keys
 
 
 class Client:

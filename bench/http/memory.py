@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import redis
 
 from bench.http.client import Game
-from service.keys import GAME_KEYS
+from service.storage.keys import GAME_KEYS
 
 
 @dataclass

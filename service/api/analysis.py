@@ -3,7 +3,7 @@
 from flask import Blueprint, Response, current_app, g
 
 from service.api.http import checked_id, json_response
-from service.solving import ANALYSIS_RETRY_AFTER, READY, Analyses
+from service.solver.features import ANALYSIS_RETRY_AFTER, READY, Analyses
 
 bp = Blueprint("analysis", __name__)
 

@@ -17,7 +17,7 @@ from werkzeug.exceptions import HTTPException
 
 from service.engine import RULE_CODES, IllegalMoveError, InvalidMoveError
 from service.game.errors import GameError
-from service.store import StorageUnavailable
+from service.storage.games import StorageUnavailable
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("patience.errors")

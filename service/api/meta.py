@@ -2,9 +2,9 @@
 
 from flask import Blueprint, Response, current_app, request
 
-from service import metrics
 from service.api.http import json_response
 from service.game.errors import GameError
+from service.observability import metrics
 
 bp = Blueprint("meta", __name__)
 

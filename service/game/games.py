@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from service import keys
 from service.engine import State, get_variant, variants
 from service.engine.hints import DEFAULT_BUDGET
 from service.engine.hints import hint as engine_hint
@@ -23,8 +22,9 @@ from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
-from service.solving import Winnable
-from service.store import GameStore
+from service.solver.features import Winnable
+from service.storage import keys
+from service.storage.games import GameStore
 
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 
@@ -47,7 +47,7 @@ class Games:
         self.store = store
         self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
         self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
-        #: Where the seeds of winnable deals come from (:mod:`service.solving`).
+        #: Where the seeds of winnable deals come from (:mod:`service.solver.features`).
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------

@@ -25,13 +25,14 @@ from dataclasses import dataclass
 
 import orjson
 
-from service import keys, metrics
 from service.game import commands
 from service.game.commands import Change
 from service.game.errors import game_not_found, version_mismatch, write_conflict, wrong_token
 from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.record import StoredGame, now, token_hash
-from service.store import CONFLICT, MISSING, OK, REPLAY, GameStore, WriteView
+from service.observability import metrics
+from service.storage import keys
+from service.storage.games import CONFLICT, MISSING, OK, REPLAY, GameStore, WriteView
 
 #: A command of the pipeline: the game as read (None for a create), its journal ('' unless
 #: asked for) and the time of the write, to the change it makes.

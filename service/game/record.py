@@ -1,6 +1,6 @@
 """The game record: the one place that knows what a game stores and what a client sees.
 
-A :class:`GameRecord` is stored as JSON in the game's hash (:mod:`service.keys`) next to
+A :class:`GameRecord` is stored as JSON in the game's hash (:mod:`service.storage.keys`) next to
 its version and its journal.  It holds secrets: the engine snapshot (with the stock
 order), the seed (when the server chose it), the salt and the player token's SHA-256.
 :meth:`GameRecord.public` renders the Game of ``openapi.yaml`` without them: the seed

@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from service.store import GameStore
+from service.storage.games import GameStore
 
 log = logging.getLogger("patience.feed")
 

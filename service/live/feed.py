@@ -3,7 +3,7 @@ Server-Sent Events.
 
 The feed is stored, not kept in any process: it is replayed from the game's journal in
 Redis (:mod:`service.engine.journal`, written by the same Lua script that stores each
-change, see :mod:`service.store`), so a reader on any process of any replica sees every
+change, see :mod:`service.storage.games`), so a reader on any process of any replica sees every
 change, in order, exactly once, however far back it starts.  Each entry is
 ``{"version", "move", "events"}``:
 
@@ -27,7 +27,7 @@ from service.live import EXTENSION
 from service.live.hub import Hub
 from service.live.streams import EventStreams
 from service.live.subscription import Nodes
-from service.store import GameStore
+from service.storage.games import GameStore
 
 
 class EventsFeed:

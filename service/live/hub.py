@@ -36,7 +36,7 @@ from service.live.expiry import ExpiryCheck
 from service.live.follower import Follower, Limits
 from service.live.sse import DELETED, Item, deleted_frame
 from service.live.subscription import Subscription
-from service.store import GameStore, StorageUnavailable
+from service.storage.games import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.feed")
 

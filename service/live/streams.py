@@ -23,7 +23,6 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from service import metrics
 from service.game.errors import game_not_found
 from service.game.record import StoredGame
 from service.game.replay import replay
@@ -38,7 +37,8 @@ from service.live.sse import (
     entry_frame,
     game_frame,
 )
-from service.store import GameStore, StorageUnavailable
+from service.observability import metrics
+from service.storage.games import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
 

@@ -2,8 +2,8 @@
 watched with PING, and made again after a loss (on the next node of a Redis Cluster).
 
 Every change of a game publishes its new version on the game's channel
-(:func:`service.keys.channel`; the write script of :mod:`service.store` does it, a delete
-publishes ``deleted``).  With Redis Cluster, ``PUBLISH`` reaches every node, so a
+(:func:`service.storage.keys.channel`; the write script of :mod:`service.storage.games`
+does it, a delete publishes ``deleted``).  With Redis Cluster, ``PUBLISH`` reaches every node, so a
 connection to any node of the cluster receives every game's messages.
 """
 
@@ -18,14 +18,14 @@ from typing import Protocol
 
 import redis
 
-from service import cluster, keys
-from service.store import GameStore
+from service.storage import cluster, keys
+from service.storage.games import GameStore
 
 log = logging.getLogger("patience.feed")
 
 #: What a delete publishes on the game's channel (a change publishes its version).
 DELETED_MESSAGE = b"deleted"
-#: Every game's channel: :func:`service.keys.channel` with ``*`` for the id.
+#: Every game's channel: :func:`service.storage.keys.channel` with ``*`` for the id.
 PATTERN = keys.channel("*")
 _PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
 #: Seconds between two PINGs; one unanswered for three connect timeouts ends the

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import logging
 
-from service import keys
 from service.app import create_app
 from service.engine import Move, State, get_variant
 from service.engine.journal import Replay
-from service.telemetry import json_formatter
+from service.observability.telemetry import json_formatter
+from service.storage import keys
 from tests.contract import ValidatingClient
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from service import keys
 from service.engine import WON, Move, get_variant
+from service.storage import keys
 from tests.api.support import auth, create, make_app
 from tests.solver_worker import WorkerProcess, quickly_won_seed, wait_for
 

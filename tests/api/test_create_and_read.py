@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from service import keys
 from service.engine import get_variant
+from service.storage import keys
 from tests.api.support import (
     GAME_ID_CHARS,
     create,

@@ -11,10 +11,10 @@ import threading
 
 import pytest
 
-from service import keys
 from service.app import close_app
 from service.engine import Move, get_variant
 from service.live import EXTENSION
+from service.storage import keys
 from tests.api.support import (
     auth,
     create,

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from service import keys
 from service.engine import Move, State, get_variant
 from service.engine.cards import split_codes
 from service.engine.hints import autoplay as engine_autoplay
+from service.storage import keys
 from tests.api.support import (
     auth,
     create,

@@ -5,7 +5,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from service import keys
+from service.storage import keys
 from tests.api.support import (
     auth,
     create,

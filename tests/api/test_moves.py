@@ -2,8 +2,8 @@
 
 import pytest
 
-from service import keys
 from service.engine import Move
+from service.storage import keys
 from tests.api.support import (
     as_move,
     auth,

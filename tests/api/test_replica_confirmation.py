@@ -10,8 +10,8 @@ import time
 import pytest
 
 from devtools.redis_server import RedisServer
-from service import keys
 from service.app import close_app
+from service.storage import keys
 from tests.api.support import auth, make_app, stored
 
 

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from service import keys
 from service.app import close_app
+from service.storage import keys
 from tests.api.support import auth, create, make_app, play, snapshot, stored, stored_history
 from tests.faults import RedisProxy
 

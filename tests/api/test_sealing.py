@@ -17,11 +17,11 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from flask import request
 from flask.sessions import NullSession
 
-from service import keys
 from service.app import close_app, create_app
 from service.config import Config
 from service.game.errors import GameError
 from service.game.idempotency import IdempotencyRecords
+from service.storage import keys
 from tests.api.support import make_app, snapshot
 
 LOW_ENTROPY_KEY = "1"

@@ -34,7 +34,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from service import keys
 from service.engine import (
     MOVE_TYPES,
     IllegalMoveError,
@@ -44,6 +43,7 @@ from service.engine import (
     get_variant,
     variants,
 )
+from service.storage import keys
 from tests.api.support import as_move, auth, stored, stored_history
 
 VARIANTS = [variant.id for variant in variants()]

@@ -12,10 +12,10 @@ from types import SimpleNamespace
 import pytest
 import redis
 
-from service import keys
 from service.engine import get_variant
 from service.engine.search import Outcome, solve
-from service.solver_store import SolverStore
+from service.storage import keys
+from service.storage.solver import SolverStore
 from tests.api.support import auth, create, make_app, stored
 from tests.api.test_secrets import windows
 from tests.solver_worker import WorkerProcess, wait_for

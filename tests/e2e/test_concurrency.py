@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from service import keys
 from service.engine import Move, get_variant
+from service.storage import keys
 from tests.e2e.support import Gunicorn, in_processes
 
 THREADS = 8

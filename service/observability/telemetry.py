@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from flask import Flask, Response, g, request
 
-from service import metrics
+from service.observability import metrics
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})

@@ -3,8 +3,8 @@
 
 Winnable deals.  ``POST /v1/games`` with ``"winnable": true`` deals a seed that the
 solver proved winnable.  The seeds come from a pool per variant in Redis
-(:class:`service.solver_store.SolverStore`), which the worker process
-(:mod:`service.worker`) keeps filled: it draws seeds from the operating system's CSPRNG
+(:class:`service.storage.solver.SolverStore`), which the worker process
+(:mod:`service.solver.worker`) keeps filled: it draws seeds from the operating system's CSPRNG
 (:func:`secrets.randbits`), solves each and keeps the ones it wins.  A seed is taken out
 of the pool atomically when a game is dealt from it, and is as secret as any seed the
 server chooses.  When the pool of the variant is empty, the creation searches itself
@@ -33,8 +33,8 @@ from service.engine import WON, Variant, get_variant
 from service.engine import search as engine_solver
 from service.engine.search import Outcome
 from service.game.errors import game_not_found, game_not_over, no_winnable_deal
-from service.solver_store import SolverStore
-from service.store import GameStore
+from service.storage.games import GameStore
+from service.storage.solver import SolverStore
 
 #: Seconds a client is asked to wait before it asks again for an analysis under way.
 ANALYSIS_RETRY_AFTER = 1

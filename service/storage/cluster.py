@@ -36,10 +36,11 @@ from redis.exceptions import (
     ClusterDownError,
     MovedError,
     RedisClusterException,
-    ResponseError,
     SlotNotCoveredError,
     TryAgainError,
 )
+
+from service.storage.connections import read_replies, ready
 
 SCHEME = "redis+cluster"
 #: Redirections (MOVED, ASK) and waits (TRYAGAIN, CLUSTERDOWN) one command may go
@@ -62,37 +63,6 @@ PROBE_PAUSE = 1.0
 
 class NodeUnreachable(redis.ConnectionError):
     """A node of the cluster could not be connected to: nothing was sent to it."""
-
-
-def ready(connection: redis.Connection) -> redis.Connection:
-    """``connection`` (of this module or of service.store), checked before a command as
-    redis-py's pool checks it: one that was dropped, has a reply left unread or was
-    closed by the server (a restarted Redis) is connected again (once: a node that does
-    not answer costs one connect timeout)."""
-    if not connection.is_connected:
-        connection.connect()
-        return connection
-    try:
-        fine = not connection.can_read()
-    except (redis.ConnectionError, redis.TimeoutError, OSError):
-        fine = False
-    if not fine:
-        connection.disconnect()
-        connection.connect()
-    return connection
-
-
-def read_replies(connection: redis.Connection, count: int) -> list:
-    """The next ``count`` replies on ``connection``; a reply that is an error comes back
-    as its exception object, in place."""
-    replies = []
-    for _ in range(count):
-        try:
-            replies.append(connection.read_response())
-        except ResponseError as error:
-            replies.append(error)
-    return replies
-
 
 
 def is_cluster_url(url: str) -> bool:
@@ -125,7 +95,8 @@ def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict]:
 
 def cluster_client(url: str, options: dict) -> RedisCluster:
     """A RedisCluster for ``url`` that never sends a command twice after a lost
-    connection (``options`` are :meth:`GameStore.client_options`); it reads the slot map
+    connection (``options`` are
+    :meth:`~service.storage.games.GameStore.client_options`); it reads the slot map
     from the cluster now (raises a RedisError if no node answers)."""
     nodes, credentials = parse_cluster_url(url)
     options = {key: value for key, value in options.items()
@@ -136,7 +107,8 @@ def cluster_client(url: str, options: dict) -> RedisCluster:
 
 class ClusterConnections:
     """One connection per thread and master for the commands of the request path (the
-    counterpart of the store's per-thread connections of the single-node mode).
+    :class:`~service.storage.connections.Connections` of the cluster mode, the
+    counterpart of :class:`~service.storage.connections.ThreadConnections`).
 
     :meth:`run` sends commands that all concern one slot, together, to the master of
     that slot, following redirections (see the module docstring); replies that are

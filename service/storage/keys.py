@@ -8,7 +8,7 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
   (:mod:`service.engine.journal`), and once the game is over and analysed,
   :data:`ANALYSIS` its analysis (the JSON answer of ``GET .../analysis``);
 - :func:`analysis_claim` STRING with an expiry: held while one analysis of the game is
-  under way (:mod:`service.solving`);
+  under way (:mod:`service.solver.features`);
 - :func:`write_idempotency` STRING: the sealed first answer of a write with an
   ``Idempotency-Key`` (:mod:`service.game.idempotency`);
 - :func:`create_idempotency` STRING: the same for ``POST /v1/games``, in the slot of the
@@ -18,10 +18,10 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
   tag, the key's digest), so that its retries find that game and its record;
 - :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
   one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
-  (:func:`service.cluster.stats_key`);
+  (:func:`service.storage.cluster.stats_key`);
 - :func:`channel`: the game's pub/sub channel (no key, no memory).
 
-The solver's keys (:mod:`service.solver_store`), each used by one-key commands only:
+The solver's keys (:mod:`service.storage.solver`), each used by one-key commands only:
 
 - :func:`pool` SET, one per variant with the variant as hash tag: the proved-winnable
   seeds not dealt yet (secret, like the stock of a game in play);

@@ -1,7 +1,7 @@
-"""The solver's worker process: ``python -m service.worker`` (``make run`` and
+"""The solver's worker process: ``python -m service.solver.worker`` (``make run`` and
 docker-compose start it next to gunicorn, with the same environment).
 
-It does two things, in this order of priority (:mod:`service.solving` explains both):
+It does two things, in this order of priority (:mod:`service.solver.features` explains both):
 
 1. the analyses that requests queued (``analysis:jobs``), each searched with the whole
    analysis budget and stored with its game;
@@ -57,9 +57,9 @@ import time
 from service.engine import get_variant
 from service.engine.search import count_cpu_time
 from service.env import env_int
-from service.solving import Analyses, try_deal
-from service.store import StorageUnavailable
-from service.telemetry import configure_logging
+from service.observability.telemetry import configure_logging
+from service.solver.features import Analyses, try_deal
+from service.storage.games import StorageUnavailable
 
 #: Seconds between two looks at the job list when there is nothing to do.
 IDLE_WAIT = 0.5

@@ -1,5 +1,5 @@
 """The Redis side of the solver's features: the pools of proved-winnable seeds, the
-analysis jobs and the analyses kept with their games (key names: :mod:`service.keys`).
+analysis jobs and the analyses kept with their games (key names: :mod:`.keys`).
 
 Every command touches one key, so each works on a Redis Cluster as it does on one Redis:
 
@@ -9,8 +9,8 @@ Every command touches one key, so each works on a Redis Cluster as it does on on
 - the job list (:data:`keys.ANALYSIS_JOBS`): ``RPUSH`` here, ``LPOP`` in the worker;
 - the claim on an analysis (:func:`keys.analysis_claim`): ``SET NX`` with an expiry;
 - the analysis itself: the field :data:`keys.ANALYSIS` of the game's hash, written once
-  (``HSETNX``) and only while the game exists (:data:`_KEEP`), so that it goes with the
-  game (expiry, delete).
+  (``HSETNX``) and only while the game exists (:data:`.scripts.KEEP_ANALYSIS`), so that
+  it goes with the game (expiry, delete).
 """
 
 from __future__ import annotations
@@ -19,17 +19,11 @@ import math
 
 import redis
 
-from service import keys
-from service.store import StorageUnavailable, _storage_errors
+from service.storage import keys
+from service.storage.games import StorageUnavailable, storage_errors
+from service.storage.scripts import KEEP_ANALYSIS
 
 __all__ = ["SolverStore", "StorageUnavailable"]
-
-# KEYS: the game hash.  ARGV: the analysis JSON.  1: stored now; 0: the game had one
-# already; -1: no such game (deleted or expired meanwhile).
-_KEEP = f"""
-if redis.call('HEXISTS', KEYS[1], '{keys.VERSION}') == 0 then return -1 end
-return redis.call('HSETNX', KEYS[1], '{keys.ANALYSIS}', ARGV[1])
-"""
 
 
 class SolverStore:
@@ -46,51 +40,51 @@ class SolverStore:
 
     def _keep(self, **kwargs):
         if self._script is None:
-            self._script = self.client.register_script(_KEEP)
+            self._script = self.client.register_script(KEEP_ANALYSIS)
         return self._script(**kwargs)
 
     # --- pools ----------------------------------------------------------------------
-    @_storage_errors
+    @storage_errors
     def take_seed(self, variant_id: str) -> int | None:
         """A proved-winnable seed of the variant, taken out of its pool (None: empty)."""
         seed = self.client.spop(keys.pool(variant_id))
         return None if seed is None else int(seed)
 
-    @_storage_errors
+    @storage_errors
     def add_seed(self, variant_id: str, seed: int) -> None:
         self.client.sadd(keys.pool(variant_id), str(seed))
 
-    @_storage_errors
+    @storage_errors
     def pool_size(self, variant_id: str) -> int:
         return int(self.client.scard(keys.pool(variant_id)))
 
     # --- analyses -------------------------------------------------------------------
-    @_storage_errors
+    @storage_errors
     def analysis(self, game_id: str) -> bytes | None:
         return self.client.hget(keys.game(game_id), keys.ANALYSIS)
 
-    @_storage_errors
+    @storage_errors
     def keep_analysis(self, game_id: str, answer: bytes) -> int:
         """Keep ``answer`` with the game unless it has one: 1 stored, 0 it had one
         already, -1 no such game."""
         return int(self._keep(keys=[keys.game(game_id)], args=[answer]))
 
-    @_storage_errors
+    @storage_errors
     def claim_analysis(self, game_id: str, seconds: float) -> bool:
         """Whether this caller may compute the game's analysis (no one else is at it);
         the claim lapses after ``seconds`` if its holder never finishes."""
         return bool(self.client.set(keys.analysis_claim(game_id), "1", nx=True,
                                     ex=max(1, math.ceil(seconds))))
 
-    @_storage_errors
+    @storage_errors
     def release_analysis(self, game_id: str) -> None:
         self.client.delete(keys.analysis_claim(game_id))
 
-    @_storage_errors
+    @storage_errors
     def queue_analysis(self, game_id: str) -> None:
         self.client.rpush(keys.ANALYSIS_JOBS, game_id)
 
-    @_storage_errors
+    @storage_errors
     def next_analysis(self) -> str | None:
         """The next game whose analysis is to be computed (None: no job)."""
         found = self.client.lpop(keys.ANALYSIS_JOBS)

@@ -1,0 +1,11 @@
+"""Storage: everything that talks to Redis about games, behind the game repository.
+
+:mod:`.games` is the repository (:class:`~.games.GameStore`, and the one error every
+Redis failure becomes, :class:`~.games.StorageUnavailable`); :mod:`.solver` keeps the
+solver's pools, jobs and analyses beside the games.  Under them: :mod:`.keys` names every
+key and channel, :mod:`.scripts` holds the Lua scripts, :mod:`.connections` the
+connections of the request path (:class:`~.connections.Connections`, the one interface of
+both modes) and :mod:`.cluster` the Redis Cluster mode.  Nothing else of the service
+talks to Redis about games; the live feed (:mod:`service.live`) holds its own pub/sub
+subscription.  This module imports nothing.
+"""
