@@ -768,6 +768,7 @@ function renderGame() {
   renderAnalysis();
 
   const wrap = $("table");
+  wrap.dataset.game = game.id;
   wrap.dataset.version = String(game.version);
   wrap.dataset.movesVersion = S.movesVersion === null ? "" : String(S.movesVersion);
   wrap.dataset.status = game.status;

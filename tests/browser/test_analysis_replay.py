@@ -118,7 +118,7 @@ def test_the_lobby_deals_a_winnable_deal(pages, live_server):
     page.click("#start")
     wait_until(page, "location.hash.startsWith('#game=')", timeout=40)
     game_id = page.evaluate("location.hash.slice('#game='.length)")
-    settle(page, 0)
+    settle(page, 0, game_id)
     game = requests.get(f"{live_server.url}/v1/games/{game_id}", timeout=5).json()
     assert (game["winnable"], game["seed"]) == (True, None)
     assert "a winnable deal" in page.text_content("#game-status")

@@ -94,11 +94,14 @@ def wait_until(page, expression: str, timeout: float = 10.0):
         page.wait_for_timeout(50)
 
 
-def settle(page, version: int):
-    """Wait until the page shows `version` with its legal moves loaded, nothing pending."""
+def settle(page, version: int, game_id: str | None = None):
+    """Wait until the page shows `version` (of game `game_id`, when given: a page that
+    opens another game still shows the last one a moment) with its legal moves loaded,
+    nothing pending."""
+    shown = f'[data-game="{game_id}"]' if game_id else ""
     page.wait_for_selector(
-        f'#table[data-version="{version}"][data-moves-version="{version}"][data-busy="0"]',
-        state="attached")
+        f'#table{shown}[data-version="{version}"][data-moves-version="{version}"]'
+        '[data-busy="0"]', state="attached")
 
 
 def assert_table_matches(page, game: dict, variant: dict):
@@ -135,7 +138,7 @@ def start_from_lobby(page, base: str, variant_id: str, seed: int | None, undo: s
     page.click("#start")
     wait_until(page, "location.hash.startsWith('#game=')")
     game_id = page.evaluate("location.hash.slice('#game='.length)")
-    settle(page, 0)
+    settle(page, 0, game_id)
     return game_id
 
 
@@ -439,7 +442,7 @@ def test_keyboard_play_on_a_phone_sized_screen(pages, api, live_server, artifact
     for variant_id in ("salic-law", "four-corners"):
         game, token = api.create(variant_id, SEEDS[variant_id])
         page.goto(f"{live_server.url}/#game={game['id']}")
-        settle(page, 0)
+        settle(page, 0, game["id"])
         assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
         assert_table_matches(page, api.game(game["id"]), api.variant(variant_id))
         page.screenshot(path=str(artifacts / f"{variant_id}-phone.png"), full_page=True)
