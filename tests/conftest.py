@@ -4,17 +4,27 @@ A test marked ``cluster`` runs twice: on the session's Redis and on the session'
 Cluster (3 masters, 3 replicas, started once); its ``backend`` parameter says which.
 """
 
+import sys
+
 import pytest
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 from xdist.scheduler import LoadScopeScheduling
 
 from devtools.redis_server import LocalCluster, RedisServer
+from service.engine.search.solver import MAX_DEPTH
 
 BACKENDS = ("redis", "cluster")
 
 # The deploy tests' figures, summed up where the terminal is (see the module).
 pytest_plugins = ("tests.deploy.figures",)
+
+
+def pytest_configure(config):
+    # The solver raises the recursion limit on its first search in a process, as the
+    # service's processes do. Hypothesis fails a test during which the limit changes, so
+    # each test process raises it at the start, whichever test searches first.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), MAX_DEPTH + 1000))
 
 
 class _DeployTestsTogether(LoadScopeScheduling):
