@@ -91,7 +91,8 @@ class GunicornError(RuntimeError):
 
 class Gunicorn:
     """A gunicorn of ``app`` (the service by default) under ``env``, started by
-    :func:`start_gunicorn` (by ``python`` in ``cwd``), its output in the file ``output``
+    :func:`start_gunicorn` (by ``python`` in ``cwd``; the events group's with ``events``,
+    whose ``EVENTS_BIND`` must then be ``$HOST:$PORT``), its output in the file ``output``
     (None: this process's).
 
     :meth:`start` starts it; :meth:`wait_ready` waits until ``GET ready_path`` on
@@ -102,8 +103,9 @@ class Gunicorn:
     def __init__(self, env: Mapping[str, str], *, app: str = GUNICORN_COMMAND[-1],
                  output: Path | None = None, ready_path: str = "/healthz",
                  workers: int | None = None, python: str = sys.executable,
-                 cwd: Path = ROOT):
+                 cwd: Path = ROOT, events: bool = False):
         self.env = dict(env)
+        self.events = events
         self.app = app
         self.python = python
         self.cwd = cwd
@@ -117,7 +119,8 @@ class Gunicorn:
         return self.process.pid
 
     def start(self) -> Gunicorn:
-        options = {"app": self.app, "python": self.python, "cwd": self.cwd}
+        options = {"app": self.app, "python": self.python, "cwd": self.cwd,
+                   "events": self.events}
         if self.output is None:
             self.process = start_gunicorn(self.env, **options)
         else:

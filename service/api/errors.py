@@ -48,6 +48,13 @@ TITLES = {
     "no_winnable_deal": "No deal proved winnable could be found in time",
     "game_not_over": "The game is not over",
     "internal_error": "Internal error",
+    # Refused by gunicorn before the app (service/runtime/refusals.py).
+    "malformed_request": "The request is not valid HTTP/1.1",
+    "uri_too_long": "The request line is too long",
+    "header_fields_too_large": "The header fields are too large",
+    "expectation_failed": "The expectation cannot be met",
+    "unsupported_transfer_coding": "The transfer coding is not supported",
+    "forbidden": "The connection is refused",
 }
 
 #: Werkzeug's HTTP errors: status -> our code.
@@ -70,14 +77,22 @@ class BadRequest(Exception):
         self.status, self.code, self.detail, self.headers = status, code, detail, headers or {}
 
 
-def problem(status: int, code: str, detail: str, *, errors: dict | None = None,
-            headers: dict | None = None, title: str | None = None) -> Response:
+def problem_body(status: int, code: str, detail: str, *, errors: dict | None = None,
+                 title: str | None = None) -> bytes:
+    """The JSON document of a problem (also written by gunicorn's processes for what they
+    refuse before the app: :mod:`service.runtime.refusals`)."""
     title = title or TITLES.get(code) or code.replace("_", " ").capitalize()
     body = {"type": f"urn:patience:problem:{code}", "title": title,
             "status": status, "detail": detail, "code": code}
     if errors is not None:
         body["errors"] = errors
-    response = Response(orjson.dumps(body), status, mimetype=PROBLEM_JSON)
+    return orjson.dumps(body)
+
+
+def problem(status: int, code: str, detail: str, *, errors: dict | None = None,
+            headers: dict | None = None, title: str | None = None) -> Response:
+    response = Response(problem_body(status, code, detail, errors=errors, title=title),
+                        status, mimetype=PROBLEM_JSON)
     response.headers.update(headers or {})
     response.problem_code = code  # for the request log line
     return response

@@ -31,6 +31,7 @@ from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
 from service.live.follower import Attach
 from service.live.sse import ATTACH_ENVIRON
 from service.runtime.handoff import receive
+from service.runtime.refusals import ProblemRefusalHandler, ProblemRefusals
 
 log = logging.getLogger("patience.handoff")
 
@@ -61,17 +62,20 @@ class _Attaching:
             self._sendall(b"0\r\n\r\n")
 
 
-class AttachingHandler(_Attaching, WSGIHandler):
+class AttachingHandler(ProblemRefusalHandler, _Attaching, WSGIHandler):
     pass
 
 
-class AttachingPyWSGIHandler(_Attaching, PyWSGIHandler):
+class AttachingPyWSGIHandler(ProblemRefusalHandler, _Attaching, PyWSGIHandler):
     pass
 
 
-class EventsProcess(GeventPyWSGIWorker):
+class EventsProcess(ProblemRefusals, GeventPyWSGIWorker):
     """A process of the events group: gunicorn's gevent worker with
-    :class:`AttachingPyWSGIHandler`."""
+    :class:`AttachingPyWSGIHandler`.  gevent's server reads the requests here, and its
+    handler answers what it refuses before the app as problem details; the worker's own
+    :meth:`handle_error` (gunicorn's parser, not used by this worker's server) does too
+    (:mod:`service.runtime.refusals`)."""
 
     wsgi_handler = AttachingPyWSGIHandler
 

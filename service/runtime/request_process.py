@@ -9,14 +9,16 @@ import os
 from gunicorn.workers.gthread import ThreadWorker
 
 from service.runtime.handoff import ENV, is_stream_request, request_head, send
+from service.runtime.refusals import ProblemRefusals
 
 log = logging.getLogger("patience.handoff")
 
 
-class RequestProcess(ThreadWorker):
+class RequestProcess(ProblemRefusals, ThreadWorker):
     """A process of the request group: gunicorn's gthread worker, which passes the
     connection of an events stream to the events group listening at
-    ``EVENTS_HANDOFF_SOCKET``, and serves the stream itself when none does."""
+    ``EVENTS_HANDOFF_SOCKET``, and serves the stream itself when none does.  What it
+    refuses before the app answers problem details (:mod:`service.runtime.refusals`)."""
 
     def handle_request(self, req, conn):
         path = os.environ.get(ENV)

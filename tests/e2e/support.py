@@ -20,19 +20,24 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 class Gunicorn(launch.Gunicorn):
-    """The service's gunicorn (:mod:`devtools.launch`, the command of `make run`) on a
-    free port, with ``env`` on top of this process's environment, its output in ``log``;
-    on a clean exit its log must show no traceback, 500 or worker timeout."""
+    """The service's gunicorn (:mod:`devtools.launch`, the command of `make run`; the events
+    group's with ``events``) on a free port, with ``env`` on top of this process's
+    environment, its output in ``log``; on a clean exit its log must show no traceback,
+    500 or worker timeout."""
 
-    def __init__(self, redis_url: str, log: Path, **env: str):
+    def __init__(self, redis_url: str, log: Path, *, events: bool = False, **env: str):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         environ = dict(os.environ, HOST="127.0.0.1", PORT=str(self.port),
                        REDIS_URL=redis_url, LOG_LEVEL="WARNING", WEB_CONCURRENCY="2",
                        GUNICORN_THREADS="8", RATELIMIT_DEFAULT="100000 per minute")
         environ.pop("PROMETHEUS_MULTIPROC_DIR", None)
+        if events:  # the events group alone, on its own address
+            environ.update(EVENTS_BIND=f"127.0.0.1:{self.port}", EVENTS_WORKERS="1")
+            environ.pop("EVENTS_HANDOFF_SOCKET", None)
         environ.update(env)
-        super().__init__(environ, output=log, workers=int(environ["WEB_CONCURRENCY"]))
+        workers = int(environ["EVENTS_WORKERS" if events else "WEB_CONCURRENCY"])
+        super().__init__(environ, output=log, workers=workers, events=events)
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
