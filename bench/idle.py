@@ -34,10 +34,11 @@ from pathlib import Path
 import redis
 import requests
 
-from bench.procs import TreeCpu, cmdline
+from bench.procs import TreeCpu
 from bench.sections import write_section
 from bench.solver import source_commit
 from devtools.launch import ROOT
+from devtools.processes import cmdline
 from devtools.redis_server import free_port
 from service.engine import variants
 from service.storage import keys

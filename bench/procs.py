@@ -1,54 +1,17 @@
 """Processes and the CPU time they use, read from Linux ``/proc``: a process tree's CPU
 by part (``python -m bench idle``), and whether the solver's worker ran while a
-benchmark measured (:class:`WorkerWatch`, which every benchmark reports)."""
+benchmark measured (:class:`WorkerWatch`, which every benchmark reports).  The
+processes themselves are read by :mod:`devtools.processes`."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+from devtools.processes import cmdline, every_process
+
 #: The command line of the solver's worker (``devtools.launch.WORKER_COMMAND``) ends so.
 WORKER_ARGV = ("-m", "service.solver.worker")
-
-
-@dataclass(frozen=True, slots=True)
-class Stat:
-    """What ``/proc/<pid>/stat`` says of a process: its parent, the CPU seconds it has
-    used (user + system) and when it started (clock ticks since boot: with the pid, it
-    tells a process from a later one that got the same pid)."""
-
-    pid: int
-    ppid: int
-    cpu: float
-    started: int
-
-
-def stat(pid: int) -> Stat | None:
-    """The :class:`Stat` of ``pid``, None if it is gone."""
-    with contextlib.suppress(OSError, IndexError, ValueError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return Stat(pid, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS,
-                    int(fields[19]))
-    return None
-
-
-def every_process() -> dict[int, Stat]:
-    found = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (info := stat(int(entry))) is not None:
-            found[info.pid] = info
-    return found
-
-
-def cmdline(pid: int) -> list[str]:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace") \
-            .rstrip("\0").split("\0")
-    return []
 
 
 def is_solver_worker(pid: int) -> bool:

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -38,6 +39,25 @@ def new_secret_key() -> str:
     return secrets.token_urlsafe(32)
 
 
+def _spawn(argv: list[str], env: Mapping[str, str], output, cwd: Path = ROOT
+           ) -> subprocess.Popen:
+    """``argv`` in ``cwd`` with ``env`` as its whole environment, its output to ``output``
+    (a file; None: this process's), in a session of its own (signals reach it only
+    through the caller) that dies with the caller's thread."""
+    return subprocess.Popen(
+        argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=output,
+        stderr=subprocess.STDOUT if output is not None else None,
+        start_new_session=True, preexec_fn=die_with_parent())
+
+
+def _with_secret_key(env: Mapping[str, str]) -> dict[str, str]:
+    """``env``, with a fresh ``SECRET_KEY`` if it has none."""
+    env = dict(env)
+    if not env.get("SECRET_KEY"):
+        env["SECRET_KEY"] = new_secret_key()
+    return env
+
+
 def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
                    output=None, events: bool = False, python: str = sys.executable,
                    cwd: Path = ROOT) -> subprocess.Popen:
@@ -48,14 +68,7 @@ def start_gunicorn(env: dict[str, str], *, app: str = GUNICORN_COMMAND[-1],
     none), its output to ``output`` (a file; None: this process's), in a session of its
     own (signals reach it only through the caller) that dies with the caller's thread."""
     command = EVENTS_COMMAND if events else GUNICORN_COMMAND
-    env = dict(env)
-    if not env.get("SECRET_KEY"):
-        env["SECRET_KEY"] = new_secret_key()
-    return subprocess.Popen(
-        [python, "-m", *command[:-1], app], cwd=cwd, env=env,
-        stdin=subprocess.DEVNULL, stdout=output,
-        stderr=subprocess.STDOUT if output is not None else None,
-        start_new_session=True, preexec_fn=die_with_parent())
+    return _spawn([python, "-m", *command[:-1], app], _with_secret_key(env), output, cwd)
 
 
 def stop_gunicorn(process: subprocess.Popen, timeout: float = 30.0) -> int:
@@ -75,21 +88,89 @@ def start_worker(env: dict[str, str], *, output=None) -> subprocess.Popen:
     environment (a fresh ``SECRET_KEY`` if it has none: the worker writes no idempotency
     record), its output to ``output`` as :func:`start_gunicorn` does; stop it with
     :func:`stop_gunicorn` (SIGTERM ends it at once)."""
-    env = dict(env)
-    if not env.get("SECRET_KEY"):
-        env["SECRET_KEY"] = new_secret_key()
-    return subprocess.Popen(
-        [sys.executable, *WORKER_COMMAND[1:]], cwd=ROOT, env=env,
-        stdin=subprocess.DEVNULL, stdout=output,
-        stderr=subprocess.STDOUT if output is not None else None,
-        start_new_session=True, preexec_fn=die_with_parent())
+    return _spawn([sys.executable, *WORKER_COMMAND[1:]], _with_secret_key(env), output)
 
 
-class GunicornError(RuntimeError):
+class StartError(RuntimeError):
+    """A service exited, or did not answer, while it was being started."""
+
+
+class GunicornError(StartError):
     """gunicorn exited, or did not answer, while it was being started."""
 
 
-class Gunicorn:
+class _Service(ABC):
+    """A service process that is ready once it answers ``GET ready_path`` with 200 on
+    ``host:port`` (and :meth:`_running` says so).  Subclasses set :attr:`NAME`,
+    :attr:`ERROR` and the default timeouts, and give :meth:`start`, :meth:`log` and
+    :meth:`_address`.
+    :meth:`wait_ready` waits for it, :meth:`stop` ends it (SIGTERM, SIGKILL after the
+    timeout); as a context manager it does all three."""
+
+    NAME = "the service"
+    ERROR: type[StartError] = StartError
+    READY_SECONDS = 30.0
+    STOP_SECONDS = 30.0
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @abstractmethod
+    def start(self) -> _Service:
+        """Start the process (without waiting for it)."""
+
+    @abstractmethod
+    def log(self) -> str:
+        """What it wrote so far."""
+
+    @abstractmethod
+    def _address(self) -> tuple[str, int, str]:
+        """``(host, port, ready_path)``."""
+
+    def _running(self) -> bool:
+        """Whether the processes it needs run (besides answering)."""
+        return True
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Wait until it answers (see the class); :attr:`ERROR` if it exits or
+        ``timeout`` (:attr:`READY_SECONDS` by default) passes first."""
+        timeout = self.READY_SECONDS if timeout is None else timeout
+        host, port, path = self._address()
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise self.ERROR(f"{self.NAME} exited with status {self.process.returncode}:"
+                                 f"\n{self.log()[-3000:]}")
+            if self._running() and _answers(host, port, path):
+                return
+            if time.monotonic() > deadline:
+                raise self.ERROR(f"{self.NAME} did not answer GET {path} within "
+                                 f"{timeout:g} s:\n{self.log()[-3000:]}")
+            time.sleep(0.1)
+
+    def stop(self, timeout: float | None = None) -> int | None:
+        """:func:`stop_gunicorn` (SIGTERM, SIGKILL after ``timeout``, :attr:`STOP_SECONDS`
+        by default); the exit status (None if it was never started)."""
+        if self.process is None:
+            return None
+        return stop_gunicorn(self.process, self.STOP_SECONDS if timeout is None else timeout)
+
+    def __enter__(self):
+        self.start()
+        try:
+            self.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(self, *_exc_info) -> None:
+        self.stop()
+
+
+class Gunicorn(_Service):
     """A gunicorn of ``app`` (the service by default) under ``env``, started by
     :func:`start_gunicorn` (by ``python`` in ``cwd``; the events group's with ``events``,
     whose ``EVENTS_BIND`` must then be ``$HOST:$PORT``), its output in the file ``output``
@@ -99,6 +180,9 @@ class Gunicorn:
     ``$HOST:$PORT`` of ``env`` answers 200 and (with ``workers``) the master runs that
     many workers; :meth:`stop` ends it.  As a context manager it does all three.
     """
+
+    NAME = "gunicorn"
+    ERROR = GunicornError
 
     def __init__(self, env: Mapping[str, str], *, app: str = GUNICORN_COMMAND[-1],
                  output: Path | None = None, ready_path: str = "/healthz",
@@ -113,10 +197,6 @@ class Gunicorn:
         self.ready_path = ready_path
         self.expected_workers = workers
         self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
 
     def start(self) -> Gunicorn:
         options = {"app": self.app, "python": self.python, "cwd": self.cwd,
@@ -138,38 +218,11 @@ class Gunicorn:
         """The pids of the master's worker processes (Linux /proc)."""
         return children(self.pid)
 
-    def wait_ready(self, timeout: float = 30.0) -> None:
-        """Wait until gunicorn answers and runs its workers (see the class);
-        :class:`GunicornError` if it exits or ``timeout`` passes first."""
-        host, port = self.env.get("HOST") or "127.0.0.1", int(self.env["PORT"])
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise GunicornError(f"gunicorn exited with status {self.process.returncode}:"
-                                    f"\n{self.log()[-3000:]}")
-            if (self.expected_workers is None or len(self.workers()) == self.expected_workers) \
-                    and _answers(host, port, self.ready_path):
-                return
-            if time.monotonic() > deadline:
-                raise GunicornError(f"gunicorn did not answer GET {self.ready_path} within "
-                                    f"{timeout:g} s:\n{self.log()[-3000:]}")
-            time.sleep(0.1)
+    def _address(self) -> tuple[str, int, str]:
+        return self.env.get("HOST") or "127.0.0.1", int(self.env["PORT"]), self.ready_path
 
-    def stop(self, timeout: float = 30.0) -> int | None:
-        """:func:`stop_gunicorn`; the exit status (None if it was never started)."""
-        return None if self.process is None else stop_gunicorn(self.process, timeout)
-
-    def __enter__(self) -> Gunicorn:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *_exc_info) -> None:
-        self.stop()
+    def _running(self) -> bool:
+        return self.expected_workers is None or len(self.workers()) == self.expected_workers
 
 
 def _answers(host: str, port: int, path: str) -> bool:
@@ -190,11 +243,11 @@ def _answers(host: str, port: int, path: str) -> bool:
 DEVSERVER_COMMAND = ("python", "-m", "devtools.devserver")
 
 
-class DevServerError(RuntimeError):
+class DevServerError(StartError):
     """The development server exited, or did not answer, while it was being started."""
 
 
-class DevServer:
+class DevServer(_Service):
     """``python -m devtools.devserver`` (what ``make run`` runs) on a free port of
     127.0.0.1, its output appended to ``workdir/devserver.log``.
 
@@ -212,6 +265,10 @@ class DevServer:
     OWN_SETTINGS = ("REDIS_URL", "REDIS_PORT", "SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR",
                     "EVENTS_BIND", "EVENTS_HANDOFF_SOCKET")
     HOST = "127.0.0.1"
+    NAME = "the development server"
+    ERROR = DevServerError
+    READY_SECONDS = 60.0
+    STOP_SECONDS = 60.0
 
     def __init__(self, workdir: Path, **env: str):
         self.workdir = Path(workdir)
@@ -226,18 +283,11 @@ class DevServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.log_offset = 0
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
     def start(self) -> DevServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with open(self.output, "ab") as sink:  # the child keeps its own copy
             self.log_offset = sink.tell()
-            self.process = subprocess.Popen(
-                [sys.executable, *DEVSERVER_COMMAND[1:]], cwd=ROOT, env=self.env,
-                stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                start_new_session=True, preexec_fn=die_with_parent())
+            self.process = _spawn([sys.executable, *DEVSERVER_COMMAND[1:]], self.env, sink)
         return self
 
     def log(self) -> str:
@@ -274,39 +324,13 @@ class DevServer:
                 found[part].extend(children(child))
         return found
 
-    def wait_ready(self, timeout: float = 60.0) -> None:
-        """Wait until both gunicorn groups run a worker at least and ``GET /healthz``
-        answers 200; :class:`DevServerError` if it exits or ``timeout`` passes first."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise DevServerError(f"the development server exited with status "
-                                     f"{self.process.returncode}:\n{self.log()[-3000:]}")
-            parts = self.parts()
-            if all(len(parts.get(group, ())) > 1 for group in ("events group", "request group")) \
-                    and _answers(self.HOST, self.port, "/healthz"):
-                return
-            if time.monotonic() > deadline:
-                raise DevServerError(f"the development server did not answer GET /healthz "
-                                     f"within {timeout:g} s:\n{self.log()[-3000:]}")
-            time.sleep(0.1)
+    def _address(self) -> tuple[str, int, str]:
+        return self.HOST, self.port, "/healthz"
 
-    def stop(self, timeout: float = 60.0) -> int | None:
-        """:func:`stop_gunicorn` (SIGTERM, SIGKILL after ``timeout``); the exit status
-        (None if it was never started)."""
-        return None if self.process is None else stop_gunicorn(self.process, timeout)
-
-    def __enter__(self) -> DevServer:
-        self.start()
-        try:
-            self.wait_ready()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(self, *_exc_info) -> None:
-        self.stop()
+    def _running(self) -> bool:
+        """Both gunicorn groups run a worker at least."""
+        parts = self.parts()
+        return all(len(parts.get(group, ())) > 1 for group in ("events group", "request group"))
 
 
 def _runs(argv: list[str], words: tuple[str, ...]) -> bool:

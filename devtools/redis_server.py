@@ -334,14 +334,17 @@ def find_redis_cli(server_binary: str | None = None) -> str:
     raise RedisServerNotFound("no redis-cli beside redis-server nor on PATH")
 
 
-def free_cluster_port(host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> int:
-    """A port that was free a moment ago, as is the one 10000 above it (a cluster node
-    of Redis 6 talks to the others on that bus port; both must be under 65536).
+def free_cluster_port(host: str = "127.0.0.1", avoid: Iterable[int] = (), *,
+                      also_on: Iterable[str] = ()) -> int:
+    """A port that was free a moment ago on ``host`` (and on every address of
+    ``also_on``), as is the one 10000 above it (a cluster node of Redis 6 talks to the
+    others on that bus port; both must be under 65536).
 
     Both lie below the kernel's range of ephemeral ports when there is room, so that no
     outgoing connection nor ``free_port()`` takes one before the node binds it; neither
     is a port or bus port of the nodes in ``avoid``."""
     taken = {q for port in avoid for q in (port, port + _BUS_OFFSET)}
+    hosts = (host, *also_on)
     ephemeral_low = _ephemeral_low()
     low, high = 10000, ephemeral_low - _BUS_OFFSET
     if high - low < 1000:
@@ -351,9 +354,10 @@ def free_cluster_port(host: str = "127.0.0.1", avoid: Iterable[int] = ()) -> int
         if port in taken or port + _BUS_OFFSET in taken:
             continue
         try:
-            for candidate in (port, port + _BUS_OFFSET):
-                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                    sock.bind((host, candidate))
+            for address in hosts:
+                for candidate in (port, port + _BUS_OFFSET):
+                    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                        sock.bind((address, candidate))
         except OSError:
             continue
         return port

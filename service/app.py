@@ -18,7 +18,7 @@ from service import api
 from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
-from service.config import Config
+from service.config import read_config
 from service.game.games import Games
 from service.live.feed import EventsFeed
 from service.observability import telemetry
@@ -34,7 +34,7 @@ CORS_EXPOSE_HEADERS = ["ETag", "Location", "Retry-After", "RateLimit-Limit",
 
 def create_app(test_config: dict | None = None) -> Flask:
     app = Flask(__name__)
-    app.config.from_object(Config)
+    app.config.from_mapping(read_config())
     if test_config is not None:
         app.config.from_mapping(test_config)
     _check_secret_key(app, testing=test_config is not None)

@@ -24,6 +24,11 @@ def _env(name: str, default: T, parse: Callable[[str], T], expected: str) -> T:
         raise ValueError(f"{name} must be {expected}, not {value!r}") from None
 
 
+def env_str(name: str, default: str | None) -> str | None:
+    """The variable's text as it is (``default`` when unset or empty)."""
+    return os.environ.get(name) or default
+
+
 def env_int(name: str, default: int | None) -> int | None:
     return _env(name, default, int, "an integer")
 

@@ -8,7 +8,6 @@ events group.  (tests/deploy runs the whole file on a Docker Engine.)"""
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
@@ -140,28 +139,13 @@ def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-def _loopback_port(hosts: list[str]) -> int:
-    """A port free on every one of ``hosts`` (loopback addresses), with its bus port."""
-    for _attempt in range(50):
-        port = free_cluster_port(hosts[0])
-        try:
-            for host in hosts:
-                for candidate in (port, port + 10000):
-                    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-                        sock.bind((host, candidate))
-        except OSError:
-            continue
-        return port
-    raise AssertionError("no port free on every loopback address")
-
-
 @pytest.mark.timeout(90)
 def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(tmp_path):
     """The init script, run with sh against nine local nodes started with the compose
     file's node configuration, on the loopback addresses 127.0.0.11 to .19 (the
     network's numbers) and a free port of their own."""
     hosts = [f"127.0.0.1{number}" for number in range(1, 10)]
-    port = _loopback_port(hosts)
+    port = free_cluster_port(hosts[0], also_on=hosts[1:])  # free on every one of them
     # What compose does to the script: its variables, then $$ -> $.
     script = _compose()["services"]["cluster-init"]["command"][-1]
     script = script.replace(NETWORK, "127.0.0").replace("$$", "$")

@@ -24,19 +24,7 @@ from service.env import env_int
 from service.runtime import shared
 from service.runtime.events_process import handoff_server
 from service.runtime.handoff import listen
-from service.runtime.shared import (  # noqa: F401 (gunicorn reads these settings)
-    accesslog,
-    child_exit,
-    control_socket_disable,
-    errorlog,
-    events_feed,
-    graceful_timeout,
-    keepalive,
-    loglevel,
-    on_sigterm,
-    timeout,
-    worker_tmp_dir,
-)
+from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
 # One process by default: it holds ten thousand idle streams on one core, and every
@@ -95,7 +83,7 @@ def on_starting(server):
 def post_worker_init(worker):
     """Give the process's app its cap of streams, serve the connections handed to it, and
     on SIGTERM end its streams first (their clients resume with Last-Event-ID)."""
-    feed = events_feed(worker)
+    feed = shared.events_feed(worker)
     if feed is not None:
         feed.streams.limit(max_streams)
     listener = _handoff.pop("listener", None)
@@ -114,14 +102,14 @@ def post_worker_init(worker):
 
     # In a greenlet of its own: the handler may interrupt one that holds a lock
     # stop_streams() takes.
-    on_sigterm(lambda: gevent.spawn(stop_now))
+    shared.on_sigterm(lambda: gevent.spawn(stop_now))
 
 
 def worker_exit(server, worker):
     """Let the handed-over connections finish (their streams have ended)."""
     handed = _handoff.get("server")
     if handed is not None:
-        handed.stop(timeout=graceful_timeout)
+        handed.stop(timeout=shared.graceful_timeout)
 
 
 def on_exit(server):

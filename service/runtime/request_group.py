@@ -9,20 +9,8 @@ and hand every events stream to the events group.  All read from the environment
 import os
 
 from service.env import env_int
-from service.runtime.shared import (  # noqa: F401 (gunicorn reads these settings)
-    accesslog,
-    child_exit,
-    control_socket_disable,
-    errorlog,
-    events_feed,
-    graceful_timeout,
-    keepalive,
-    loglevel,
-    on_sigterm,
-    on_starting,
-    timeout,
-    worker_tmp_dir,
-)
+from service.runtime import shared
+from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # Processes: two per core (4 on the 2-core machines this is sized for; scale it with the
@@ -64,7 +52,7 @@ def post_worker_init(worker):
     """Give the process's app its cap of streams; and on SIGTERM (a graceful stop), end
     its events streams first: they would hold the shutdown up for `graceful_timeout`;
     their clients resume elsewhere with Last-Event-ID."""
-    feed = events_feed(worker)
+    feed = shared.events_feed(worker)
     if feed is not None:
         feed.streams.limit(max_streams)
-        on_sigterm(feed.stop_streams)
+        shared.on_sigterm(feed.stop_streams)

@@ -1,5 +1,7 @@
 """The gunicorn settings and hooks both groups share: :mod:`~service.runtime.request_group`
-and :mod:`~service.runtime.events_group` import them, so the two never drift apart.  The
+and :mod:`~service.runtime.events_group` take every name of :data:`__all__` (``from
+service.runtime.shared import *``), so the two never drift apart; a group may define its
+own hook over a shared one (the events group's ``on_starting`` calls this one).  The
 settings are read from the environment."""
 
 import os
@@ -9,6 +11,12 @@ from collections.abc import Callable
 
 from service.env import env_int
 from service.live import EXTENSION
+
+#: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
+#: own hooks, :func:`events_feed` and :func:`on_sigterm`, they call as ``shared.<name>``.)
+__all__ = ["accesslog", "child_exit", "control_socket_disable", "errorlog",
+           "graceful_timeout", "keepalive", "loglevel", "on_starting", "timeout",
+           "worker_tmp_dir"]
 
 timeout = env_int("GUNICORN_TIMEOUT", 30)
 graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)

@@ -42,7 +42,7 @@ ANALYSIS_RETRY_AFTER = 1
 
 @dataclass(frozen=True, slots=True)
 class SolverSettings:
-    """The budgets of the solver's features (``service.config.Config`` holds them)."""
+    """The budgets of the solver's features (settings of :mod:`service.config`)."""
 
     #: Proved-winnable seeds the worker keeps per variant (absent or 0: none).
     pool: dict[str, int]

@@ -54,6 +54,7 @@ import signal
 import sys
 import time
 
+from service.app import close_app, create_app
 from service.engine import get_variant
 from service.engine.search import count_cpu_time
 from service.env import env_int
@@ -186,10 +187,8 @@ def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop)
     try:
-        # The app's own configuration and stores: the same settings, the same Redis.
-        # (Imported here: a bad setting raises ValueError while the config is read.)
-        from service.app import close_app, create_app
-
+        # The app's own configuration and stores: the same settings, the same Redis.  A
+        # bad setting raises ValueError when create_app() reads the environment.
         app = create_app()
         nice = env_int("WORKER_NICE", 10)
     except ValueError as error:

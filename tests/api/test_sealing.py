@@ -18,7 +18,6 @@ from flask import request
 from flask.sessions import NullSession
 
 from service.app import close_app, create_app
-from service.config import Config
 from service.game.errors import GameError
 from service.game.idempotency import IdempotencyRecords
 from service.storage import keys
@@ -88,7 +87,10 @@ def test_a_redis_dump_of_an_idempotent_create_does_not_give_the_token_away(app, 
 
 @pytest.mark.parametrize("secret", [None, "", "too-short"])
 def test_production_refuses_to_start_without_a_long_secret_key(monkeypatch, secret):
-    monkeypatch.setattr(Config, "SECRET_KEY", secret)
+    if secret is None:
+        monkeypatch.delenv("SECRET_KEY", raising=False)
+    else:
+        monkeypatch.setenv("SECRET_KEY", secret)
     with pytest.raises(RuntimeError, match="SECRET_KEY must be set"):
         create_app()
 

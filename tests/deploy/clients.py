@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 
 import requests
 
+from tests.deploy.figures import record
+from tests.e2e.test_events_e2e import Follower
+
 #: A Clock deal that the player of :func:`play_whole_game` takes to its end (lost, after
 #: 74 moves: the twelve foundations stall) in about 80 requests.
 WHOLE_GAME = {"variant": "clock", "seed": 38}
@@ -63,6 +66,32 @@ def play_whole_game(session: requests.Session, base: str, game_id: str,
         if game["status"] != "playing":
             return game, version
     raise AssertionError(f"{game_id} still playing after {MAX_MOVES} moves")
+
+
+def play_followed_game(session: requests.Session, base: str,
+                       section: str) -> tuple[str, dict, list]:
+    """:data:`WHOLE_GAME` created, followed over Server-Sent Events and played to its end
+    (:func:`play_whole_game`, its time recorded under ``section``): the stream gives every
+    version once, in order, then the end with the final game.  Returns the game's id, the
+    final game and the stream's events."""
+    game_id, token = create(session, base, **WHOLE_GAME)
+    follower = Follower(f"{base}/v1/games/{game_id}/events")
+    follower.start()
+    assert follower.opened.wait(15), "the stream did not open"
+    started = time.monotonic()
+    final, moves = play_whole_game(session, base, game_id, token)
+    record(section, whole_game=f"{WHOLE_GAME['variant']} seed {WHOLE_GAME['seed']}: "
+                               f"{final['status']} after {moves} moves in "
+                               f"{time.monotonic() - started:.1f} s")
+    assert final["status"] in ("won", "lost")
+    follower.join(30)
+    assert not follower.is_alive(), "the stream did not end with the game"
+    assert follower.error is None, repr(follower.error)
+    events = follower.events()
+    assert [message.event for message in events] == ["move"] * moves + ["end"]
+    assert [message.json()["version"] for message in events[:-1]] == list(range(1, moves + 1))
+    assert events[-1].json()["game"]["status"] == final["status"]
+    return game_id, final, events
 
 
 @dataclass

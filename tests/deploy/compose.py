@@ -153,6 +153,12 @@ class Deployment:
             raise DeployError(f"{service}:{port} is not published")
         return address
 
+    def save_logs(self, name: str) -> None:
+        """Every service's log (``compose logs``) into ``tests/artifacts/<name>``."""
+        logs = self.compose("logs", "--no-color", check=False).stdout
+        (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
+        (ROOT / "tests" / "artifacts" / name).write_text(logs)
+
     def logs(self, service: str) -> str:
         result = docker("logs", self.container(service), check=False, timeout=60)
         return result.stdout + result.stderr

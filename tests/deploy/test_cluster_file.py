@@ -29,10 +29,9 @@ import requests
 from redis.crc import key_slot
 
 from tests.deploy.clients import (
-    WHOLE_GAME,
     auth,
     create,
-    play_whole_game,
+    play_followed_game,
     run_players,
     salic_law_games,
     stop_players,
@@ -40,8 +39,7 @@ from tests.deploy.clients import (
     versions,
 )
 from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
-from tests.deploy.conftest import ROOT, deployment_env, project_name, record
-from tests.e2e.test_events_e2e import Follower
+from tests.deploy.conftest import deployment_env, project_name, record
 from tests.sse import messages
 
 pytestmark = pytest.mark.timeout(400)
@@ -98,32 +96,14 @@ def cluster(base_images, app_image):
         record(SECTION, up_to_ready_s=round(time.monotonic() - started, 1))
         yield deployment, base, prefix
     finally:
-        logs = deployment.compose("logs", "--no-color", check=False).stdout
-        (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
-        (ROOT / "tests" / "artifacts" / "deploy-cluster.log").write_text(logs)
+        deployment.save_logs("deploy-cluster.log")
         deployment.remove()
 
 
 def test_a_whole_game_through_the_load_balancer_followed_over_sse(cluster):
     deployment, base, _prefix = cluster
     session = requests.Session()
-    game_id, token = create(session, base, **WHOLE_GAME)
-    follower = Follower(f"{base}/v1/games/{game_id}/events")
-    follower.start()
-    assert follower.opened.wait(15), "the stream did not open"
-    started = time.monotonic()
-    final, moves = play_whole_game(session, base, game_id, token)
-    record(SECTION, whole_game=f"{WHOLE_GAME['variant']} seed {WHOLE_GAME['seed']}: "
-                               f"{final['status']} after {moves} moves in "
-                               f"{time.monotonic() - started:.1f} s")
-    assert final["status"] in ("won", "lost")
-    follower.join(30)
-    assert not follower.is_alive(), "the stream did not end with the game"
-    assert follower.error is None, repr(follower.error)
-    events = follower.events()
-    assert [message.event for message in events] == ["move"] * moves + ["end"]
-    assert [message.json()["version"] for message in events[:-1]] == list(range(1, moves + 1))
-    assert events[-1].json()["game"]["status"] == final["status"]
+    game_id, _final, _events = play_followed_game(session, base, SECTION)
     # HAProxy sent the stream to the events group, and nothing else.
     events_log = deployment.logs("events")
     assert f'"path": "/v1/games/{game_id}/events"' in events_log

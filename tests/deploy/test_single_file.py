@@ -18,10 +18,9 @@ import pytest
 import requests
 
 from tests.deploy.clients import (
-    WHOLE_GAME,
     auth,
     create,
-    play_whole_game,
+    play_followed_game,
     run_players,
     salic_law_games,
     stop_players,
@@ -29,8 +28,7 @@ from tests.deploy.clients import (
     versions,
 )
 from tests.deploy.compose import Deployment
-from tests.deploy.conftest import ROOT, deployment_env, project_name, record
-from tests.e2e.test_events_e2e import Follower
+from tests.deploy.conftest import deployment_env, project_name, record
 
 pytestmark = pytest.mark.timeout(300)
 SECTION = "single file (docker-compose.yml)"
@@ -60,34 +58,17 @@ def single(base_images, app_image):
         record(SECTION, up_to_ready_s=round(time.monotonic() - started, 1))
         yield deployment, base
     finally:
-        logs = deployment.compose("logs", "--no-color", check=False).stdout
-        (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
-        (ROOT / "tests" / "artifacts" / "deploy-single.log").write_text(logs)
+        deployment.save_logs("deploy-single.log")
         deployment.remove()
 
 
 def test_a_whole_game_played_and_followed_through_the_published_port(single):
     deployment, base = single
     session = requests.Session()
-    game_id, token = create(session, base, **WHOLE_GAME)
-    follower = Follower(f"{base}/v1/games/{game_id}/events")
-    follower.start()
-    assert follower.opened.wait(15), "the stream did not open"
-    started = time.monotonic()
-    final, moves = play_whole_game(session, base, game_id, token)
-    record(SECTION, whole_game=f"{WHOLE_GAME['variant']} seed {WHOLE_GAME['seed']}: "
-                               f"{final['status']} after {moves} moves in "
-                               f"{time.monotonic() - started:.1f} s")
-    assert final["status"] in ("won", "lost")
-    follower.join(30)
-    assert not follower.is_alive(), "the stream did not end with the game"
-    assert follower.error is None, repr(follower.error)
-    events = follower.events()
-    # Every version once, in order, then the end with the final game.
-    assert [message.event for message in events] == ["move"] * moves + ["end"]
+    game_id, final, events = play_followed_game(session, base, SECTION)
+    moves = final["version"]
+    # Every version once, in order (the event ids too), then the end with the final game.
     assert [message.id for message in events[:-1]] == [str(v) for v in range(1, moves + 1)]
-    assert [message.json()["version"] for message in events[:-1]] == list(range(1, moves + 1))
-    assert events[-1].json()["game"]["status"] == final["status"]
     # The history says the same.
     history = session.get(f"{base}/v1/games/{game_id}/history", timeout=10).json()
     assert [entry["version"] for entry in history["moves"]] == list(range(1, moves + 1))
