@@ -4,6 +4,7 @@ gunicorn reads."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import runpy
 from pathlib import Path
@@ -20,8 +21,11 @@ from devtools.redis_server import RedisServer, free_port
 def gunicorn_settings(env: dict) -> dict:
     """What the request group's settings (:data:`GUNICORN_COMMAND`'s ``-c``) are under
     ``env`` (they read everything from there)."""
+    # Its file run afresh, as gunicorn does (run_module would warn when an earlier
+    # import left the module in sys.modules).
+    path = importlib.util.find_spec(GUNICORN_COMMAND[2].removeprefix("python:")).origin
     with mock.patch.dict(os.environ, env, clear=True):
-        namespace = runpy.run_module(GUNICORN_COMMAND[2].removeprefix("python:"))
+        namespace = runpy.run_path(path)
     worker_class = namespace.get("worker_class") or "sync"
     return {
         "workers": namespace.get("workers", 1),
