@@ -45,6 +45,7 @@ searched by one process at a time, so the per-deal budget is one core's.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -64,9 +65,9 @@ from pathlib import Path
 from bench.procs import WorkerWatch
 from bench.sections import write_section
 from service.engine import WON, Variant, get_variant, variants
-from service.engine.hints import HintBudget, heuristic_hint, hint
+from service.engine.hints import DEFAULT_BUDGET, HintBudget, heuristic_hint, hint
 from service.engine.playout import cards_home, hint_playout, random_playout
-from service.engine.search import Outcome, count_cpu_time, searches_of, solve
+from service.engine.search import CPU_CLOCK, Outcome, searches_of, solve
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = Path(__file__).with_name("RESULTS.md")
@@ -99,7 +100,8 @@ def wide_bot(option: str) -> str:
 def bot_budget(bot: str) -> HintBudget:
     """The hint budget of a bot named by :func:`wide_bot`: positions only, no seconds."""
     samples, positions = (int(part) for part in bot.removeprefix(WIDE).split("x"))
-    return HintBudget(samples=samples, positions=positions, seconds=math.inf)
+    return HintBudget(samples=samples, positions=positions, seconds=math.inf,
+                      clock=CPU_CLOCK)
 
 
 def bot_label(bot: str) -> str:
@@ -146,7 +148,9 @@ def _play(variant_id: str, seed: int, bot: str) -> dict:
         final, _steps = hint_playout(variant_id, seed,
                                      advise=lambda state: hint(state, budget))
     else:
-        advise = heuristic_hint if bot == "quick" else hint
+        # The API's hint, its seconds read on this process's CPU time.
+        budget = dataclasses.replace(DEFAULT_BUDGET, clock=CPU_CLOCK)
+        advise = heuristic_hint if bot == "quick" else (lambda state: hint(state, budget))
         final, _steps = hint_playout(variant_id, seed, advise=advise)
     return {"won": final.status == WON, "home": cards_home(final),
             "cpu": round(time.process_time() - started, 3)}
@@ -181,9 +185,9 @@ def play_deal(task: tuple[str, int, dict, bool, tuple[str, ...], str, str]) -> d
     if solver:
         if budget["budget"] is None:
             solution = solve(variant_id, seed, max_positions=budget["positions"],
-                             max_seconds=math.inf)
+                             max_seconds=math.inf, clock=CPU_CLOCK)
         else:
-            solution = solve(variant_id, seed, max_seconds=budget["budget"])
+            solution = solve(variant_id, seed, max_seconds=budget["budget"], clock=CPU_CLOCK)
         record.update(result=solution.result, searched=solution.searched,
                       seconds=round(solution.seconds, 3),
                       line=len(solution.line) if solution.line is not None else None)
@@ -491,7 +495,7 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     args.records.parent.mkdir(parents=True, exist_ok=True)
     with WorkerWatch() as watch, \
-            ProcessPoolExecutor(args.processes, initializer=count_cpu_time) as pool, \
+            ProcessPoolExecutor(args.processes) as pool, \
             args.records.open("a") as out:
         for done, record in enumerate(pool.map(play_deal, tasks, chunksize=1), start=1):
             _merge(records, record)

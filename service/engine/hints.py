@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .base import PLAYING, State
 from .moves import MOVE, Move, Step
-from .search import Line, Outcome, hint_line, now, searches_of, solve_state
+from .search import WALL_CLOCK, Line, Outcome, hint_line, searches_of, solve_state
 from .visible import VisibleView, visible_view
 
 
@@ -204,13 +205,14 @@ def autoplay(state: State) -> tuple[State, list[Step]]:
 class HintBudget:
     """What one :func:`hint` may spend: ``samples`` orders of the unseen cards, each
     searched by the solver for at most ``positions`` positions, and at most ``seconds``
-    of wall-clock time in all (a hard stop: the samples not searched by then count for
-    nothing).  The positions, not the clock, end a search on a machine that keeps up,
-    so the hint of a position is the same on every call."""
+    in all on ``clock`` (the wall clock: a request waits; a hard stop: the samples not
+    searched by then count for nothing).  The positions, not the clock, end a search on
+    a machine that keeps up, so the hint of a position is the same on every call."""
 
     samples: int = 8
     positions: int = 250
     seconds: float = 0.8
+    clock: Callable[[], float] = WALL_CLOCK
 
 
 #: The budget of a hint served by the API.
@@ -261,7 +263,8 @@ def hint(state: State, budget: HintBudget = DEFAULT_BUDGET) -> Hint | None:
 def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int], int, int]:
     """Search the samples of ``view``: ``(votes, lost, searched)``, the winning first
     moves counted, how many samples were proved lost and how many were searched."""
-    deadline = now() + budget.seconds
+    clock = budget.clock
+    deadline = clock() + budget.seconds
     rng = random.Random(view.seed())
     samples = budget.samples if view.unseen else 1
     positions = budget.positions * searches_of(view.variant).hint_positions_scale
@@ -271,14 +274,14 @@ def _sample_votes(view: VisibleView, budget: HintBudget) -> tuple[dict[Move, int
     lost = searched = 0
     answers = {}        # a sampled deal drawn again is not searched again
     for _sample in range(samples):
-        left = deadline - now()
+        left = deadline - clock()
         if left <= 0:
             break
         world = view.sample(rng)
         found = answers.get(world.piles)
         if found is None:
             found = answers[world.piles] = solve_state(world, max_positions=positions,
-                                                       max_seconds=left)
+                                                       max_seconds=left, clock=clock)
         searched += 1
         if found.result == Outcome.WON and found.line:
             first = _shortcut(world, found.line)

@@ -25,6 +25,7 @@ Meanwhile the endpoint answers 202 with ``Retry-After``.  An analysis is stored 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
@@ -113,14 +114,14 @@ def random_seed() -> int:
     return secrets.randbits(64)
 
 
-def try_deal(variant: Variant, *, seconds: float, positions: int) -> int | None:
+def try_deal(variant: Variant, *, seconds: float, positions: int,
+             clock: Callable[[], float] = engine_solver.WALL_CLOCK) -> int | None:
     """One random deal of ``variant``, searched once within ``positions`` and
-    ``seconds``: its seed if the solver wins it, else None.  The seconds are read on the
-    solver's clock (:func:`service.engine.search.now`: the wall clock, or the process's
-    CPU time in the worker)."""
+    ``seconds``: its seed if the solver wins it, else None.  The seconds are read on
+    ``clock`` (the wall clock; the worker gives its CPU time)."""
     seed = random_seed()
     solution = engine_solver.solve(variant, seed, max_positions=positions,
-                                   max_seconds=seconds)
+                                   max_seconds=seconds, clock=clock)
     return seed if solution.result == Outcome.WON else None
 
 
@@ -129,8 +130,9 @@ def find_winnable(variant: Variant, *, seconds: float, deal_seconds: float,
     """A random seed of ``variant`` that the solver proves winnable, searching deal after
     deal (:func:`try_deal`) for up to ``seconds`` in all and ``deal_seconds`` per deal;
     None if none was found in time."""
-    deadline = engine_solver.now() + seconds
-    while (left := deadline - engine_solver.now()) > 0:
+    clock = engine_solver.WALL_CLOCK  # a request waits for it
+    deadline = clock() + seconds
+    while (left := deadline - clock()) > 0:
         seed = try_deal(variant, seconds=min(left, deal_seconds), positions=positions)
         if seed is not None:
             return seed
@@ -162,11 +164,13 @@ def analysis_json(variant: Variant, seed: int, solution: engine_solver.Solution)
     }
 
 
-def analyse(variant: Variant, seed: int, *, seconds: float, positions: int
+def analyse(variant: Variant, seed: int, *, seconds: float, positions: int,
+            clock: Callable[[], float] = engine_solver.WALL_CLOCK
             ) -> tuple[engine_solver.Solution, bytes]:
-    """Search the deal from its opening position: the solution and its Analysis JSON."""
+    """Search the deal from its opening position: the solution and its Analysis JSON
+    (the seconds read on ``clock``)."""
     solution = engine_solver.solve(variant, seed, max_positions=positions,
-                                   max_seconds=seconds)
+                                   max_seconds=seconds, clock=clock)
     return solution, orjson.dumps(analysis_json(variant, seed, solution))
 
 
@@ -222,9 +226,11 @@ class Analyses:
             self.store.release_analysis(game_id)
         return answer
 
-    def run(self, game_id: str) -> str:
+    def run(self, game_id: str, *, clock: Callable[[], float] = engine_solver.WALL_CLOCK
+            ) -> str:
         """The worker's part: compute and keep the analysis of ``game_id`` with the whole
-        budget, unless it is stored already or the game is gone.  Says what it did."""
+        budget (its seconds read on ``clock``; the worker gives its CPU time), unless it is
+        stored already or the game is gone.  Says what it did."""
         game = self.games.load(game_id)
         if game is None or not game.record.is_over:
             self.store.release_analysis(game_id)
@@ -234,7 +240,7 @@ class Analyses:
             return "stored already"
         _solution, answer = analyse(game.record.game_variant, game.record.seed,
                                     seconds=self.settings.analysis_seconds,
-                                    positions=self.settings.analysis_positions)
+                                    positions=self.settings.analysis_positions, clock=clock)
         self._keep(game_id, answer)
         return "stored"
 

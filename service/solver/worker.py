@@ -56,7 +56,7 @@ import time
 
 from service.app import close_app, create_app
 from service.engine import get_variant
-from service.engine.search import count_cpu_time
+from service.engine.search import CPU_CLOCK
 from service.env import env_int
 from service.observability.telemetry import configure_logging
 from service.solver.features import Analyses, try_deal
@@ -130,7 +130,7 @@ class Worker:
     def _analyse(self, game_id: str) -> str:
         owed = self.share.update()
         started, cpu = time.monotonic(), time.process_time()
-        outcome = self.analyses.run(game_id)
+        outcome = self.analyses.run(game_id, clock=CPU_CLOCK)
         # A user waited for it: it counts, but delays the pools by one search at most.
         self.share.cap(max(owed, self.settings.deal_seconds))
         log.info("analysis", extra={"game_id": game_id, "outcome": outcome,
@@ -154,7 +154,7 @@ class Worker:
     def _fill(self, variant_id: str) -> str:
         started, cpu = time.monotonic(), time.process_time()
         seed = try_deal(get_variant(variant_id), seconds=self.settings.deal_seconds,
-                        positions=self.settings.deal_positions)
+                        positions=self.settings.deal_positions, clock=CPU_CLOCK)
         if seed is not None:
             self.store.add_seed(variant_id, seed)
             self.found[variant_id] += 1
@@ -197,7 +197,6 @@ def main() -> int:
     configure_logging(app.config["LOG_LEVEL"])
     if nice:
         os.nice(nice)
-    count_cpu_time()  # every search's budget in CPU seconds
     analyses = app.extensions["analyses"]
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})

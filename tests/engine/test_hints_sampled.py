@@ -209,9 +209,10 @@ def test_salic_law_samples_are_searched_deeper_and_a_sample_drawn_twice_once(mon
     assert len(state.legal_moves()) > 1
     budgets = []
 
-    def spy(world, *, max_positions, max_seconds):
+    def spy(world, *, max_positions, max_seconds, clock):
         budgets.append(max_positions)
-        return solve_state(world, max_positions=max_positions, max_seconds=max_seconds)
+        return solve_state(world, max_positions=max_positions, max_seconds=max_seconds,
+                           clock=clock)
 
     monkeypatch.setattr(hints_module, "solve_state", spy)
     suggestion = hint(state, UNHURRIED)

@@ -314,3 +314,15 @@ def test_clock_search_wins_a_deal_its_rounds_find_early():
     # moves' classes; ranked rounds win it within 3,000.
     solution = solve("clock", 8, max_positions=5000, max_seconds=1e9)
     _replays_to_a_win(get_variant("clock").deal(8), solution)
+
+
+def test_a_budget_reads_the_clock_its_search_is_given():
+    time_now = [0.0]
+    budget = Budget(10**9, 1.0, lambda: time_now[0])
+    assert all(budget.spend() for _ in range(1000))  # the clock stands still: no end
+    time_now[0] = 1.5
+    spent = 0
+    while budget.spend():
+        spent += 1
+    assert spent < 256  # read again within 256 positions, and past its deadline
+    assert budget.out

@@ -13,14 +13,14 @@ Why each search's pruning rules are sound: docs/solver.md.
 """
 
 from . import clock, four_corners, salic_law  # noqa: F401  (register the games' searches)
-from .budget import Budget, count_cpu_time, now
+from .budget import CPU_CLOCK, WALL_CLOCK, Budget
 from .exhaustive import exhaustive_search
 from .registry import Searches, hint_line, searches_of
 from .results import Line, Outcome, Solution, move_table
 from .solver import DEFAULT_POSITIONS, DEFAULT_SECONDS, MAX_DEPTH, replay, solve, solve_state
 
 __all__ = [
-    "DEFAULT_POSITIONS", "DEFAULT_SECONDS", "MAX_DEPTH", "Budget", "Line", "Outcome",
-    "Searches", "Solution", "count_cpu_time", "exhaustive_search", "hint_line",
-    "move_table", "now", "replay", "searches_of", "solve", "solve_state",
+    "CPU_CLOCK", "DEFAULT_POSITIONS", "DEFAULT_SECONDS", "MAX_DEPTH", "WALL_CLOCK", "Budget",
+    "Line", "Outcome", "Searches", "Solution", "exhaustive_search", "hint_line",
+    "move_table", "replay", "searches_of", "solve", "solve_state",
 ]

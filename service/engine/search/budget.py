@@ -3,23 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
-#: The clock every budget in seconds is read on (the searches' and the hints'): the wall
-#: clock.  The benchmark switches its worker processes to their CPU time
-#: (:func:`count_cpu_time`), so that a search gets its seconds of one core however busy
-#: the machine is.
-_clock = time.perf_counter
-
-
-def now() -> float:
-    """The budgets' clock, in seconds."""
-    return _clock()
-
-
-def count_cpu_time() -> None:
-    """Read every budget of this process on its CPU time instead of the wall clock."""
-    global _clock
-    _clock = time.process_time
+#: The clock a budget in seconds is read on unless its search is given another: the wall
+#: clock (a request waits for the search).
+WALL_CLOCK = time.perf_counter
+#: The process's CPU time: the solver's worker and the benchmark give it to their
+#: searches, so that a search gets its seconds of one core however busy the machine is.
+CPU_CLOCK = time.process_time
 
 
 class Budget:
@@ -29,17 +20,19 @@ class Budget:
     the budget is exhausted (the clock is read every 256 positions only).
     """
 
-    __slots__ = ("max_positions", "deadline", "searched", "out")
+    __slots__ = ("max_positions", "clock", "deadline", "searched", "out")
 
-    def __init__(self, max_positions: int, max_seconds: float):
+    def __init__(self, max_positions: int, max_seconds: float,
+                 clock: Callable[[], float] = WALL_CLOCK):
         self.max_positions = max_positions
-        self.deadline = now() + max_seconds
+        self.clock = clock
+        self.deadline = clock() + max_seconds
         self.searched = 0
         self.out = False
 
     def spend(self) -> bool:
         self.searched += 1
         if self.searched >= self.max_positions or (
-                not self.searched & 255 and now() >= self.deadline):
+                not self.searched & 255 and self.clock() >= self.deadline):
             self.out = True
         return not self.out

@@ -9,7 +9,7 @@ from ..base import State
 from ..cards import ACE, JACK, KING, QUEEN
 from ..moves import DEAL, Move
 from ..rules.salic_law import FOUNDATIONS, KINGS, STOCK_PILE, SalicLaw
-from .budget import Budget, now
+from .budget import Budget
 from .registry import Searches, register
 from .results import Answer, Outcome, move_table
 
@@ -83,13 +83,13 @@ class _Share:
     def __init__(self, budget, fraction: float):
         self.budget = budget
         self.limit = budget.searched + int((budget.max_positions - budget.searched) * fraction)
-        self.deadline = now() + (budget.deadline - now()) * fraction
+        self.deadline = budget.clock() + (budget.deadline - budget.clock()) * fraction
         self.out = False
 
     def spend(self) -> bool:
         budget = self.budget
         if not budget.spend() or budget.searched >= self.limit or (
-                not budget.searched & 255 and now() >= self.deadline):
+                not budget.searched & 255 and budget.clock() >= self.deadline):
             self.out = True
         return not self.out
 

@@ -25,10 +25,11 @@ before the game is over (the analysis endpoint shows it only then).
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from ..base import LOST, PLAYING, RESIGNED, WON, State, Variant, get_variant
 from ..moves import Step
-from .budget import Budget, now
+from .budget import WALL_CLOCK, Budget
 from .exhaustive import exhaustive_search
 from .registry import searches_of
 from .results import Outcome, Solution
@@ -43,31 +44,33 @@ DEFAULT_SECONDS = 10.0
 
 
 def solve(variant: Variant | str, seed: int, *, max_positions: int = DEFAULT_POSITIONS,
-          max_seconds: float = DEFAULT_SECONDS) -> Solution:
+          max_seconds: float = DEFAULT_SECONDS,
+          clock: Callable[[], float] = WALL_CLOCK) -> Solution:
     """Search deal ``seed`` of ``variant`` (a :class:`Variant` or its id) from its
     opening position."""
     if isinstance(variant, str):
         variant = get_variant(variant)
     return solve_state(variant.deal(seed), max_positions=max_positions,
-                       max_seconds=max_seconds)
+                       max_seconds=max_seconds, clock=clock)
 
 
 def solve_state(state: State, *, max_positions: int = DEFAULT_POSITIONS,
-                max_seconds: float = DEFAULT_SECONDS) -> Solution:
+                max_seconds: float = DEFAULT_SECONDS,
+                clock: Callable[[], float] = WALL_CLOCK) -> Solution:
     """Search from ``state`` (the whole deal is known: its stock is read).
 
     A resigned game is searched from the position where it was given up.  A won game
     answers won with an empty line, a lost one lost.
     """
-    started = now()
+    started = clock()
     variant = state.variant
     if state.status == RESIGNED:
         state = State(variant, state.piles, PLAYING, state.turn)
     if state.status == WON:
-        return Solution(Outcome.WON, (), 0, now() - started)
+        return Solution(Outcome.WON, (), 0, clock() - started)
     if state.status == LOST:
-        return Solution(Outcome.LOST, None, 0, now() - started)
-    budget = Budget(max_positions, max_seconds)
+        return Solution(Outcome.LOST, None, 0, clock() - started)
+    budget = Budget(max_positions, max_seconds, clock)
     if sys.getrecursionlimit() < MAX_DEPTH + 1000:
         # Plain Python calls do not grow the C stack (CPython 3.11 and later).
         sys.setrecursionlimit(MAX_DEPTH + 1000)
@@ -78,7 +81,7 @@ def solve_state(state: State, *, max_positions: int = DEFAULT_POSITIONS,
     line = None
     if result == Outcome.WON:
         line = replay(state, moves)
-    return Solution(result, line, budget.searched, now() - started)
+    return Solution(result, line, budget.searched, clock() - started)
 
 
 def replay(state: State, moves) -> tuple[Step, ...]:
