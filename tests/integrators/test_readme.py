@@ -44,7 +44,11 @@ MARKER = "__readme_segment_done__"
 SEGMENT_TIMEOUT = 60
 #: A stream the README cuts with --max-time 2 is noticed gone at the next heartbeat,
 #: which comes before the server stops (and after the README's shortest --max-time).
-API_ENV = {"SSE_HEARTBEAT_SECONDS": "3", "HINT_SECONDS": "60"}  # hints: no clock
+#: No solver's worker runs here, so the first request for an analysis settles it itself:
+#: a deal found winnable within WINNABLE_SEARCH_SECONDS (1.5 s) may take longer than the
+#: default ANALYSIS_INLINE_SECONDS (0.5 s) on a loaded machine, and would stay pending.
+API_ENV = {"SSE_HEARTBEAT_SECONDS": "3", "HINT_SECONDS": "60",  # hints: no clock
+           "ANALYSIS_INLINE_SECONDS": "10"}
 
 _URLSAFE = "A-Za-z0-9_-"
 MASKS = [
