@@ -66,7 +66,11 @@ def create_app(test_config: dict | None = None) -> Flask:
     CORS(app, origins="*", send_wildcard=True, always_send=False,
          methods=["GET", "POST", "DELETE", "OPTIONS"], allow_headers=CORS_ALLOW_HEADERS,
          expose_headers=CORS_EXPOSE_HEADERS, max_age=600)
-    app.after_request(_vary_on_origin)
+    hooks = app.after_request_funcs[None]
+    cors_hook = hooks.pop()  # flask-cors' hook, registered just now
+    if cors_hook.__name__ != "cors_after_request":
+        raise RuntimeError(f"flask-cors registered {cors_hook!r}, not its after-request hook")
+    hooks.append(_cross_origin(cors_hook))
     api.register(app)
     app.register_blueprint(docs_bp)  # /docs: Swagger UI over /v1/openapi.yaml
     app.register_blueprint(web_bp)  # /: the reference web client (service/web/)
@@ -110,13 +114,22 @@ class _NoSessions(SessionInterface):
         return None
 
 
-def _vary_on_origin(response):
-    """``Vary: Origin`` on every answer: the CORS headers come only with an Origin."""
-    if "Vary" in response.headers:
-        response.vary.add("Origin")
-    else:
-        response.headers["Vary"] = "Origin"
-    return response
+def _cross_origin(cors_after_request):
+    """flask-cors' after-request hook, run only for a request with an ``Origin`` (it adds
+    nothing to any other: ``always_send`` is off); and ``Vary: Origin`` on every answer,
+    since the CORS headers come only with an Origin."""
+
+    def hook(response):
+        headers = response.headers
+        if "Vary" in headers:
+            response.vary.add("Origin")
+        else:
+            headers.add("Vary", "Origin")
+        if "HTTP_ORIGIN" in request.environ:
+            return cors_after_request(response)
+        return response
+
+    return hook
 
 
 def _any_host(wsgi_app):
@@ -125,13 +138,18 @@ def _any_host(wsgi_app):
     openapi.yaml documents nowhere.  Such a header is dropped, as if the client had sent
     none (WSGI's SERVER_NAME stands in), so every Host gets the documented answers."""
 
+    good: set[str] = set()  # hosts seen to encode: the few names the server is called by
+
     def app(environ, start_response):
         host = environ.get("HTTP_HOST")
-        if host:
+        if host and host not in good:
             try:
                 host.lower().encode("idna")
             except UnicodeError:
                 del environ["HTTP_HOST"]
+            else:
+                if len(good) < 64:
+                    good.add(host)
         return wsgi_app(environ, start_response)
 
     return app
