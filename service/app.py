@@ -43,10 +43,10 @@ def create_app(test_config: dict | None = None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1)
     app.wsgi_app = _any_host(app.wsgi_app)
     app.wsgi_app = _body_deadline(app.wsgi_app, app.config["BODY_TIMEOUT_SECONDS"])
+    telemetry.init_app(app)  # around the others: it sees what they answer
     # "/v1/games//moves" is no resource (404), not a 308 redirect to "/v1/games/moves".
     app.url_map.merge_slashes = False
 
-    telemetry.init_app(app)  # first: its after_request hook must run last
     store = GameStore(app)
     solver_store = SolverStore(store)
     solver_settings = SolverSettings.from_config(app.config)
@@ -115,16 +115,11 @@ class _NoSessions(SessionInterface):
 
 
 def _cross_origin(cors_after_request):
-    """flask-cors' after-request hook, run only for a request with an ``Origin`` (it adds
-    nothing to any other: ``always_send`` is off); and ``Vary: Origin`` on every answer,
-    since the CORS headers come only with an Origin."""
+    """flask-cors' after-request hook, run only for a request with an ``Origin``: it adds
+    nothing to any other (``always_send`` is off).  Every answer says ``Vary: Origin``
+    (:class:`~service.observability.telemetry.RequestTelemetry`)."""
 
     def hook(response):
-        headers = response.headers
-        if "Vary" in headers:
-            response.vary.add("Origin")
-        else:
-            headers.add("Vary", "Origin")
         if "HTTP_ORIGIN" in request.environ:
             return cors_after_request(response)
         return response

@@ -1,8 +1,9 @@
 """``GET /v1/games/<id>/analysis``: could the deal of a finished game have been won?"""
 
-from flask import Blueprint, Response, current_app, g
+from flask import Blueprint, Response, current_app
 
 from service.api.http import checked_id, json_response
+from service.observability import telemetry
 from service.solver.features import ANALYSIS_RETRY_AFTER, READY, Analyses
 
 bp = Blueprint("analysis", __name__)
@@ -19,5 +20,6 @@ def analysis(game_id):
         return Response(answer, 200, mimetype="application/json")
     # Under way: 202, and ask again after Retry-After (telemetry keeps this value).
     response = json_response({"status": "pending"}, 202)
-    g.retry_after = response.headers["Retry-After"] = str(ANALYSIS_RETRY_AFTER)
+    response.headers["Retry-After"] = str(ANALYSIS_RETRY_AFTER)
+    telemetry.keep_retry_after(str(ANALYSIS_RETRY_AFTER))
     return response

@@ -17,6 +17,7 @@ from werkzeug.exceptions import HTTPException
 
 from service.engine import RULE_CODES, IllegalMoveError, InvalidMoveError
 from service.game.errors import GameError
+from service.observability import telemetry
 from service.storage.games import StorageUnavailable
 
 PROBLEM_JSON = "application/problem+json"
@@ -94,7 +95,7 @@ def problem(status: int, code: str, detail: str, *, errors: dict | None = None,
     response = Response(problem_body(status, code, detail, errors=errors, title=title),
                         status, mimetype=PROBLEM_JSON)
     response.headers.update(headers or {})
-    response.problem_code = code  # for the request log line
+    telemetry.note_problem(code)  # for the request log line
     return response
 
 

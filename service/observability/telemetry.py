@@ -8,6 +8,7 @@ line holds a token, a seed, a salt or a stock card.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import re
@@ -15,8 +16,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-import orjson
-from flask import Flask, Response, g, request
+from flask import Flask, request
 
 from service.observability import metrics
 
@@ -36,12 +36,16 @@ _RECORD_ATTRS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) |
 #: request line: makeRecord copies one attribute, the formatter scans none).
 FIELDS = "_fields"
 
+#: The standard library's C encoder, with its ", " and ": ": the lines read exactly as
+#: they always have (people and scripts grep for '"status": 500').
+_dumps = json.JSONEncoder(default=str).encode
+
 
 class JsonLines(logging.Formatter):
     """One JSON object per record: ``level``, ``logger``, ``message``, the record's
     ``extra`` fields, ``exc_info`` / ``stack_info`` (as text) when there are any, and
-    ``time`` (UTC, ISO 8601): the lines python-json-logger wrote, compact (orjson), for
-    a fraction of the cost."""
+    ``time`` (UTC, ISO 8601): the lines python-json-logger wrote, for a third of the
+    cost."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = {"level": record.levelname, "logger": record.name,
@@ -60,7 +64,7 @@ class JsonLines(logging.Formatter):
         if record.stack_info:
             line["stack_info"] = self.formatStack(record.stack_info)
         line["time"] = datetime.fromtimestamp(record.created, UTC).isoformat()
-        return orjson.dumps(line, default=str).decode()
+        return _dumps(line)
 
 
 def json_formatter() -> logging.Formatter:
@@ -79,19 +83,23 @@ class _Stderr(logging.StreamHandler):
         pass
 
     def emit(self, record: logging.LogRecord) -> None:
-        """The line in one write.  Python's own stderr writes through to its file
-        descriptor, so the write sends it on: StreamHandler's flush after it (another
-        lock and call, per request line) is kept for a stream that buffers."""
         try:
-            stream = sys.stderr
-            stream.write(self.format(record) + "\n")
-            if not (getattr(stream, "write_through", False)
-                    or getattr(stream, "line_buffering", False)):
-                stream.flush()
+            self.write_line(self.format(record))
         except RecursionError:
             raise
         except Exception:
             self.handleError(record)
+
+    def write_line(self, line: str) -> None:
+        """``line`` in one write, under the handler's lock.  Python's own stderr writes
+        through to its file descriptor, so the write sends it on: StreamHandler's flush
+        after it (per request line) is kept for a stream that buffers."""
+        stream = sys.stderr
+        with self.lock:
+            stream.write(line + "\n")
+            if not (getattr(stream, "write_through", False)
+                    or getattr(stream, "line_buffering", False)):
+                stream.flush()
 
 
 def _one_line_warning(record: logging.LogRecord) -> bool:
@@ -126,68 +134,145 @@ def _new_request_id() -> str:
     return f"{random.getrandbits(128):032x}"
 
 
-def _start() -> None:
-    environ = request.environ
-    environ[_STARTED] = time.perf_counter()
-    given = environ.get("HTTP_X_REQUEST_ID")
-    environ[_ID] = given if given and _REQUEST_ID.fullmatch(given) else _new_request_id()
+#: What a request leaves in its WSGI environ for :class:`RequestTelemetry`.
+_ID, _CODE, _RETRY_AFTER = "patience.request_id", "patience.code", "patience.retry_after"
 
 
-#: Where :func:`_start` leaves the time and id of the request: its WSGI environ, which
-#: every part of a request can read for the price of a dict lookup.
-_STARTED, _ID = "patience.started", "patience.request_id"
+def note_problem(code: str) -> None:
+    """Name the problem code of the current request's answer, for its log line."""
+    request.environ[_CODE] = code
 
 
-def _finisher(limiter: bool):
-    """The after-request hook: the ``X-Request-ID`` header, the draft's ``RateLimit-Reset``
-    (with ``limiter``: flask-limiter writes a timestamp), the metrics and the log line."""
+def keep_retry_after(seconds: str) -> None:
+    """The current answer's ``Retry-After`` is the view's own (an analysis under way):
+    the rate limiter, which adds one to every answer, must not change it."""
+    request.environ[_RETRY_AFTER] = seconds
 
-    def finish(response: Response) -> Response:
-        req = request._get_current_object()  # one context lookup, not one per attribute
-        environ = req.environ
-        started = environ.get(_STARTED)
-        duration = time.perf_counter() - started if started is not None else 0.0
-        request_id = environ.get(_ID) or _new_request_id()
-        headers = response.headers
-        headers.add("X-Request-ID", request_id)
-        status = response.status_code
-        # A view that means its Retry-After says so in ``g.retry_after`` (an analysis under
-        # way); flask-limiter adds one to every answer and raises a view's own to its
-        # window's reset.
-        own = g.get("retry_after")
-        if own is not None:
-            headers["Retry-After"] = own
-        elif limiter:
-            if status not in (429, 503) and "Retry-After" in headers:
-                del headers["Retry-After"]
-            reset = headers.get("RateLimit-Reset")
-            if reset and reset.isdigit():  # a timestamp; the draft wants seconds
-                headers["RateLimit-Reset"] = str(max(0, int(reset) - int(time.time())))
-        rule = req.url_rule
+
+class RequestTelemetry:
+    """The WSGI layer around the Flask app that gives every answer its ``X-Request-ID``
+    (the client's, if it is a sane one) and ``Vary: Origin`` (the CORS headers come only
+    with an Origin), and, once the app has answered, counts it in the metrics and writes
+    its line in the request log.  With ``limiter``, it also turns flask-limiter's
+    ``RateLimit-Reset`` timestamp into the draft's seconds and drops the ``Retry-After``
+    it adds to answers that are neither 429 nor 503.
+
+    A layer around the app rather than Flask request hooks: it edits the header list the
+    app hands to the server, and reads the route from the request the app made, for a
+    fraction of the cost of the hooks' dispatch and of Werkzeug's header objects (every
+    answer pays it)."""
+
+    def __init__(self, wsgi_app, *, limiter: bool):
+        self.wsgi_app = wsgi_app
+        self.limiter = limiter
+
+    def __call__(self, environ, start_response):
+        started = time.perf_counter()
+        given = environ.get("HTTP_X_REQUEST_ID")
+        request_id = environ[_ID] = (given if given and _REQUEST_ID.fullmatch(given)
+                                     else _new_request_id())
+        answered = []
+
+        def start(status, headers, exc_info=None):
+            # The app's request is in the environ until the app returns (Flask then
+            # drops it): take it now.
+            answered.append((status, environ.get("werkzeug.request")))
+            self._headers(environ, status, headers, request_id)
+            return start_response(status, headers, exc_info)
+
+        result = self.wsgi_app(environ, start)
+        if answered:
+            status, req = answered[-1]
+            self._finish(environ, req, int(status[:3]), time.perf_counter() - started,
+                         request_id)
+        return result
+
+    def _headers(self, environ, status: str, headers: list, request_id: str) -> None:
+        headers.append(("X-Request-ID", request_id))
+        for i, (name, value) in enumerate(headers):
+            if name.lower() == "vary":
+                if "origin" not in value.lower():
+                    headers[i] = (name, f"{value}, Origin")
+                break
+        else:
+            headers.append(("Vary", "Origin"))
+        own = environ.get(_RETRY_AFTER)
+        if own is not None or self.limiter:
+            _limiter_headers(headers, status, own)
+
+    @staticmethod
+    def _finish(environ, req, status: int, duration: float, request_id: str) -> None:
+        rule = getattr(req, "url_rule", None)
         route = rule.rule if rule is not None else "unmatched"
-        method = req.method if req.method in _METHODS else "OTHER"
+        method = environ.get("REQUEST_METHOD", "")
+        if method not in _METHODS:
+            method = "OTHER"
         counted, timed = _series(method, route, status)
         counted.inc()
         timed.observe(duration)
-        if log.isEnabledFor(logging.INFO):
-            fields = {
-                "request_id": request_id, "method": method, "path": req.path, "route": route,
-                "status": status, "duration_ms": round(duration * 1000, 3),
-                "client": req.remote_addr,
-            }
-            view_args = req.view_args
-            if view_args and "game_id" in view_args:
-                fields["game_id"] = view_args["game_id"]
-            code = getattr(response, "problem_code", None)
-            if code is not None:
-                fields["code"] = code
-            # What log.info("request", extra=...) does, less the search of the caller's
-            # frame for a file and line that no line shows: a third of its cost.
-            log.handle(log.makeRecord(log.name, logging.INFO, "", 0, "request", (), None,
-                                      extra={FIELDS: fields}))
-        return response
+        if not log.isEnabledFor(logging.INFO):
+            return
+        fields = {
+            "request_id": request_id, "method": method,
+            "path": req.path if req is not None else environ.get("PATH_INFO", ""),
+            "route": route, "status": status, "duration_ms": round(duration * 1000, 3),
+            "client": req.remote_addr if req is not None else environ.get("REMOTE_ADDR"),
+        }
+        view_args = getattr(req, "view_args", None)
+        if view_args and "game_id" in view_args:
+            fields["game_id"] = view_args["game_id"]
+        code = environ.get(_CODE)
+        if code is not None:
+            fields["code"] = code
+        _log_request(fields)
 
-    return finish
+
+def _limiter_headers(headers: list, status: str, own: str | None) -> None:
+    """flask-limiter adds ``Retry-After`` to every answer and raises a view's own to its
+    window's reset: keep the view's own (``own``), else keep it only on a 429 or a 503;
+    and its ``RateLimit-Reset`` is a timestamp, the draft's is seconds."""
+    keep_limiter_retry = status[:3] in ("429", "503")
+    kept = []
+    for name, value in headers:
+        lowered = name.lower()
+        if lowered == "retry-after":
+            if own is not None or not keep_limiter_retry:
+                continue
+        elif lowered == "ratelimit-reset" and value.isdigit():
+            value = str(max(0, int(value) - int(time.time())))
+        kept.append((name, value))
+    if own is not None:
+        kept.append(("Retry-After", own))
+    headers[:] = kept
+
+
+def _log_request(fields: dict) -> None:
+    """The request line: written straight to the stream by the service's own handler
+    when it is the only one that would see it (the usual case: the line is the same,
+    the logging machinery's records, locks and lookups are skipped), else logged as
+    any other record."""
+    handler = _only_handler()
+    if handler is None:
+        log.handle(log.makeRecord(log.name, logging.INFO, "", 0, "request", (), None,
+                                  extra={FIELDS: fields}))
+        return
+    line = {"level": "INFO", "logger": log.name, "message": "request", **fields,
+            "time": datetime.now(UTC).isoformat()}
+    handler.write_line(_dumps(line))
+
+
+def _only_handler() -> _Stderr | None:
+    """The service's stderr handler if it alone would handle a request line (no other
+    handler, no filter on the way), else None."""
+    if log.handlers or log.filters or not log.propagate:
+        return None
+    parent = log.parent
+    if parent is None or parent.filters or parent.propagate or len(parent.handlers) != 1:
+        return None
+    handler = parent.handlers[0]
+    if type(handler) is not _Stderr or handler.filters or handler.level > logging.INFO:
+        return None
+    return handler
 
 
 _SERIES: dict[tuple[str, str, int], tuple] = {}
@@ -206,8 +291,7 @@ def _series(method: str, route: str, status: int) -> tuple:
 
 
 def init_app(app: Flask) -> None:
-    """Register the request hooks: call before any other extension's, so that the log
-    line and the metrics see the final response (after_request runs last-in first)."""
+    """The JSON request log and :class:`RequestTelemetry` around the app's WSGI callable
+    (call it after the other WSGI layers: it must see the answer they send)."""
     configure_logging(app.config["LOG_LEVEL"])
-    app.before_request(_start)
-    app.after_request(_finisher(limiter=bool(app.config["RATELIMIT_ENABLED"])))
+    app.wsgi_app = RequestTelemetry(app.wsgi_app, limiter=bool(app.config["RATELIMIT_ENABLED"]))
