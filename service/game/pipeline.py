@@ -148,10 +148,10 @@ def _count(change: Change) -> None:
     """The metrics of a stored change."""
     variant = change.variant
     if change.kind == commands.CREATE:
-        metrics.GAMES_CREATED.labels(variant).inc()
+        metrics.child(metrics.GAMES_CREATED, variant).inc()
     elif change.kind == commands.UNDO_MOVE:
-        metrics.UNDOS_APPLIED.labels(variant).inc()
+        metrics.child(metrics.UNDOS_APPLIED, variant).inc()
     if change.moves:
-        metrics.MOVES_APPLIED.labels(variant).inc(change.moves)
+        metrics.child(metrics.MOVES_APPLIED, variant).inc(change.moves)
     if change.stat is not None and change.kind != commands.CREATE:
-        metrics.GAMES_FINISHED.labels(variant, change.stat).inc()
+        metrics.child(metrics.GAMES_FINISHED, variant, change.stat).inc()

@@ -46,6 +46,20 @@ EVENT_STREAMS = Gauge(
 )
 
 
+_CHILDREN: dict[tuple, object] = {}
+
+
+def child(metric, *labels: str):
+    """``metric.labels(*labels)``, looked up once: ``labels()`` takes a lock and checks
+    its arguments on every call.  The label values are few (variants, statuses, route
+    templates), so the children are kept for the life of the process."""
+    key = (metric, labels)
+    found = _CHILDREN.get(key)
+    if found is None:
+        found = _CHILDREN[key] = metric.labels(*labels)
+    return found
+
+
 def exposition(multiprocess_dir: str | None) -> tuple[bytes, str]:
     """The text exposition of every metric, and its content type."""
     if multiprocess_dir:
