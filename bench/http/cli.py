@@ -70,6 +70,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(0: skip; default 64)")
     parser.add_argument("--profile-requests", type=int, default=2000,
                         help="requests of each kind profiled in-process (0: no profile)")
+    parser.add_argument("--rate-limit", action="store_true",
+                        help="the service with its rate limiter on (a limit no client "
+                             "reaches: every request pays the limiter's Redis round trip); "
+                             "the reference endpoints have none either way")
     parser.add_argument("--no-toy", dest="toy", action="store_false",
                         help="skip the reference endpoints of bench/toy.py")
     parser.add_argument("--output", type=Path, default=RESULTS,
@@ -115,7 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                       Path(tmp), rounds=args.rounds)
         for i, persistence in enumerate(persistences):
             with contextlib.ExitStack() as services:
-                service = services.enter_context(Service(Path(tmp), persistence))
+                service = services.enter_context(Service(Path(tmp), persistence,
+                                                         rate_limit=args.rate_limit))
                 toy = None
                 if args.toy:  # served alongside, idle while the service is loaded
                     toy = services.enter_context(Service(

@@ -21,6 +21,14 @@ TARGETS = {
     ("off", "post_moves"): 0.42,
 }
 TARGET_MOVE_P99_MS = 30.0
+#: Against the reference endpoints (bench/toy.py, the stack alone), persistence always:
+#: each service endpoint's rate over the rate of the reference that does the same Redis
+#: work, in the same round (the median of the rounds); the p99 of a move over the p99 of
+#: the reference write; the CPU of a move, gunicorn and Redis together.
+VERSUS_TOY = {"healthz": "toy_json", "get_game": "toy_read", "post_moves": "toy_write"}
+TARGET_VERSUS_TOY = 0.85
+TARGET_MOVE_P99_VERSUS_TOY = 1.5
+TARGET_MOVE_CPU_US = 700.0
 TARGET_BYTES_PER_GAME = 4096
 MEMORY_MOVES = 100
 #: The reference endpoints (bench/toy.py), served like the service.

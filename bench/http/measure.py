@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from bench.http.client import Client, Game, create, moves_file_writer, parallel, play, write_lines
-from bench.http.constants import MEMORY_MOVES, ROOT, VARIANTS
+from bench.http.constants import MEMORY_MOVES, ROOT, VARIANTS, VERSUS_TOY
 from bench.http.memory import Memory, memory_of
 from bench.http.report import Outcome, summary
 from bench.http.service import Service
@@ -123,6 +123,10 @@ def run_rounds(bench: Bench, persistence: str, plan: list[tuple], outcome: Outco
         floor = rounds["toy_json" if key.startswith("toy_") else "healthz"]
         outcome.ratios[key] = [run.rps / base.rps if base.rps else 0.0
                                for run, base in zip(runs, floor, strict=True)]
+        reference = rounds.get(VERSUS_TOY.get(key, ""))
+        if reference is not None:  # the same work without the service, same rounds
+            outcome.versus_toy[key] = [run.rps / base.rps if base.rps else 0.0
+                                       for run, base in zip(runs, reference, strict=True)]
         (outcome.toy_runs if key.startswith("toy_") else outcome.runs).append(combined(runs))
     outcome.floor = next(r.rps for r in outcome.runs if r.key == "healthz")
 

@@ -12,12 +12,16 @@ from bench.http.constants import (
     MEMORY_MOVES,
     PERSISTENCE,
     TARGET_BYTES_PER_GAME,
+    TARGET_MOVE_CPU_US,
     TARGET_MOVE_P99_MS,
+    TARGET_MOVE_P99_VERSUS_TOY,
+    TARGET_VERSUS_TOY,
     TARGETS,
     VARIANTS,
+    VERSUS_TOY,
 )
 from bench.http.memory import Memory
-from bench.http.service import describe_workers
+from bench.http.service import RATE_LIMIT, describe_workers
 from bench.http.wrk import Run, round_seconds
 from devtools.launch import GUNICORN_COMMAND
 
@@ -35,6 +39,8 @@ class Outcome:
     #: key -> its rate over its floor's (/healthz, or /toy/json for the reference
     #: endpoints) in each round
     ratios: dict[str, list[float]] = field(default_factory=dict)
+    #: key -> its rate over the rate of its reference endpoint (VERSUS_TOY) in each round
+    versus_toy: dict[str, list[float]] = field(default_factory=dict)
     redis_version: str = "?"
     log_problems: str = ""
 
@@ -123,6 +129,7 @@ def targets_table(outcomes: list[Outcome], connections: int) -> str:
         lines.append(f"| p99 of `POST .../moves`, {connections} connections, persistence "
                      f"always, < {TARGET_MOVE_P99_MS:.0f} ms | {_ms(run.p99_ms)} ms | "
                      f"{'yes' if met else 'NO'} |")
+    lines += versus_toy_rows(by, outcomes)
     memory = [m for o in outcomes for m in o.memory if m.moves == MEMORY_MOVES]
     if memory:
         worst = max(memory, key=lambda m: m.mean)
@@ -131,6 +138,46 @@ def targets_table(outcomes: list[Outcome], connections: int) -> str:
                      f"(worst variant, mean) | {worst.mean:,.0f} B ({worst.variant}) | "
                      f"{'yes' if met else 'NO'} |")
     return "\n".join(lines)
+
+
+def versus_toy_rows(by: dict, outcomes: list[Outcome]) -> list[str]:
+    """The targets against the reference endpoints, persistence always: each endpoint's
+    rate over its reference's (median of the rounds' ratios, lowest and highest in
+    brackets), the p99 of a move over the reference write's, a move's CPU."""
+    outcome = next((o for o in outcomes if o.persistence == "always" and o.toy_runs), None)
+    if outcome is None:
+        return ["| the targets against the reference endpoints (persistence always) | "
+                "not measured | – |"]
+    names = {"healthz": "`GET /healthz`", "get_game": "`GET /v1/games/<id>`",
+             "post_moves": "`POST .../moves`", "toy_json": "`/toy/json`",
+             "toy_read": "`/toy/read`", "toy_write": "`/toy/write`"}
+    toys = {run.key: run for run in outcome.toy_runs}
+    lines = []
+    for key, toy in VERSUS_TOY.items():
+        what = (f"{names[key]} / {names[toy]}, requests/s (median of the rounds), "
+                f"≥ {TARGET_VERSUS_TOY:.2f}")
+        rounds = outcome.versus_toy.get(key)
+        if not rounds:
+            lines.append(f"| {what} | not measured | – |")
+            continue
+        ratio = statistics.median(rounds)
+        spread = f" ({min(rounds):.2f}–{max(rounds):.2f})" if len(rounds) > 1 else ""
+        lines.append(f"| {what} | {ratio:.2f}{spread} | "
+                     f"{'yes' if ratio >= TARGET_VERSUS_TOY else 'NO'} |")
+    found, write = by.get(("always", "post_moves")), toys.get("toy_write")
+    if found is not None and write is not None and write.p99_ms:
+        move = found[1]
+        ratio = move.p99_ms / write.p99_ms
+        lines.append(f"| p99 of `POST .../moves` / p99 of `/toy/write`, ≤ "
+                     f"{TARGET_MOVE_P99_VERSUS_TOY:.1f} | {ratio:.2f} ({_ms(move.p99_ms)} ms / "
+                     f"{_ms(write.p99_ms)} ms) | "
+                     f"{'yes' if ratio <= TARGET_MOVE_P99_VERSUS_TOY else 'NO'} |")
+        cpu = move.worker_cpu_us + move.redis_cpu_us
+        lines.append(f"| CPU per move, gunicorn + Redis, ≤ {TARGET_MOVE_CPU_US:,.0f} µs | "
+                     f"{cpu:,.0f} µs ({move.worker_cpu_us:,.0f} + {move.redis_cpu_us:,.0f}; "
+                     f"`/toy/write` {write.worker_cpu_us + write.redis_cpu_us:,.0f}) | "
+                     f"{'yes' if cpu <= TARGET_MOVE_CPU_US else 'NO'} |")
+    return lines
 
 
 def memory_table(memory: list[Memory]) -> str:
@@ -200,8 +247,13 @@ def configuration_section(args, settings: dict) -> list[str]:
         "",
         f"- gunicorn: `{' '.join(GUNICORN_COMMAND)}`, its settings as they are: "
         f"**{describe_workers(settings)}** (worker class `{settings['worker_class']}`, "
-        f"keep-alive {settings['keepalive']} s); `RATELIMIT_ENABLED=false` (the limiter "
-        "would add its own Redis round trip to every request), everything else the "
+        f"keep-alive {settings['keepalive']} s); "
+        + (f"**the rate limiter on** (`--rate-limit`: `RATELIMIT_ENABLED=true`, "
+           f"`RATELIMIT_APPLICATION={RATE_LIMIT}`: a Redis round trip more per request, "
+           "never a 429)" if args.rate_limit else
+           "`RATELIMIT_ENABLED=false` (the limiter adds its own Redis round trip to every "
+           "request: `--rate-limit` measures it on)")
+        + ", everything else the "
         "production defaults: `LOG_LEVEL=INFO` (one JSON line per request, to a file), "
         "Prometheus metrics shared by the workers (`PROMETHEUS_MULTIPROC_DIR`).",
         f"- wrk: {args.connections} connections on {args.threads} threads, request timeout "

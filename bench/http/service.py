@@ -47,11 +47,15 @@ def describe_workers(settings: dict) -> str:
     return text
 
 
+#: The limit of ``--rate-limit``: the limiter's work on every request, never a 429.
+RATE_LIMIT = "1000000000 per minute"
+
+
 class Service:
     """Its own redis-server and gunicorn (production config) on free ports."""
 
     def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
-                 ready_path: str = "/healthz", name: str = "service"):
+                 ready_path: str = "/healthz", name: str = "service", rate_limit: bool = False):
         self.persistence = persistence
         self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
@@ -64,6 +68,8 @@ class Service:
         metrics_dir.mkdir()
         self.env = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=self.redis.url,
                         RATELIMIT_ENABLED="false", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
+        if rate_limit:  # every request counted in Redis, under a limit none reaches
+            self.env.update(RATELIMIT_ENABLED="true", RATELIMIT_APPLICATION=RATE_LIMIT)
         self.settings = gunicorn_settings(self.env)
         self.gunicorn = Gunicorn(self.env, app=app, output=self.workdir / "gunicorn.log",
                                  ready_path=ready_path, workers=self.settings["workers"])
