@@ -22,6 +22,9 @@ from service.game.idempotency import Reply, request_hash
 from service.game.pipeline import Write
 
 JSON = "application/json"
+#: The Content-Type headers clients send, accepted as they are (any other is parsed).
+_PLAIN_JSON = frozenset({JSON, f"{JSON}; charset=utf-8", f"{JSON}; charset=UTF-8",
+                         f"{JSON};charset=utf-8", f"{JSON};charset=UTF-8"})
 _GAME_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # RFC 6750 b64token
 _TOKEN = re.compile(r"[A-Za-z0-9._~+/-]+=*")
@@ -43,9 +46,11 @@ def checked_id(game_id: str) -> str:
 # --- bodies -------------------------------------------------------------------------
 def read_json(*, optional: bool = False) -> dict:
     """The request body as a JSON object; ``{}`` for an absent optional body."""
-    has_type = bool(request.environ.get("CONTENT_TYPE", "").strip())
-    if has_type and (request.mimetype != JSON
-                     or request.mimetype_params.get("charset", "utf-8").lower() != "utf-8"):
+    content_type = request.environ.get("CONTENT_TYPE", "")
+    has_type = bool(content_type.strip())
+    if has_type and content_type not in _PLAIN_JSON and (
+            request.mimetype != JSON
+            or request.mimetype_params.get("charset", "utf-8").lower() != "utf-8"):
         raise BadRequest(415, "unsupported_media_type",
                          f"the body must be {JSON} (UTF-8), not {request.mimetype or '?'!r}")
     data = _body()
