@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 from flask import Response, current_app, request
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from service.api.errors import BadRequest
 from service.game.errors import game_not_found
@@ -68,9 +68,25 @@ def read_json(*, optional: bool = False) -> dict:
 
 
 def _body() -> bytes:
-    """The raw body; 413 past ``MAX_CONTENT_LENGTH``.  Werkzeug refuses a longer
-    Content-Length, but stops a chunked body quietly at the limit: one more byte read
-    from the server's stream tells a body of exactly the limit from a longer one."""
+    """The raw body; 413 past ``MAX_CONTENT_LENGTH``.
+
+    With a ``Content-Length`` and no ``Transfer-Encoding`` (what clients send), the
+    body is read straight from the server's stream, as Werkzeug would read it: 413 for
+    a length past the limit, 400 ``invalid_request`` when the client sends less and
+    goes away (Werkzeug's ``ClientDisconnected``), without Werkzeug's stream wrappers.
+    A chunked body goes through Werkzeug, which stops it quietly at the limit: one more
+    byte read from the server's stream tells a body of exactly the limit from a longer
+    one."""
+    environ = request.environ
+    length = environ.get("CONTENT_LENGTH", "")
+    if length.isdigit() and length.isascii() and "HTTP_TRANSFER_ENCODING" not in environ:
+        size = int(length)
+        if (limit := current_app.config["MAX_CONTENT_LENGTH"]) is not None and size > limit:
+            raise RequestEntityTooLarge()
+        data = environ["wsgi.input"].read(size) if size else b""
+        if len(data) < size:
+            raise ClientDisconnected()
+        return data
     data = request.get_data(cache=True)
     limit = request.max_content_length
     if (request.content_length is None and limit is not None and len(data) >= limit
