@@ -16,10 +16,15 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # Processes: two per core (4 on the 2-core machines this is sized for; scale it with the
 # cores: WEB_CONCURRENCY=2*cores).  A process runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
-# the cores busy; the counts measured with `python -m bench http` are in README
-# "Performance".  Sync workers cannot hold an events stream and close every connection;
-# gevent cost more CPU per request here.  Redis is one core of its own: past ~8 cores
-# per Redis, add Redis capacity, not processes.
+# the cores busy.  Chosen by measurement (`python -m bench http`, fsync always, one run
+# per model on 2 cores, README "Performance" has the table): gthread 2 x 64 and 4 x 8
+# were no better than 4 x 64 beyond the drift between two runs of 4 x 64 themselves (the
+# reference /toy/write 2,167 and 1,980 us of CPU); gevent (4) used 7-28 % less CPU per
+# request on the reference endpoints but left connections waiting (p99 of the bare JSON
+# endpoint 0.69-0.78 s, against 64-73 ms) and needs the process monkey-patched; sync (8)
+# closes every connection (more CPU per request: 2,315 us on /toy/write) and cannot hold
+# a stream.  Redis is one core of its own: past ~8 cores per Redis, add Redis capacity,
+# not processes.
 workers = env_int("WEB_CONCURRENCY", 4)
 # gthread (service.runtime.request_process.RequestProcess): every request runs on one of
 # the process's threads.  With EVENTS_HANDOFF_SOCKET set (`make run`), an events stream
