@@ -18,8 +18,6 @@ def analysis(game_id):
     state, answer = analyses().get(checked_id(game_id))
     if state == READY:
         return Response(answer, 200, mimetype="application/json")
-    # Under way: 202, and ask again after Retry-After (telemetry keeps this value).
-    response = json_response({"status": "pending"}, 202)
-    response.headers["Retry-After"] = str(ANALYSIS_RETRY_AFTER)
+    # Under way: 202, and ask again after Retry-After (set by the telemetry layer).
     telemetry.keep_retry_after(str(ANALYSIS_RETRY_AFTER))
-    return response
+    return json_response({"status": "pending"}, 202)

@@ -144,8 +144,9 @@ def note_problem(code: str) -> None:
 
 
 def keep_retry_after(seconds: str) -> None:
-    """The current answer's ``Retry-After`` is the view's own (an analysis under way):
-    the rate limiter, which adds one to every answer, must not change it."""
+    """Give the current answer ``Retry-After: <seconds>`` of the view's own (an analysis
+    under way).  This layer sets it once every hook has run: the rate limiter, which
+    adds one to every answer, would otherwise raise it to its window's reset."""
     request.environ[_RETRY_AFTER] = seconds
 
 
@@ -284,8 +285,8 @@ def _series(method: str, route: str, status: int) -> tuple:
     Routes are the app's rule templates (or "unmatched"), so the keys are few."""
     found = _SERIES.get((method, route, status))
     if found is None:
-        found = (metrics.HTTP_REQUESTS.labels(method, route, str(status)),
-                 metrics.HTTP_LATENCY.labels(method, route))
+        found = (metrics.child(metrics.HTTP_REQUESTS, method, route, str(status)),
+                 metrics.child(metrics.HTTP_LATENCY, method, route))
         _SERIES[(method, route, status)] = found
     return found
 
