@@ -62,6 +62,24 @@ def test_a_body_of_exactly_16_kib_is_read_and_one_byte_more_is_413(client, redis
     assert played.get_json()["game"]["version"] == 1
 
 
+def test_a_body_shorter_than_its_content_length_is_400_and_changes_nothing(client, redis_db,
+                                                                          game):
+    # The client announced 100 bytes, sent 18 and went away (the stream ends there).
+    gid, token = game
+    before = snapshot(redis_db)
+    body = b'{"type": "resign"}'
+    refused = client.post(f"/v1/games/{gid}/moves", input_stream=io.BytesIO(body),
+                          headers={**auth(token), "Content-Type": "application/json"},
+                          environ_overrides={"CONTENT_LENGTH": "100"})
+    _problem(refused, 400, "invalid_request")
+    assert snapshot(redis_db) == before
+    whole = client.post(f"/v1/games/{gid}/moves", input_stream=io.BytesIO(body),
+                        headers={**auth(token), "Content-Type": "application/json"},
+                        environ_overrides={"CONTENT_LENGTH": str(len(body))})
+    assert whole.status_code == 200
+    assert whole.get_json()["game"]["status"] == "resigned"
+
+
 def _chunked(client, url: str, body: bytes, token: str):
     """A body without Content-Length (Transfer-Encoding: chunked, as a WSGI server
     hands it over: a terminated input stream)."""

@@ -1,9 +1,13 @@
 """GET /v1/variants, /healthz, /readyz, /metrics, /v1/openapi.yaml."""
 
+import json
+import logging
+
 import pytest
 
 from service.engine import get_variant
-from tests.api.support import create, make_app
+from service.observability import telemetry
+from tests.api.support import LogLines, auth, create, make_app
 
 PILE_KINDS = {"stock", "waste", "foundation", "tableau", "reserve"}
 EXPECTED_PILES = {
@@ -117,3 +121,56 @@ def test_every_response_carries_a_request_id(client, path):
         replaced = client.get(path, headers={"X-Request-ID": unsafe})
         assert replaced.headers["X-Request-ID"] != unsafe
         assert len(replaced.headers["X-Request-ID"]) == 32
+
+
+def _request_lines(lines, request_id: str) -> list[dict]:
+    return [line for line in map(json.loads, lines) if line.get("request_id") == request_id]
+
+
+def test_the_request_line_names_route_game_status_code_and_request_id(client, log_lines):
+    game, token, _ = create(client, "clock", seed=1)
+    gid = game["id"]
+    refused = client.post(f"/v1/games/{gid}/moves", json={"type": "resign"},
+                          headers=auth(token, If_Match='"99"', X_Request_ID="trace-7"))
+    assert refused.status_code == 412
+    read = client.get(f"/v1/games/{gid}", headers={"X-Request-ID": "trace-8"})
+    assert read.status_code == 200
+    (line,) = _request_lines(log_lines.lines, "trace-7")
+    assert line.pop("duration_ms") >= 0
+    assert line.pop("time").endswith("+00:00")
+    assert line == {"level": "INFO", "logger": "patience.request", "message": "request",
+                    "request_id": "trace-7", "method": "POST",
+                    "path": f"/v1/games/{gid}/moves", "route": "/v1/games/<game_id>/moves",
+                    "status": 412, "client": "127.0.0.1", "game_id": gid,
+                    "code": "version_mismatch"}
+    (line,) = _request_lines(log_lines.lines, "trace-8")
+    assert (line["route"], line["status"], line["game_id"], "code" in line) == \
+        ("/v1/games/<game_id>", 200, gid, False)
+
+
+def test_the_request_line_written_straight_to_stderr_is_the_logged_one(client, capsys,
+                                                                       monkeypatch):
+    # As in production: the service's own handler alone sees the line (pytest adds its
+    # capture handlers: set them aside), which is then written without a log record.
+    # With another handler on the way it is logged as any record; both lines must read
+    # the same.
+    service_logger = logging.getLogger("patience")
+    monkeypatch.setattr(service_logger, "handlers", [
+        h for h in service_logger.handlers if isinstance(h, telemetry._Stderr)])
+    assert telemetry._only_handler() is not None
+    client.get("/v1/games/no-such-game", headers={"X-Request-ID": "trace-9"})
+    (straight,) = _request_lines(capsys.readouterr().err.splitlines(), "trace-9")
+    other = LogLines()
+    service_logger.addHandler(other)
+    assert telemetry._only_handler() is None
+    client.get("/v1/games/no-such-game", headers={"X-Request-ID": "trace-9"})
+    (logged,) = _request_lines(other.lines, "trace-9")
+    (written,) = _request_lines(capsys.readouterr().err.splitlines(), "trace-9")
+    assert written == logged  # the service's handler wrote what the other one got
+    for line in (straight, logged):
+        line.pop("duration_ms"), line.pop("time")
+    assert straight == logged == {
+        "level": "INFO", "logger": "patience.request", "message": "request",
+        "request_id": "trace-9", "method": "GET", "path": "/v1/games/no-such-game",
+        "route": "/v1/games/<game_id>", "status": 404, "client": "127.0.0.1",
+        "game_id": "no-such-game", "code": "game_not_found"}
