@@ -24,6 +24,7 @@ from service.live.feed import EventsFeed
 from service.observability import telemetry
 from service.solver.features import Analyses, SolverSettings, Winnable
 from service.storage.games import GameStore
+from service.storage.rate_limits import storage_uri
 from service.storage.solver import SolverStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
@@ -235,8 +236,9 @@ def _init_limiter(app: Flask) -> None:
     OpenAPI document keep working.  A Redis outage never turns into a 500 or a 429.
     """
     config = app.config
-    if not config.get("RATELIMIT_STORAGE_URI"):
-        config["RATELIMIT_STORAGE_URI"] = config["REDIS_URL"]
+    # On Redis, one round trip a request counts it and reads its headers' figures.
+    config["RATELIMIT_STORAGE_URI"] = storage_uri(config.get("RATELIMIT_STORAGE_URI")
+                                                  or config["REDIS_URL"])
     options = dict(GameStore.client_options(config))
     options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
     config["RATELIMIT_STORAGE_OPTIONS"] = options

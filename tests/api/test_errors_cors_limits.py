@@ -6,6 +6,7 @@ import time
 import pytest
 
 from devtools.redis_server import free_port
+from service.storage.rate_limits import OneTripRedisStorage, storage_uri
 from tests.api.support import auth, create, make_app, snapshot, stored, stored_history
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
@@ -185,8 +186,8 @@ def test_a_hung_redis_answers_503_within_the_socket_timeout(clean_redis):
 
 # --- rate limits ----------------------------------------------------------------------
 def _limited_app(redis_url, **config):
-    return make_app(redis_url, RATELIMIT_ENABLED=True, RATELIMIT_APPLICATION="5 per minute",
-                    **config)
+    return make_app(redis_url, **{"RATELIMIT_ENABLED": True,
+                                  "RATELIMIT_APPLICATION": "5 per minute", **config})
 
 
 @pytest.mark.cluster
@@ -217,6 +218,32 @@ def test_rate_limit_counters_are_shared_by_every_worker(redis_url, redis_db):
     for _ in range(3):
         first.get("/v1/variants")
     assert second.get("/v1/variants").headers["RateLimit-Remaining"] == "1"
+
+
+def test_the_limiter_counts_a_request_and_reads_its_figures_in_one_round_trip(
+        redis_url, redis_db):
+    client = _limited_app(redis_url, RATELIMIT_APPLICATION="50 per minute").test_client()
+    client.get("/v1/variants")  # the script is loaded
+    redis_db.config_resetstat()
+    for remaining in range(48, 38, -1):
+        response = client.get("/v1/variants")
+        assert response.headers["RateLimit-Remaining"] == str(remaining)
+        assert 55 <= int(response.headers["RateLimit-Reset"]) <= 60
+    calls = {name.removeprefix("cmdstat_"): stats["calls"]
+             for name, stats in redis_db.info("commandstats").items()}
+    assert calls.get("evalsha", 0) + calls.get("eval", 0) == 10
+    assert calls.get("get", 0) == calls.get("ttl", 0) == 0
+
+
+def test_the_limiter_storage_reads_redis_for_a_key_it_did_not_just_count(redis_url, redis_db):
+    storage = OneTripRedisStorage(storage_uri(redis_url))
+    assert storage.incr("k", 60) == 1
+    assert storage.get("k") == 1
+    assert 59 <= storage.get_expiry("k") - time.time() <= 60
+    redis_db.incrby("LIMITS:k", 5)  # another replica's requests
+    assert storage.get("k") == 6  # what incr read is used up by get_expiry
+    assert storage.get("other") == 0
+    assert storage_uri("memory://") == "memory://"
 
 
 def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(redis_url, redis_db):
