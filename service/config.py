@@ -89,6 +89,10 @@ SETTINGS: dict[str, Setting] = {
     "OPENAPI_PATH": Setting(env_str, str(Path(__file__).resolve().parent / "openapi.yaml")),
     #: The JSON log's level (upper-cased when read).
     "LOG_LEVEL": Setting(env_str, "INFO"),
+    #: Request lines are written in batches, at most this long after their request (one
+    #: write a batch, not one a request); 0: each line as its request ends.  Any other
+    #: line (a warning, an error) is written at once, after the batch before it.
+    "LOG_FLUSH_SECONDS": Setting(env_float, 0.1),
     #: Set (by the process manager) when several gunicorn workers share Prometheus metrics.
     "PROMETHEUS_MULTIPROC_DIR": Setting(env_str, None),
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import random
 import re
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -72,7 +74,25 @@ def json_formatter() -> logging.Formatter:
 
 
 class _Stderr(logging.StreamHandler):
-    """A handler on whatever ``sys.stderr`` is now (test runners swap it)."""
+    """A handler on whatever ``sys.stderr`` is now (test runners swap it).
+
+    Request lines written straight (:func:`_log_request`) wait, with ``flush_seconds``
+    set, in a batch that a thread of the process writes every ``flush_seconds`` (or
+    sooner, once it holds ``BATCH_BYTES``), in one write: the lines of a busy process
+    cost one system call per batch instead of one per request.  Every other record is
+    written at once, after the batch before it, so the log keeps its order; ``flush()``
+    (which ``logging`` calls at exit) writes what waits.  A process killed outright
+    loses the lines of its last ``flush_seconds``."""
+
+    BATCH_BYTES = 64 * 1024
+
+    def __init__(self):
+        super().__init__()
+        self.flush_seconds = 0.0
+        self._batch: list[str] = []
+        self._batch_bytes = 0
+        self._flusher: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forked)
 
     @property
     def stream(self):
@@ -84,22 +104,62 @@ class _Stderr(logging.StreamHandler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self.write_line(self.format(record))
+            line = self.format(record)
+            with self.lock:
+                self._write(self._take_batch() + line + "\n")
         except RecursionError:
             raise
         except Exception:
             self.handleError(record)
 
     def write_line(self, line: str) -> None:
-        """``line`` in one write, under the handler's lock.  Python's own stderr writes
-        through to its file descriptor, so the write sends it on: StreamHandler's flush
-        after it (per request line) is kept for a stream that buffers."""
-        stream = sys.stderr
+        """The request line ``line``: in the batch, or at once without ``flush_seconds``."""
         with self.lock:
-            stream.write(line + "\n")
-            if not (getattr(stream, "write_through", False)
-                    or getattr(stream, "line_buffering", False)):
-                stream.flush()
+            if self.flush_seconds <= 0:
+                self._write(line + "\n")
+                return
+            self._batch.append(line)
+            self._batch_bytes += len(line) + 1
+            if self._batch_bytes >= self.BATCH_BYTES:
+                self._write(self._take_batch())
+            elif self._flusher is None:
+                self._flusher = threading.Thread(target=self._flush_every,
+                                                 name="request-log", daemon=True)
+                self._flusher.start()
+
+    def flush(self) -> None:
+        with self.lock:
+            self._write(self._take_batch())
+
+    def _take_batch(self) -> str:
+        """The lines waiting, as one text (the caller holds the lock)."""
+        if not self._batch:
+            return ""
+        text = "\n".join(self._batch) + "\n"
+        self._batch.clear()
+        self._batch_bytes = 0
+        return text
+
+    def _write(self, text: str) -> None:
+        """``text`` in one write (the caller holds the lock).  Python's own stderr
+        writes through to its file descriptor; a stream that buffers is flushed."""
+        if not text:
+            return
+        stream = sys.stderr
+        stream.write(text)
+        if not (getattr(stream, "write_through", False)
+                or getattr(stream, "line_buffering", False)):
+            stream.flush()
+
+    def _flush_every(self) -> None:
+        while True:
+            time.sleep(self.flush_seconds)
+            self.flush()
+
+    def _forked(self) -> None:
+        """In a new process (a gunicorn worker): no thread yet, and the parent's lines
+        are the parent's to write."""
+        self._batch, self._batch_bytes, self._flusher = [], 0, None
 
 
 def _one_line_warning(record: logging.LogRecord) -> bool:
@@ -112,16 +172,19 @@ def _one_line_warning(record: logging.LogRecord) -> bool:
     return True
 
 
-def configure_logging(level: str) -> None:
-    """JSON lines on stderr for the service's loggers (and flask-limiter's), once."""
+def configure_logging(level: str, flush_seconds: float = 0.0) -> None:
+    """JSON lines on stderr for the service's loggers (and flask-limiter's), once;
+    request lines in batches of ``flush_seconds`` (:class:`_Stderr`)."""
     for name in ("patience", "flask-limiter"):
         logger = logging.getLogger(name)
         logger.setLevel(level)
-        if not any(handler.get_name() == _HANDLER_NAME for handler in logger.handlers):
+        handler = next((h for h in logger.handlers if h.get_name() == _HANDLER_NAME), None)
+        if handler is None:
             handler = _Stderr()
             handler.set_name(_HANDLER_NAME)
             handler.setFormatter(json_formatter())
             logger.addHandler(handler)
+        handler.flush_seconds = max(0.0, flush_seconds)
         logger.propagate = False
     limiter_logger = logging.getLogger("flask-limiter")
     if _one_line_warning not in limiter_logger.filters:
@@ -294,5 +357,5 @@ def _series(method: str, route: str, status: int) -> tuple:
 def init_app(app: Flask) -> None:
     """The JSON request log and :class:`RequestTelemetry` around the app's WSGI callable
     (call it after the other WSGI layers: it must see the answer they send)."""
-    configure_logging(app.config["LOG_LEVEL"])
+    configure_logging(app.config["LOG_LEVEL"], app.config["LOG_FLUSH_SECONDS"])
     app.wsgi_app = RequestTelemetry(app.wsgi_app, limiter=bool(app.config["RATELIMIT_ENABLED"]))

@@ -2,6 +2,7 @@
 
 import json
 import logging
+import time
 
 import pytest
 
@@ -148,6 +149,34 @@ def test_the_request_line_names_route_game_status_code_and_request_id(client, lo
         ("/v1/games/<game_id>", 200, gid, False)
 
 
+def test_request_lines_are_written_in_batches_and_any_other_line_at_once(client, capsys,
+                                                                          monkeypatch):
+    service_logger = logging.getLogger("patience")
+    (handler,) = [h for h in service_logger.handlers if isinstance(h, telemetry._Stderr)]
+    monkeypatch.setattr(service_logger, "handlers", [handler])
+    monkeypatch.setattr(handler, "flush_seconds", 0.2)
+    handler.flush()
+    capsys.readouterr()
+    for n in range(3):
+        client.get("/v1/games/no-such-game", headers={"X-Request-ID": f"batch-{n}"})
+    assert "batch-" not in capsys.readouterr().err  # waiting in the batch
+    logging.getLogger("patience.test").warning("something else")
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    # The batch first, then the warning: the log keeps its order.
+    assert [line.get("request_id") or line["message"] for line in lines] == \
+        ["batch-0", "batch-1", "batch-2", "something else"]
+    client.get("/v1/games/no-such-game", headers={"X-Request-ID": "batch-3"})
+    deadline = time.monotonic() + 10
+    written = ""
+    while "batch-3" not in written and time.monotonic() < deadline:
+        time.sleep(0.05)  # the handler's thread writes the batch by itself
+        written += capsys.readouterr().err
+    assert len(_request_lines(written.splitlines(), "batch-3")) == 1
+    monkeypatch.setattr(handler, "flush_seconds", 0.0)
+    client.get("/v1/games/no-such-game", headers={"X-Request-ID": "batch-4"})
+    assert _request_lines(capsys.readouterr().err.splitlines(), "batch-4")  # at once
+
+
 def test_the_request_line_written_straight_to_stderr_is_the_logged_one(client, capsys,
                                                                        monkeypatch):
     # As in production: the service's own handler alone sees the line (pytest adds its
@@ -159,6 +188,7 @@ def test_the_request_line_written_straight_to_stderr_is_the_logged_one(client, c
         h for h in service_logger.handlers if isinstance(h, telemetry._Stderr)])
     assert telemetry._only_handler() is not None
     client.get("/v1/games/no-such-game", headers={"X-Request-ID": "trace-9"})
+    service_logger.handlers[0].flush()  # the batch of request lines (LOG_FLUSH_SECONDS)
     (straight,) = _request_lines(capsys.readouterr().err.splitlines(), "trace-9")
     other = LogLines()
     service_logger.addHandler(other)

@@ -4,8 +4,10 @@ against the harness's Redis, exercised over HTTP with requests."""
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 import threading
+import time
 
 import pytest
 import requests
@@ -133,3 +135,19 @@ def test_metrics_add_up_every_worker(http):
     text = session.get(f"{base}/metrics", timeout=5).text
     assert _sample(text, label) == before + 6
     assert "patience_http_request_duration_seconds_bucket" in text
+
+
+def test_request_lines_wait_in_batches_and_a_worker_that_stops_writes_them(redis_server,
+                                                                             tmp_path):
+    log = tmp_path / "gunicorn.log"
+    ids = [f"batched-{n}" for n in range(12)]
+    with Gunicorn(redis_server.url, log, LOG_LEVEL="INFO", LOG_FLUSH_SECONDS="600") as server:
+        for request_id in ids:  # new connections: both workers
+            assert requests.get(f"{server.base}/healthz", timeout=5,
+                                headers={"X-Request-ID": request_id}).status_code == 200
+        time.sleep(0.5)
+        assert not any(request_id in server.log() for request_id in ids)  # in the batches
+    lines = [json.loads(line) for line in log.read_text().splitlines()
+             if line.startswith('{"level": "INFO", "logger": "patience.request"')]
+    assert sorted(line["request_id"] for line in lines if line["request_id"] in ids) == \
+        sorted(ids)  # written as the workers stopped
