@@ -60,7 +60,7 @@ def create_app(test_config: dict | None = None) -> Flask:
     app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
-    _init_limiter(app)
+    _init_limiter(app, store)
     # CORS headers only for the requests that ask (a browser sends Origin with every
     # cross-origin request): working them out for every other request would cost CPU for
     # nothing.  Answers therefore vary with Origin, and say so for caches.
@@ -227,7 +227,7 @@ def client_address() -> str:
     return request.remote_addr or "unknown"
 
 
-def _init_limiter(app: Flask) -> None:
+def _init_limiter(app: Flask, store: GameStore) -> None:
     """Per-client limits counted in Redis, so all workers and replicas share them.
 
     Fail open: if the limiter's Redis cannot be reached, flask-limiter logs the error
@@ -236,11 +236,14 @@ def _init_limiter(app: Flask) -> None:
     OpenAPI document keep working.  A Redis outage never turns into a 500 or a 429.
     """
     config = app.config
-    # On Redis, one round trip a request counts it and reads its headers' figures.
-    config["RATELIMIT_STORAGE_URI"] = storage_uri(config.get("RATELIMIT_STORAGE_URI")
-                                                  or config["REDIS_URL"])
+    own = config.get("RATELIMIT_STORAGE_URI")
+    # On Redis, one round trip a request counts it and reads its headers' figures; in
+    # the games' Redis, over the game store's connections (service/storage/rate_limits.py).
+    config["RATELIMIT_STORAGE_URI"] = storage_uri(own or config["REDIS_URL"])
     options = dict(GameStore.client_options(config))
     options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
+    if not own or own == config["REDIS_URL"]:
+        options["connections"] = store.request_connections
     config["RATELIMIT_STORAGE_OPTIONS"] = options
     # flask-limiter leaves alone a request that matched no route (its endpoint is None):
     # name it, so that unknown paths (404) and wrong methods (405) count in the budget

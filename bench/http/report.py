@@ -249,7 +249,7 @@ def configuration_section(args, settings: dict) -> list[str]:
         f"**{describe_workers(settings)}** (worker class `{settings['worker_class']}`, "
         f"keep-alive {settings['keepalive']} s); "
         + (f"**the rate limiter on** (`--rate-limit`: `RATELIMIT_ENABLED=true`, "
-           f"`RATELIMIT_APPLICATION={RATE_LIMIT}`: a Redis round trip more per request, "
+           f"`RATELIMIT_DEFAULT={RATE_LIMIT}`: a Redis round trip more per request, "
            "never a 429)" if args.rate_limit else
            "`RATELIMIT_ENABLED=false` (the limiter adds its own Redis round trip to every "
            "request: `--rate-limit` measures it on)")

@@ -69,7 +69,7 @@ class Service:
         self.env = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=self.redis.url,
                         RATELIMIT_ENABLED="false", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
         if rate_limit:  # every request counted in Redis, under a limit none reaches
-            self.env.update(RATELIMIT_ENABLED="true", RATELIMIT_APPLICATION=RATE_LIMIT)
+            self.env.update(RATELIMIT_ENABLED="true", RATELIMIT_DEFAULT=RATE_LIMIT)
         self.settings = gunicorn_settings(self.env)
         self.gunicorn = Gunicorn(self.env, app=app, output=self.workdir / "gunicorn.log",
                                  ready_path=ready_path, workers=self.settings["workers"])

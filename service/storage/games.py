@@ -134,6 +134,12 @@ class GameStore:
         app.extensions[EXTENSION] = self
 
     @property
+    def request_connections(self) -> Connections:
+        """The connections of the request path (the rate limiter's counters use them
+        too: :mod:`.rate_limits`)."""
+        return self._fast
+
+    @property
     def client(self) -> redis.Redis:
         """The redis-py client of the commands off the request path (a RedisCluster on
         a cluster)."""

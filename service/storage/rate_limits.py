@@ -3,10 +3,13 @@
 flask-limiter counts a request with the ``limits`` library's fixed window: an ``incr``
 (a Lua ``INCRBY``, with an ``EXPIRE`` when the window opens), then, for the
 ``RateLimit-*`` headers, a ``GET`` of the count and a ``TTL`` of the window: three round
-trips to Redis on every request.  The storages here are ``limits``' own Redis storages
-(one Redis, Redis Cluster) whose ``incr`` answers the window's time to live with the
-count, in the same script; the ``get`` and ``get_expiry`` that follow on the same
-thread for the same key answer what it read, without asking Redis again.
+trips to Redis on every request, over redis-py's pooled client.  The storages here are
+``limits``' own Redis storages (one Redis, Redis Cluster) whose ``incr`` runs
+:data:`~service.storage.scripts.RATE_COUNT`, which answers the window's time to live
+with the count; the ``get`` and ``get_expiry`` that follow on the same thread for the
+same key answer what it read, without asking Redis again.  When the counters live in
+the games' Redis (the default), the script goes over the game store's own connections
+of the request path (:mod:`.connections`), like a game's read.
 
 What the headers show is then the count this request made, not a later one: another
 client's request that lands between the two no longer shows in this answer's
@@ -19,39 +22,46 @@ storage): :func:`storage_uri` turns a Redis URL into the matching one.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 
 from limits.storage import RedisClusterStorage, RedisStorage
+from redis.exceptions import NoScriptError
+
+from service.storage.connections import Connections
+from service.storage.scripts import RATE_COUNT
 
 __all__ = ["storage_uri"]
 
 _PREFIX = "patience+"
-
-#: ``incr_expire.lua`` of ``limits``, answering the key's time to live (ms) too.
-_INCR_EXPIRE_TTL = """
-local amount = tonumber(ARGV[2])
-local current = redis.call('INCRBY', KEYS[1], amount)
-if tonumber(current) == amount then
-  redis.call('EXPIRE', KEYS[1], ARGV[1])
-end
-return {current, redis.call('PTTL', KEYS[1])}
-"""
+_RATE_COUNT_SHA = hashlib.sha1(RATE_COUNT.encode()).hexdigest()
 
 
 class _OneTrip:
-    """What the two storages add to ``limits``' own (a mixin before them)."""
+    """What the two storages add to ``limits``' own (a mixin before them).
+    ``connections``: the request path's connections to the same Redis, if any."""
 
-    def __init__(self, uri: str, *args, **kwargs):
+    def __init__(self, uri: str, *args, connections: Connections | None = None, **kwargs):
         super().__init__(uri.removeprefix(_PREFIX), *args, **kwargs)
+        self._connections = connections
         self._last = threading.local()  # per thread (per greenlet where gevent patches)
 
     def initialize_storage(self, uri: str) -> None:
         super().initialize_storage(uri)
-        self._incr_ttl = self.get_connection().register_script(_INCR_EXPIRE_TTL)
+        self._count_script = self.get_connection().register_script(RATE_COUNT)
+
+    def _count(self, key: str, expiry: int, amount: int) -> tuple[int, int]:
+        if self._connections is None:
+            return self._count_script([key], [expiry, amount])
+        try:
+            return self._connections.execute("EVALSHA", _RATE_COUNT_SHA, 1, key, expiry,
+                                             amount)
+        except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
+            return self._connections.execute("EVAL", RATE_COUNT, 1, key, expiry, amount)
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
-        count, ttl_ms = self._incr_ttl([self.prefixed_key(key)], [expiry, amount])
+        count, ttl_ms = self._count(self.prefixed_key(key), expiry, amount)
         count = int(count)
         # When the window closes, as limits' get_expiry reads it (no TTL, -1, as 0).
         reset = max(int(ttl_ms), 0) / 1000 + time.time()

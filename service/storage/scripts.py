@@ -6,7 +6,9 @@
   (:meth:`~service.storage.games.GameStore.create_target`);
 - :data:`TOUCH`: an idempotency record's expiry written again, for ``WAIT`` to confirm;
 - :data:`KEEP_ANALYSIS`: an analysis kept with its game
-  (:meth:`~service.storage.solver.SolverStore.keep_analysis`).
+  (:meth:`~service.storage.solver.SolverStore.keep_analysis`);
+- :data:`RATE_COUNT`: a request counted by the rate limiter
+  (:mod:`service.storage.rate_limits`).
 """
 
 from service.storage import keys
@@ -89,4 +91,16 @@ return ttl
 KEEP_ANALYSIS = f"""
 if redis.call('HEXISTS', KEYS[1], '{keys.VERSION}') == 0 then return -1 end
 return redis.call('HSETNX', KEYS[1], '{keys.ANALYSIS}', ARGV[1])
+"""
+
+
+# KEYS: the counter of a client's window.  ARGV: 1 the window's seconds, 2 the amount.
+# The ``limits`` library's incr_expire.lua, answering the window's time to live (ms) too.
+RATE_COUNT = """
+local amount = tonumber(ARGV[2])
+local current = redis.call('INCRBY', KEYS[1], amount)
+if tonumber(current) == amount then
+  redis.call('EXPIRE', KEYS[1], ARGV[1])
+end
+return {current, redis.call('PTTL', KEYS[1])}
 """
