@@ -5,12 +5,16 @@ report holds its tables."""
 
 from __future__ import annotations
 
+import os
 import re
+from unittest import mock
 
 import pytest
 
 from bench import http as bench_http
 from bench.__main__ import BENCHMARKS
+from bench.http.service import RATE_LIMIT, Service
+from service.config import read_config
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +79,13 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
     assert "wrote" in capsys.readouterr().out
     assert re.search(r"starts no solver's worker .*The solver's worker (did not run|ran) "
                      r"during the measurements", text)
+
+
+def test_the_rate_limit_mode_sets_a_limit_the_service_reads(tmp_path):
+    # The limit goes through the variable the service reads: another one would leave
+    # the default (1200 a minute) and the run would measure 429s.
+    service = Service(tmp_path, "off", rate_limit=True)
+    with mock.patch.dict(os.environ, service.env, clear=True):
+        config = read_config()
+    assert config["RATELIMIT_ENABLED"] is True
+    assert config["RATELIMIT_APPLICATION"] == RATE_LIMIT

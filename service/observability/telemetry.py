@@ -172,9 +172,10 @@ def _one_line_warning(record: logging.LogRecord) -> bool:
     return True
 
 
-def configure_logging(level: str, flush_seconds: float = 0.0) -> None:
+def configure_logging(level: str, flush_seconds: float | None = None) -> None:
     """JSON lines on stderr for the service's loggers (and flask-limiter's), once;
-    request lines in batches of ``flush_seconds`` (:class:`_Stderr`)."""
+    request lines in batches of ``flush_seconds`` (:class:`_Stderr`; None: as they
+    were, at once the first time)."""
     for name in ("patience", "flask-limiter"):
         logger = logging.getLogger(name)
         logger.setLevel(level)
@@ -184,7 +185,8 @@ def configure_logging(level: str, flush_seconds: float = 0.0) -> None:
             handler.set_name(_HANDLER_NAME)
             handler.setFormatter(json_formatter())
             logger.addHandler(handler)
-        handler.flush_seconds = max(0.0, flush_seconds)
+        if flush_seconds is not None:
+            handler.flush_seconds = max(0.0, flush_seconds)
         logger.propagate = False
     limiter_logger = logging.getLogger("flask-limiter")
     if _one_line_warning not in limiter_logger.filters:
@@ -271,9 +273,8 @@ class RequestTelemetry:
         method = environ.get("REQUEST_METHOD", "")
         if method not in _METHODS:
             method = "OTHER"
-        counted, timed = _series(method, route, status)
-        counted.inc()
-        timed.observe(duration)
+        metrics.child(metrics.HTTP_REQUESTS, method, route, str(status)).inc()
+        metrics.child(metrics.HTTP_LATENCY, method, route).observe(duration)
         if not log.isEnabledFor(logging.INFO):
             return
         fields = {
@@ -337,21 +338,6 @@ def _only_handler() -> _Stderr | None:
     if type(handler) is not _Stderr or handler.filters or handler.level > logging.INFO:
         return None
     return handler
-
-
-_SERIES: dict[tuple[str, str, int], tuple] = {}
-
-
-def _series(method: str, route: str, status: int) -> tuple:
-    """The request counter and the latency histogram of one (method, route, status),
-    looked up once: ``labels()`` takes a lock and checks its arguments every time.
-    Routes are the app's rule templates (or "unmatched"), so the keys are few."""
-    found = _SERIES.get((method, route, status))
-    if found is None:
-        found = (metrics.child(metrics.HTTP_REQUESTS, method, route, str(status)),
-                 metrics.child(metrics.HTTP_LATENCY, method, route))
-        _SERIES[(method, route, status)] = found
-    return found
 
 
 def init_app(app: Flask) -> None:
