@@ -8,8 +8,9 @@ and hand every events stream to the events group.  All read from the environment
 
 import os
 
-from service.env import env_int
+from service.env import env_float, env_int
 from service.runtime import shared
+from service.runtime.request_process import idle_reserve
 from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
@@ -40,10 +41,20 @@ worker_class = (os.environ.get("GUNICORN_WORKER_CLASS")
 threads = env_int("GUNICORN_THREADS", 64)
 
 
+# After an answer on a kept-alive connection, its thread waits this long for the next
+# request and reads it itself, instead of handing the connection back to the process's
+# main loop (RequestProcess: only while a quarter of the threads stay free).  Measured on
+# 2 cores (`python -m bench http`-style rounds, fsync always, this and the reference app
+# both on the same setting): 0.05 s against none cut gunicorn's and Redis' CPU per request
+# by 12-25 % (a move 1,785 -> 1,529 us, the reference write 1,289 -> 1,139 us, /healthz
+# 595 -> 444 us); a waiting thread costs no CPU.  0 turns it off.
+next_request_wait = env_float("KEEPALIVE_WAIT_SECONDS", 0.05)
+
+
 def stream_cap(threads: int) -> int:
     """Streams a process of ``threads`` threads serves at most: its threads less a reserve
     of a quarter, at least 4."""
-    return max(1, threads - max(4, threads // 4))
+    return max(1, threads - idle_reserve(threads))
 
 
 #: Streams each process serves itself at most (then 503 too_many_streams).
@@ -54,9 +65,11 @@ if max_streams is None:
 
 
 def post_worker_init(worker):
-    """Give the process's app its cap of streams; and on SIGTERM (a graceful stop), end
+    """Give the process its wait for a kept-alive connection's next request, and its
+    app its cap of streams; and on SIGTERM (a graceful stop), end
     its events streams first: they would hold the shutdown up for `graceful_timeout`;
     their clients resume elsewhere with Last-Event-ID."""
+    worker.next_request_wait = next_request_wait
     feed = shared.events_feed(worker)
     if feed is not None:
         feed.streams.limit(max_streams)
