@@ -31,12 +31,13 @@ settings = runpy.run_module(sys.argv[1])
 print(json.dumps({"max_streams": settings["max_streams"],
                   "worker_connections": settings.get("worker_connections"),
                   "threads": settings.get("threads"),
+                  "next_request_wait": settings.get("next_request_wait"),
                   "environment": dict(set(os.environ.items()) - set(before.items())),
                   "made": sorted(set(os.listdir(tempfile.gettempdir())) - temporary),
                   "limit": resource.getrlimit(resource.RLIMIT_NOFILE)}))
 """
 _SETTINGS = ("EVENTS_MAX_STREAMS", "SSE_MAX_STREAMS", "GUNICORN_THREADS",
-             "PROMETHEUS_MULTIPROC_DIR")
+             "PROMETHEUS_MULTIPROC_DIR", "KEEPALIVE_WAIT_SECONDS")
 
 
 def _load(soft: int, hard: int, wanted: str | None, *,
@@ -108,6 +109,13 @@ def test_sse_max_streams_sets_the_request_groups_cap():
     loaded, _notice = _load(1000, 1000, None, module="service.runtime.request_group",
                             SSE_MAX_STREAMS="7", GUNICORN_THREADS="16")
     assert loaded["max_streams"] == 7
+
+
+@pytest.mark.parametrize(("given", "wait"), [(None, 0.05), ("0.2", 0.2), ("0", 0.0)])
+def test_keepalive_wait_seconds_sets_the_request_groups_wait(given, wait):
+    env = {} if given is None else {"KEEPALIVE_WAIT_SECONDS": given}
+    loaded, _notice = _load(1000, 1000, None, module="service.runtime.request_group", **env)
+    assert loaded["next_request_wait"] == wait
 
 
 def test_the_arbiter_makes_the_metrics_directory_when_it_starts(monkeypatch):
