@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+from array import array
 from itertools import repeat
 from typing import NamedTuple
 
@@ -95,6 +96,18 @@ _PAIRS = re.compile("..", re.DOTALL)
 _ODD = (2).__rmod__  # n -> n % 2, called from C by map
 
 
+def _pairs(text: str) -> array:
+    """The two ASCII bytes of each code of ``text``, each pair as one 16-bit number (no
+    string made per card); UnicodeEncodeError for a text that is not ASCII."""
+    return array("H", text.encode("ascii"))
+
+
+#: A code's two bytes as one number (:func:`_pairs`) to its card.
+_CARD_OF_PAIR = {_pairs(text)[0]: card for text, card in _BY_TEXT.items()}.__getitem__
+#: The 104 cards' codes as :func:`_pairs` numbers, sorted: every code twice.
+_WHOLE_DECK = sorted(_pairs("".join(text * 2 for text in _BY_TEXT)))
+
+
 def cards_text(cards) -> str:
     """Cards as one string of two-character codes, bottom first (``"KS9D4C"``)."""
     return "".join(map(_CODE, cards))
@@ -127,8 +140,8 @@ def parse_piles(texts) -> tuple[tuple[Card, ...], ...]:
     if any(map(_ODD, map(len, texts))):
         return tuple(parse_cards(text) for text in texts)  # it names the odd one
     try:
-        cards = list(map(_CARD, _PAIRS.findall("".join(texts))))
-    except (KeyError, TypeError):
+        cards = list(map(_CARD_OF_PAIR, _pairs("".join(texts))))
+    except (KeyError, TypeError, UnicodeEncodeError):
         return tuple(parse_cards(text) for text in texts)  # it names the wrong code
     piles, start = [], 0
     for text in texts:
@@ -136,3 +149,10 @@ def parse_piles(texts) -> tuple[tuple[Card, ...], ...]:
         piles.append(tuple(cards[start:end]))
         start = end
     return tuple(piles)
+
+
+def name_whole_deck(texts) -> bool:
+    """Card conservation on a table's printed piles (each a :func:`cards_text` string
+    that :func:`parse_piles` read): the 104 cards are all there, each twin exactly twice.
+    The same check as :func:`~service.engine.base.holds_every_card`, on the codes."""
+    return sorted(_pairs("".join(texts))) == _WHOLE_DECK

@@ -284,6 +284,9 @@ BAD_SNAPSHOTS = {
     "third-twin": _with_pile("clock", 25, "6C"),
     "odd-text": _with_pile("clock", 25, "6"),
     "not-a-card": _with_pile("clock", 25, "ZZ"),
+    "not-ascii": _with_pile("clock", 25, "6\u00e9"),
+    "card-for-card": _with_pile("clock", 0, "AS" if _snapshot("clock")["piles"][0] != "AS"
+                                else "KD"),
     "pile-not-text": _with_pile("clock", 25, 12),
 }
 
