@@ -46,8 +46,9 @@ threads = env_int("GUNICORN_THREADS", 64)
 # main loop (RequestProcess: only while a quarter of the threads stay free).  Measured on
 # 2 cores (`python -m bench http`-style rounds, fsync always, this and the reference app
 # both on the same setting): 0.05 s against none cut gunicorn's and Redis' CPU per request
-# by 12-25 % (a move 1,785 -> 1,529 us, the reference write 1,289 -> 1,139 us, /healthz
-# 595 -> 444 us); a waiting thread costs no CPU.  0 turns it off.
+# by 12-25 % in one run (a move 1,785 -> 1,529 us, the reference write 1,289 -> 1,139 us,
+# /healthz 595 -> 444 us) and 9-20 % in another (README "Workers"); a waiting thread
+# costs no CPU.  Only 0.05 s was measured.  0 turns it off.
 next_request_wait = env_float("KEEPALIVE_WAIT_SECONDS", 0.05)
 
 
