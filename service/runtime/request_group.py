@@ -48,7 +48,10 @@ threads = env_int("GUNICORN_THREADS", 64)
 # both on the same setting): 0.05 s against none cut gunicorn's and Redis' CPU per request
 # by 12-25 % in one run (a move 1,785 -> 1,529 us, the reference write 1,289 -> 1,139 us,
 # /healthz 595 -> 444 us) and 9-20 % in another (README "Workers"); a waiting thread
-# costs no CPU.  Only 0.05 s was measured.  0 turns it off.
+# costs no CPU.  0.005, 0.05 and 0.5 s came out alike (one 4-round run: a move 1,481,
+# 1,388 and 1,449 us): the benchmark's clients send their next request within 5 ms.
+# 0.05 s also covers a client a little slower than that, and holds an idle thread no
+# longer than a blink.  0 turns it off.
 next_request_wait = env_float("KEEPALIVE_WAIT_SECONDS", 0.05)
 
 
