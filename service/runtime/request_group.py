@@ -50,8 +50,8 @@ threads = env_int("GUNICORN_THREADS", 64)
 # /healthz 595 -> 444 us) and 9-20 % in another (README "Workers"); a waiting thread
 # costs no CPU.  0.005, 0.05 and 0.5 s came out alike (one 4-round run: a move 1,481,
 # 1,388 and 1,449 us): the benchmark's clients send their next request within 5 ms.
-# 0.05 s also covers a client a little slower than that, and holds an idle thread no
-# longer than a blink.  0 turns it off.
+# 0.05 s also covers a client a little slower than that, and holds an idle thread for
+# 50 ms at most.  0 turns it off.
 next_request_wait = env_float("KEEPALIVE_WAIT_SECONDS", 0.05)
 
 
