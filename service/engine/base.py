@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import ClassVar
 
-from .cards import ALL_CARDS, Card, cards_text, name_whole_deck, parse_piles, piles_text
+from .cards import ALL_CARDS, Card, cards_text, parse_table, piles_text
 from .errors import COMMON_RULE_CODES, RULE_CODES, IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Move, Step
 
@@ -114,15 +114,14 @@ class State:
             if data["format"] != SNAPSHOT_FORMAT:
                 raise InvalidMoveError("invalid_snapshot", f"unknown format {data['format']!r}")
             variant = get_variant(data["variant"])
-            piles = parse_piles(data["piles"])
+            piles, whole_deck = parse_table(data["piles"])
             status, turn = data["status"], data["turn"]
         except (KeyError, TypeError, InvalidMoveError) as exc:
             raise InvalidMoveError("invalid_snapshot", f"not a snapshot: {exc!r}") from None
         if len(piles) != len(variant.layout) or status not in STATUSES \
                 or not isinstance(turn, int) or not 0 <= turn < max(1, variant.turns):
             raise InvalidMoveError("invalid_snapshot", "snapshot does not fit its variant")
-        # Every read of a stored game for a write checks it: on the codes, sorted in C.
-        if not name_whole_deck(data["piles"]):
+        if not whole_deck:  # every read of a stored game for a write checks it
             raise InvalidMoveError("invalid_snapshot", "snapshot does not hold all 104 cards")
         return State(variant, piles, status, turn)
 

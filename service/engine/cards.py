@@ -135,24 +135,22 @@ def parse_cards(text: str) -> tuple[Card, ...]:
         return tuple(Card.parse(text[i:i + 2]) for i in range(0, len(text), 2))
 
 
-def parse_piles(texts) -> tuple[tuple[Card, ...], ...]:
-    """:func:`parse_cards` of each text, all the cards of a table in one pass."""
-    if any(map(_ODD, map(len, texts))):
-        return tuple(parse_cards(text) for text in texts)  # it names the odd one
-    try:
-        cards = list(map(_CARD_OF_PAIR, _pairs("".join(texts))))
-    except (KeyError, TypeError, UnicodeEncodeError):
-        return tuple(parse_cards(text) for text in texts)  # it names the wrong code
-    piles, start = [], 0
-    for text in texts:
-        end = start + len(text) // 2
-        piles.append(tuple(cards[start:end]))
-        start = end
-    return tuple(piles)
-
-
-def name_whole_deck(texts) -> bool:
-    """Card conservation on a table's printed piles (each a :func:`cards_text` string
-    that :func:`parse_piles` read): the 104 cards are all there, each twin exactly twice.
-    The same check as :func:`~service.engine.base.holds_every_card`, on the codes."""
-    return sorted(_pairs("".join(texts))) == _WHOLE_DECK
+def parse_table(texts) -> tuple[tuple[tuple[Card, ...], ...], bool]:
+    """:func:`parse_cards` of each text, all the cards of a table in one pass; and card
+    conservation, on the codes as read: whether the 104 cards are all there, each twin
+    exactly twice (the check of :func:`~service.engine.base.holds_every_card`)."""
+    if not any(map(_ODD, map(len, texts))):
+        try:
+            codes = _pairs("".join(texts))
+            cards = list(map(_CARD_OF_PAIR, codes))
+        except (KeyError, TypeError, UnicodeEncodeError):
+            pass
+        else:
+            piles, start = [], 0
+            for text in texts:
+                end = start + len(text) // 2
+                piles.append(tuple(cards[start:end]))
+                start = end
+            return tuple(piles), sorted(codes) == _WHOLE_DECK
+    # An odd text or a code that is no card: parse_cards names it.
+    return parse_table([cards_text(parse_cards(text)) for text in texts])

@@ -52,11 +52,12 @@ class RequestProcess(ProblemRefusals, ThreadWorker):
         self._busy_lock = threading.Lock()
         self._wait_cap = self.cfg.threads - idle_reserve(self.cfg.threads)
         self._stop_read, self._stop_write = os.pipe()  # readable once the process stops
+        os.set_blocking(self._stop_write, False)  # written from the SIGTERM handler
         super().init_process()
 
     def handle_exit(self, sig, frame):
         super().handle_exit(sig, frame)
-        with contextlib.suppress(OSError, AttributeError):  # before init_process: no pipe
+        with contextlib.suppress(OSError):  # the pipe full: a byte is there already
             os.write(self._stop_write, b"\0")
 
     def handle(self, conn):
