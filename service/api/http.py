@@ -142,7 +142,10 @@ def write_request(kind: str, load: Callable[[dict], Any] | None = None, *,
     versions, key = (if_match() if token else None), idempotency_key()
     body = read_json(optional=optional) if load is not None else {}
     loaded = load(body) if load is not None else None
-    return Write(bearer, versions, key, request_hash(kind, body)), loaded
+    # The body's hash tells a retry from another request with its Idempotency-Key: only
+    # a write with one needs it.
+    hashed = request_hash(kind, body) if key is not None else None
+    return Write(bearer, versions, key, hashed), loaded
 
 
 # --- responses ----------------------------------------------------------------------

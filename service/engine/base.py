@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import ClassVar
 
-from .cards import ALL_CARDS, Card, cards_text, parse_table, piles_text
+from .cards import ALL_CARDS, Card, RecentTables, cards_text, parse_table, piles_text
 from .errors import COMMON_RULE_CODES, RULE_CODES, IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Move, Step
 
@@ -96,13 +96,19 @@ class State:
     def to_dict_after(self, before: dict, step: Step) -> dict:
         """:meth:`to_dict` of the position ``step`` led to, from the snapshot ``before``
         of the position it was played from: only the piles its events touched are
-        printed again (a move touches two of the table's twenty-odd piles)."""
+        printed again (a move touches two of the table's twenty-odd piles).
+
+        When ``before`` is one of :data:`RECENT_TABLES` (so it holds every card), the
+        new table joins them: a step only moves cards, so it holds every card too."""
+        whole = tuple(before["piles"]) in RECENT_TABLES
         texts = list(before["piles"])
         index = self.variant.index
         piles = self.piles
         for i in {index[pile_id] for event in step.events
                   for pile_id in (event.source, event.target)}:
             texts[i] = cards_text(piles[i])
+        if whole:
+            RECENT_TABLES.put(tuple(texts), piles)
         return {"format": SNAPSHOT_FORMAT, "variant": self.variant.id, "status": self.status,
                 "turn": self.turn, "piles": texts}
 
@@ -114,7 +120,13 @@ class State:
             if data["format"] != SNAPSHOT_FORMAT:
                 raise InvalidMoveError("invalid_snapshot", f"unknown format {data['format']!r}")
             variant = get_variant(data["variant"])
-            piles, whole_deck = parse_table(data["piles"])
+            texts = tuple(data["piles"])
+            piles = RECENT_TABLES.get(texts)
+            whole_deck = piles is not None
+            if piles is None:
+                piles, whole_deck = parse_table(texts)
+                if whole_deck:
+                    RECENT_TABLES.put(texts, piles)
             status, turn = data["status"], data["turn"]
         except (KeyError, TypeError, InvalidMoveError) as exc:
             raise InvalidMoveError("invalid_snapshot", f"not a snapshot: {exc!r}") from None
@@ -125,6 +137,11 @@ class State:
             raise InvalidMoveError("invalid_snapshot", "snapshot does not hold all 104 cards")
         return State(variant, piles, status, turn)
 
+
+#: The tables this process parsed (:meth:`State.from_dict`) or printed after a step
+#: (:meth:`State.to_dict_after`) last: a game's next write finds the one its last
+#: write stored.
+RECENT_TABLES = RecentTables(2048)
 
 _FULL_DECK = dict.fromkeys(ALL_CARDS, 2)
 

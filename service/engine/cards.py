@@ -6,8 +6,10 @@ A card is a small immutable value whose text form is rank + suit (``AS``, ``TD``
 
 from __future__ import annotations
 
+import functools
 import random
 import re
+import threading
 from array import array
 from itertools import repeat
 from typing import NamedTuple
@@ -108,6 +110,38 @@ _CARD_OF_PAIR = {_pairs(text)[0]: card for text, card in _BY_TEXT.items()}.__get
 _WHOLE_DECK = sorted(_pairs("".join(text * 2 for text in _BY_TEXT)))
 
 
+class RecentTables:
+    """The piles of the tables a process printed or parsed last, by their texts (a
+    tuple of :func:`cards_text` strings), at most ``size``, the oldest dropped first.
+
+    A game's next write reads back the snapshot its last write stored; a client keeps
+    its connection, and a connection stays with one worker process, so that process
+    printed the snapshot and finds its piles here instead of parsing 104 cards again.
+    The key is the texts themselves: a hit is the very same table.  Only tables known
+    to hold every card are kept."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self._tables: dict[tuple[str, ...], tuple[tuple[Card, ...], ...]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, texts: tuple[str, ...]) -> tuple[tuple[Card, ...], ...] | None:
+        return self._tables.get(texts)
+
+    def put(self, texts: tuple[str, ...], piles: tuple[tuple[Card, ...], ...]) -> None:
+        with self._lock:
+            tables = self._tables
+            tables[texts] = piles
+            while len(tables) > self.size:
+                del tables[next(iter(tables))]
+
+    def __contains__(self, texts: tuple[str, ...]) -> bool:
+        return texts in self._tables
+
+    def __len__(self) -> int:
+        return len(self._tables)
+
+
 def cards_text(cards) -> str:
     """Cards as one string of two-character codes, bottom first (``"KS9D4C"``)."""
     return "".join(map(_CODE, cards))
@@ -122,6 +156,18 @@ def split_codes(text: str) -> list[str]:
     """The card codes of a :func:`cards_text` string, as the API shows a pile (no check
     that they name cards: the text was printed by :func:`cards_text`)."""
     return _PAIRS.findall(text)
+
+
+@functools.lru_cache(maxsize=16384)
+def pile_codes(text: str) -> tuple[str, ...]:
+    """:func:`split_codes` as a tuple, remembered: a move changes two of a table's
+    twenty-odd piles, so the answer to it, and every read, shows piles already split."""
+    return tuple(map(_SAME_CODE, _PAIRS.findall(text)))
+
+
+#: A code to the one string object of its card's text: the tuples remembered by
+#: :func:`pile_codes` share them.
+_SAME_CODE = {text: text for text in _BY_TEXT}.get
 
 
 def parse_cards(text: str) -> tuple[Card, ...]:

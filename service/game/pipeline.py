@@ -46,7 +46,7 @@ class Write:
     token: str | None  # the bearer token; None for a create
     if_match: frozenset[int] | None  # None: no If-Match (or ``*``)
     idempotency_key: str | None
-    request_hash: str
+    request_hash: str | None  # of the body, with an idempotency key (else None)
 
 
 class Pipeline:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from service.engine import PLAYING, STOCK, InvalidMoveError, State, Variant, get_variant
-from service.engine.cards import split_codes
+from service.engine.cards import pile_codes
 
 UNDO_POLICIES = ("full", "safe", "off")
 DEFAULT_UNDO = "safe"
@@ -99,7 +99,8 @@ class GameRecord:
 
     def public(self, game_id: str, version: int) -> dict:
         """The Game of ``openapi.yaml``, without anything secret: the snapshot's piles
-        are printed card codes, shown as they are."""
+        are printed card codes, shown as they are (each pile's ``cards`` a tuple, for
+        the JSON encoder)."""
         variant = self.game_variant
         over = self.is_over
         texts = self.state["piles"]
@@ -117,7 +118,7 @@ class GameRecord:
             "moves_made": self.moves,
             "piles": [
                 {"id": spec.id, "kind": spec.kind, "count": len(text) // 2,
-                 "cards": [] if spec.kind == STOCK else split_codes(text)}
+                 "cards": () if spec.kind == STOCK else pile_codes(text)}
                 for spec, text in zip(variant.layout, texts, strict=True)
             ],
         }
