@@ -105,6 +105,8 @@ class Answer:
     status: int | None  # None: no HTTP answer (the error says why)
     retry_after: str | None = None
     error: str | None = None
+    #: Sent a second time: the connection closed before any answer to the first.
+    resent: bool = False
 
     @property
     def ok(self) -> bool:
@@ -167,17 +169,30 @@ class Player(threading.Thread):
             self.error = error
 
     def _request(self, game: Game, kind: str, method: str, path: str, **kwargs) -> Answer:
+        """One request; sent once more, as browsers do, if its kept-alive connection
+        closed before any answer (a read, or a write with its Idempotency-Key: safe to
+        send again).  Such a close is HTTP's own race, not a refusal: a connection may
+        be closed at any time between requests, and a request sent as it closes gets no
+        answer.  The answer says whether it was sent again."""
         started = time.monotonic()
-        try:
-            response = self.session.request(method, f"{self.base}{path}", timeout=self.timeout,
-                                            **kwargs)
-        except requests.RequestException as error:
-            answer = Answer(started, time.monotonic(), game.id, kind, None,
-                            error=f"{type(error).__name__}: {error}")
-        else:
-            answer = Answer(started, time.monotonic(), game.id, kind, response.status_code,
-                            response.headers.get("Retry-After"),
-                            None if response.status_code == 200 else response.text[:300])
+        for resent in (False, True):
+            try:
+                response = self.session.request(method, f"{self.base}{path}",
+                                                timeout=self.timeout, **kwargs)
+            except requests.ConnectionError as error:
+                if not resent and "Connection aborted" in str(error):
+                    continue
+                answer = Answer(started, time.monotonic(), game.id, kind, None,
+                                error=f"{type(error).__name__}: {error}", resent=resent)
+            except requests.RequestException as error:
+                answer = Answer(started, time.monotonic(), game.id, kind, None,
+                                error=f"{type(error).__name__}: {error}", resent=resent)
+            else:
+                answer = Answer(started, time.monotonic(), game.id, kind,
+                                response.status_code, response.headers.get("Retry-After"),
+                                None if response.status_code == 200 else response.text[:300],
+                                resent=resent)
+            break
         self.answers.append(answer)
         return answer
 
@@ -253,6 +268,7 @@ def summary(answers: list[Answer]) -> dict:
         "requests": len(answers),
         "failed": len(failed),
         "answered_503_with_retry_after": sum(a.acceptable_failure for a in failed),
+        "sent_again_after_a_closed_connection": sum(a.resent for a in answers),
         "other_failures": [f"{a.kind} {a.status} {a.error}" for a in failed
                            if not a.acceptable_failure][:10],
         "max_latency_s": round(latencies[-1], 3) if latencies else None,
