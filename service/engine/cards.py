@@ -114,9 +114,10 @@ class RecentTables:
     """The piles of the tables a process printed or parsed last, by their texts (a
     tuple of :func:`cards_text` strings), at most ``size``, the oldest dropped first.
 
-    A game's next write reads back the snapshot its last write stored; a client keeps
-    its connection, and a connection stays with one worker process, so that process
-    printed the snapshot and finds its piles here instead of parsing 104 cards again.
+    A game's next write reads back the snapshot its last write stored.  A client keeps
+    its connection, and a connection stays with one worker process: unless a load
+    balancer spreads its requests, that process printed the snapshot and finds its piles
+    here instead of parsing 104 cards again.
     The key is the texts themselves: a hit is the very same table.  Only tables known
     to hold every card are kept."""
 
@@ -162,11 +163,12 @@ def split_codes(text: str) -> list[str]:
 def pile_codes(text: str) -> tuple[str, ...]:
     """:func:`split_codes` as a tuple, remembered: a move changes two of a table's
     twenty-odd piles, so the answer to it, and every read, shows piles already split."""
-    return tuple(map(_SAME_CODE, _PAIRS.findall(text)))
+    codes = _PAIRS.findall(text)
+    return tuple(map(_SAME_CODE, codes, codes))
 
 
-#: A code to the one string object of its card's text: the tuples remembered by
-#: :func:`pile_codes` share them.
+#: A code to the one string object of its card's text (the tuples remembered by
+#: :func:`pile_codes` share them); any other code to itself.
 _SAME_CODE = {text: text for text in _BY_TEXT}.get
 
 

@@ -111,3 +111,4 @@ def test_pile_codes_are_split_codes_sharing_one_string_per_card():
     first, other = pile_codes("ASKH"), pile_codes("QDAS")
     assert first[0] is other[1]
     assert pile_codes("") == ()
+    assert pile_codes("ASZZ") == ("AS", "ZZ")  # a code that is no card shown as it is
