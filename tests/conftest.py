@@ -4,6 +4,7 @@ A test marked ``cluster`` runs twice: on the session's Redis and on the session'
 Cluster (3 masters, 3 replicas, started once); its ``backend`` parameter says which.
 """
 
+import contextlib
 import sys
 
 import pytest
@@ -119,3 +120,16 @@ def clean_redis(request, backend):
         client.flushall()
     yield client
     client.close()
+
+
+@pytest.fixture
+def fsync_always(redis_server, clean_redis):
+    """The session's Redis writing and fsyncing every write before it answers
+    (``appendfsync always``) for one test that SIGKILLs it and wants every
+    acknowledged write back.  With ``everysec``, Redis answers a write and may write it
+    to its file up to two seconds later while an fsync is slow (a busy disk), and a
+    SIGKILL then loses it.  The server comes back with ``everysec``, its setting."""
+    clean_redis.config_set("appendfsync", "always")
+    yield
+    with contextlib.suppress(redis.ConnectionError):
+        clean_redis.config_set("appendfsync", "everysec")

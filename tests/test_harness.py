@@ -39,7 +39,7 @@ def test_clean_redis_flushes_between_tests(clean_redis):
     clean_redis.set("left-over", "1")
 
 
-def test_kill_and_restart_keeps_appendonly_data(redis_server, clean_redis):
+def test_kill_and_restart_keeps_appendonly_data(redis_server, clean_redis, fsync_always):
     clean_redis.set("game:1", "state-7")
     clean_redis.rpush("game:1:history", "a", "b")
     old_pid = redis_server.pid

@@ -265,7 +265,7 @@ def test_rate_limits_off_sends_no_headers(client):
 
 
 def test_a_redis_crash_answers_503_then_play_resumes_with_every_acknowledged_move(
-        redis_server, redis_url, clean_redis):
+        redis_server, redis_url, clean_redis, fsync_always):
     app = make_app(redis_url)
     client = app.test_client()
     game, token, _ = create(client, "salic-law", seed=31)
