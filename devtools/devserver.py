@@ -104,8 +104,11 @@ def main() -> int:
         if not os.environ.get("REDIS_URL"):
             data_dir = Path(os.environ.get("REDIS_DATA_DIR") or ROOT / "var" / "redis")
             try:
+                # Every write on disk before it is answered, as in docker-compose.yml:
+                # with everysec a crash of this Redis could lose acknowledged moves.
                 redis_server = RedisServer(
-                    data_dir, _int_env("REDIS_PORT", None), appendonly=True
+                    data_dir, _int_env("REDIS_PORT", None), appendonly=True,
+                    appendfsync="always",
                 ).start()
             except RedisServerError as error:
                 log(str(error))

@@ -145,6 +145,9 @@ def test_devserver_runs_redis_the_worker_and_gunicorn_then_stops_them(tmp_path):
         redis_url = re.search(r"at (redis://\S+)", server.log()).group(1)
         with redis.Redis.from_url(redis_url) as client:
             assert client.ping() is True
+            # Every acknowledged write on disk, as in production.
+            assert client.config_get("appendonly") == {"appendonly": "yes"}
+            assert client.config_get("appendfsync") == {"appendfsync": "always"}
             # The solver's worker fills the pool of winnable deals of that Redis.
             _wait_for(lambda: client.scard("pool:{salic-law}") == 1, 20, "a winnable seed")
         assert (tmp_path / "redis" / "redis-server.log").exists()
