@@ -117,9 +117,8 @@ class RecentTables:
     A game's next write reads back the snapshot its last write stored.  A client keeps
     its connection, and a connection stays with one worker process: unless a load
     balancer spreads its requests, that process printed the snapshot and finds its piles
-    here instead of parsing 104 cards again.
-    The key is the texts themselves: a hit is the very same table.  Only tables known
-    to hold every card are kept."""
+    here instead of parsing 104 cards again.  The key is the texts themselves: a hit is
+    the very same table.  Only tables known to hold every card are kept."""
 
     def __init__(self, size: int):
         self.size = size
@@ -153,16 +152,12 @@ def piles_text(piles) -> list[str]:
     return list(map("".join, map(map, repeat(_CODE), piles)))
 
 
-def split_codes(text: str) -> list[str]:
-    """The card codes of a :func:`cards_text` string, as the API shows a pile (no check
-    that they name cards: the text was printed by :func:`cards_text`)."""
-    return _PAIRS.findall(text)
-
-
 @functools.lru_cache(maxsize=16384)
 def pile_codes(text: str) -> tuple[str, ...]:
-    """:func:`split_codes` as a tuple, remembered: a move changes two of a table's
-    twenty-odd piles, so the answer to it, and every read, shows piles already split."""
+    """The card codes of a :func:`cards_text` string, as the API shows a pile (no check
+    that they name cards: the text was printed by :func:`cards_text`), remembered: a
+    move changes two of a table's twenty-odd piles, so the answer to it, and every
+    read, shows piles already split."""
     codes = _PAIRS.findall(text)
     return tuple(map(_SAME_CODE, codes, codes))
 

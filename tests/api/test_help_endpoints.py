@@ -9,7 +9,7 @@ import re
 import pytest
 
 from service.engine import Move, State, get_variant
-from service.engine.cards import split_codes
+from service.engine.cards import pile_codes
 from service.engine.hints import autoplay as engine_autoplay
 from service.storage import keys
 from tests.api.support import (
@@ -114,7 +114,7 @@ def _set_stock(redis_db, game_id: str, stock: str) -> None:
     key = f"game:{{{game_id}}}"
     record = json.loads(redis_db.hget(key, "d"))
     index = get_variant(record["state"]["variant"]).index["stock"]
-    assert sorted(split_codes(stock)) == sorted(split_codes(record["state"]["piles"][index]))
+    assert sorted(pile_codes(stock)) == sorted(pile_codes(record["state"]["piles"][index]))
     record["state"]["piles"][index] = stock
     State.from_dict(record["state"])  # still a valid snapshot
     redis_db.hset(key, "d", json.dumps(record))

@@ -179,12 +179,10 @@ class Player(threading.Thread):
             try:
                 response = self.session.request(method, f"{self.base}{path}",
                                                 timeout=self.timeout, **kwargs)
-            except requests.ConnectionError as error:
-                if not resent and "Connection aborted" in str(error):
-                    continue
-                answer = Answer(started, time.monotonic(), game.id, kind, None,
-                                error=f"{type(error).__name__}: {error}", resent=resent)
             except requests.RequestException as error:
+                if (not resent and isinstance(error, requests.ConnectionError)
+                        and "Connection aborted" in str(error)):
+                    continue
                 answer = Answer(started, time.monotonic(), game.id, kind, None,
                                 error=f"{type(error).__name__}: {error}", resent=resent)
             else:
