@@ -4,7 +4,7 @@ default, in one place.
 Importing this module reads nothing: :func:`read_config` reads the environment when it is
 called, which ``create_app()`` does once, so a bad setting (``ValueError``, naming the
 variable) surfaces where the app is made.  ``create_app(test_config)`` overrides any
-setting for tests.  The README's configuration table lists the environment variables.
+setting for tests.  docs/configuration.md lists the environment variables.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ profile of the request path (bench/profile.py).  Everything goes to ``bench/RESU
                          [--persistence always|off|both] [--streams N]
                          [--profile-requests N] [--no-toy] [--output PATH]
 
-wrk must be installed (Debian's package ``wrk``, see README "Performance"); without it
+wrk must be installed (Debian's package ``wrk``, see docs/performance.md); without it
 the benchmark says so and does not run.
 
 One module per concern: ``constants`` (targets, sizes), ``wrk`` (the load generator and

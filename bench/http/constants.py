@@ -12,7 +12,7 @@ RESULTS = ROOT / "bench" / "RESULTS.md"
 HOST = "127.0.0.1"
 #: The variants whose games are created and played: every one the engine registers.
 VARIANTS = VARIANT_IDS
-#: The service's targets (README "Performance"): the rate of an endpoint over the rate
+#: The service's targets (docs/performance.md): the rate of an endpoint over the rate
 #: of ``/healthz`` in the same round, per Redis persistence; the p99 of a move; the Redis
 #: memory of a game after ``MEMORY_MOVES`` moves.
 TARGETS = {

@@ -2,7 +2,7 @@
 and what it counted (:class:`Run`).
 
 wrk is not installed by the benchmark: it is Debian's package ``wrk`` (``apt-get install
-wrk``, README "Performance"), or any build of https://github.com/wg/wrk on ``PATH``.
+wrk``, docs/performance.md), or any build of https://github.com/wg/wrk on ``PATH``.
 ``wrk.lua`` beside this module makes the requests and prints the counts.
 """
 

@@ -18,7 +18,7 @@ bind = [f"{os.environ.get('HOST') or '127.0.0.1'}:{env_int('PORT', 8000)}"]
 # cores: WEB_CONCURRENCY=2*cores).  A process runs Python one thread at a time, and a
 # request spends much of its time waiting on Redis or the socket, so two per core keep
 # the cores busy.  Chosen by measurement (`python -m bench http`, fsync always, one run
-# per model on 2 cores, README "Performance" has the table): gthread 2 x 64 and 4 x 8
+# per model on 2 cores, docs/performance.md has the table): gthread 2 x 64 and 4 x 8
 # were no better than 4 x 64 beyond the drift between two runs of 4 x 64 themselves (the
 # reference /toy/write 2,167 and 1,980 us of CPU); gevent (4) used 7-28 % less CPU per
 # request on the reference endpoints but left connections waiting (p99 of the bare JSON
@@ -47,7 +47,7 @@ threads = env_int("GUNICORN_THREADS", 64)
 # 2 cores (`python -m bench http`-style rounds, fsync always, this and the reference app
 # both on the same setting): 0.05 s against none cut gunicorn's and Redis' CPU per request
 # by 12-25 % in one run (a move 1,785 -> 1,529 us, the reference write 1,289 -> 1,139 us,
-# /healthz 595 -> 444 us) and 9-20 % in another (README "Workers"); a waiting thread
+# /healthz 595 -> 444 us) and 9-20 % in another (docs/performance.md, "Workers"); a waiting thread
 # costs no CPU.  0.005, 0.05 and 0.5 s came out alike (one 4-round run: a move 1,481,
 # 1,388 and 1,449 us): the benchmark's clients send their next request within 5 ms.
 # 0.05 s also covers a client a little slower than that, and holds an idle thread for

@@ -92,7 +92,7 @@ class ThreadConnections:
 
     redis-py's pooled client spends more CPU per command on taking a connection from the
     pool and giving it back (a lock, a readiness poll, bookkeeping) than on the command
-    itself (README, "Performance", has the figures).  A gthread worker keeps its
+    itself (docs/performance.md has the figures).  A gthread worker keeps its
     threads, so each thread keeps a
     connection of its own instead and sends on it directly, with the same options (the
     socket timeouts, no retry).  Like the pool, it checks before each command that the

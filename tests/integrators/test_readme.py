@@ -1,12 +1,15 @@
-"""The README runs: every shell block, in order, against a live server, outputs compared.
+"""The tours run: every shell block of README.md and of docs/api-tour.md, in order,
+against a live server, outputs compared.
 
-How to write README.md so that this test understands it (keep to it when you add a
-section):
+How to write those documents so that this test understands them (keep to it when you
+add a section):
 
 - A fenced block whose language is ``sh`` (or ``bash``, ``shell``) is **run**: all of
-  them, in the order of the file, in one bash session (``set -eo pipefail``, so a failing
-  command fails the test), in a temporary directory, against a gunicorn and a Redis of
-  this test's own.  ``http://127.0.0.1:8000`` in them becomes that server's URL.
+  a document's blocks, in the order of the file, in one bash session of its own (``set
+  -eo pipefail``, so a failing command fails the test), in a temporary directory,
+  against a gunicorn and a Redis of this test's own, emptied before each document: each
+  document starts from nothing (no variable, no game) and shows what a fresh server
+  answers.  ``http://127.0.0.1:8000`` in them becomes that server's URL.
 - A block that must not run (``make run``, ``docker ...``, anything that starts a server
   or needs what a test machine lacks) is fenced as ``console``: shown, never run.  Other
   languages (``js``, ``json``, ``yaml``, none) are not shell and are never run.
@@ -34,16 +37,18 @@ import time
 from pathlib import Path
 
 import pytest
+from redis import Redis
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-README = ROOT / "README.md"
+#: The documents whose blocks run, each with the fewest outputs it must compare.
+TOURS = {"README.md": 5, "docs/api-tour.md": 15}
 RUN_LANGUAGES = {"sh", "bash", "shell"}
 README_BASE = "http://127.0.0.1:8000"
 FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
 MARKER = "__readme_segment_done__"
 SEGMENT_TIMEOUT = 60
-#: A stream the README cuts with --max-time 2 is noticed gone at the next heartbeat,
-#: which comes before the server stops (and after the README's shortest --max-time).
+#: A stream the API tour cuts with --max-time 2 is noticed gone at the next heartbeat,
+#: which comes before the server stops (and after the tour's shortest --max-time).
 #: No solver's worker runs here, so the first request for an analysis settles it itself:
 #: a deal found winnable within WINNABLE_SEARCH_SECONDS (1.5 s) may take longer than the
 #: default ANALYSIS_INLINE_SECONDS (0.5 s) on a loaded machine, and would stay pending.
@@ -159,13 +164,16 @@ def _prepare(command_lines: list[str], base: str) -> str:
 
 
 @pytest.mark.timeout(180)
-def test_every_shell_block_of_the_readme_runs_and_prints_what_it_shows(api, tmp_path):
+@pytest.mark.parametrize("name", list(TOURS))
+def test_every_shell_block_of_the_tours_runs_and_prints_what_it_shows(api, tmp_path, name):
     missing = [tool for tool in ("curl", "jq", "bash", "sha256sum") if not shutil.which(tool)]
     if missing:
         pytest.skip(f"README TEST SKIPPED: {', '.join(missing)} missing (apt-get install -y "
                     "curl jq; .ci/run does it before make test)")
-    blocks = run_blocks(README.read_text())
-    assert len(blocks) >= 3, "the README's walkthrough blocks are not fenced as sh"
+    blocks = run_blocks((ROOT / name).read_text())
+    assert len(blocks) >= 1, f"{name}'s walkthrough blocks are not fenced as sh"
+    # A fresh server for each document: the statistics they show count their own games.
+    Redis.from_url(api.env["REDIS_URL"]).flushall()
     shell = Shell(tmp_path)
     compared = 0
     mismatches = []
@@ -177,7 +185,7 @@ def test_every_shell_block_of_the_readme_runs_and_prints_what_it_shows(api, tmp_
                     continue
                 compared += 1
                 if not _expected_pattern(expected).fullmatch(_clean(_mask(output))):
-                    mismatches.append(f"README.md line {line}: expected\n"
+                    mismatches.append(f"{name} line {line}: expected\n"
                                       + "\n".join(f"#> {e}".rstrip() for e in expected)
                                       + "\nbut the commands printed\n"
                                       + "\n".join(f"#> {o}".rstrip()
@@ -185,7 +193,7 @@ def test_every_shell_block_of_the_readme_runs_and_prints_what_it_shows(api, tmp_
     finally:
         shell.close()
     assert mismatches == [], "\n\n".join(mismatches)
-    assert compared >= 10
+    assert compared >= TOURS[name]
 
 
 def test_the_readme_test_reads_blocks_and_outputs_as_documented():
@@ -212,8 +220,9 @@ def test_the_readme_test_reads_blocks_and_outputs_as_documented():
         "curl -sN --max-time 2 http://h:1/x || [ $? -eq 28 ]"
 
 
-def test_the_readme_speaks_of_the_api_not_of_python_names():
+@pytest.mark.parametrize("document", list(TOURS))
+def test_the_tours_speak_of_the_api_not_of_python_names(document):
     # Clients read GET /v1/variants (autoplay_rule, hint_rule), not the engine's code.
-    text = README.read_text()
+    text = (ROOT / document).read_text()
     for name in ("is_safe_home", "safe_moves", "endgame_line"):
         assert name not in text, name
