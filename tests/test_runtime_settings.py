@@ -215,3 +215,18 @@ def test_a_given_metrics_directory_is_kept(monkeypatch, tmp_path):
     config.prepare_process_environment(settings)
     assert settings == {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(tmp_path)
+
+
+@pytest.mark.parametrize("module", ["service.runtime.request_group",
+                                    "service.runtime.events_group"])
+def test_gunicorn_takes_every_setting_of_a_group(module):
+    """Every name of the module that gunicorn knows is a valid value of that setting
+    (gunicorn reads every module-level name of its settings module)."""
+    from gunicorn.config import Config
+
+    loaded = __import__(module, fromlist=["bind"])
+    gunicorn = Config()
+    taken = {name for name in vars(loaded) if name in gunicorn.settings}
+    for name in taken:
+        gunicorn.set(name, getattr(loaded, name))
+    assert {"bind", "workers", "worker_class", "timeout", "keepalive", "loglevel"} <= taken

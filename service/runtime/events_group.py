@@ -21,14 +21,14 @@ import sys
 
 import gevent
 
-from service import config
+from service.config import EVENTS_GROUP, process_settings
 from service.runtime import shared
 from service.runtime.events_process import handoff_server
 from service.runtime.handoff import listen
 from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 #: The events group's settings (:data:`service.config.EVENTS_GROUP`).
-settings = config.process_settings(config.EVENTS_GROUP)
+settings = process_settings(EVENTS_GROUP)
 
 bind = [settings["EVENTS_BIND"]]
 # One process by default: it holds ten thousand idle streams on one core, and every

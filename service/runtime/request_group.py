@@ -7,12 +7,12 @@ table (:mod:`service.config`), read once when gunicorn loads this module::
 (the Dockerfile, both compose files, and `make run` through devtools/launch.py).
 """
 
-from service import config
+from service.config import REQUEST_GROUP, process_settings
 from service.runtime import shared
 from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 #: The request group's settings (:data:`service.config.REQUEST_GROUP`).
-settings = config.process_settings(config.REQUEST_GROUP)
+settings = process_settings(REQUEST_GROUP)
 
 bind = [f"{settings['HOST']}:{settings['PORT']}"]
 # Two processes per core (WEB_CONCURRENCY=2*cores): a process runs Python one thread at a

@@ -9,7 +9,7 @@ import os
 import signal
 from collections.abc import Callable
 
-from service import config
+from service.config import GROUPS, prepare_process_environment, process_settings
 from service.live import EXTENSION
 
 #: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
@@ -19,7 +19,7 @@ __all__ = ["accesslog", "child_exit", "control_socket_disable", "errorlog",
            "worker_tmp_dir"]
 
 #: The settings both groups read (:data:`service.config.GROUPS`).
-settings = config.process_settings(config.GROUPS)
+settings = process_settings(GROUPS)
 
 timeout = settings["GUNICORN_TIMEOUT"]
 graceful_timeout = settings["GUNICORN_GRACEFUL_TIMEOUT"]
@@ -44,7 +44,7 @@ def on_starting(server):
     ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports the client.  Unless one is
     given, the arbiter makes it here, once, before it starts any process
     (:func:`service.config.prepare_process_environment`)."""
-    config.prepare_process_environment(settings)
+    prepare_process_environment(settings)
 
 
 def child_exit(server, worker):
