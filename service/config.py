@@ -92,8 +92,8 @@ SETTINGS: dict[str, Setting] = {
     # --- storage ----------------------------------------------------------------------
     "REDIS_URL": Setting(
         env_str, "redis://127.0.0.1:6379/0", APP,
-        "the Redis of the games (and of the rate-limit counters); "
-        "`redis+cluster://host:port[,host:port...]`: a Redis Cluster"),
+        "the Redis of the games (and of the rate-limit counters; `make run` without it: "
+        "its own Redis); `redis+cluster://host:port[,host:port...]`: a Redis Cluster"),
     "REDIS_SOCKET_TIMEOUT": Setting(
         env_float, 1.0, APP,
         "seconds a Redis command may take before the request answers 503 (a dead or hung "

@@ -142,7 +142,6 @@ def test_keepalive_wait_seconds_sets_the_request_groups_wait(given, wait):
 _READ_ONCE = """
 import json, os, runpy, sys, types
 settings = runpy.run_module("service.runtime.request_group")
-from service import config
 from service.runtime.request_process import RequestProcess
 os.environ.update(KEEPALIVE_WAIT_SECONDS="9", EVENTS_HANDOFF_SOCKET="/changed/later")
 process = types.SimpleNamespace(wsgi=None)
