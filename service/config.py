@@ -240,7 +240,7 @@ SETTINGS: dict[str, Setting] = {
                     "the address the request group listens on"),
     "PORT": Setting(env_int, 8000, REQUEST_GROUP, "the port the request group listens on"),
     # Two per core: a process runs Python one thread at a time, and a request spends much
-    # of its time waiting on Redis or the socket (README "Performance" has the runs).
+    # of its time waiting on Redis or the socket (docs/performance.md has the runs).
     "WEB_CONCURRENCY": Setting(
         env_int, 4, REQUEST_GROUP,
         "request processes: two per core (4 on 2 cores; past ~8 cores per Redis, add "
@@ -255,7 +255,7 @@ SETTINGS: dict[str, Setting] = {
         env_int, 64, (REQUEST_GROUP, APP),
         "threads of a request process (the app reads it for `SSE_MAX_STREAMS`' default)"),
     # A waiting thread costs no CPU, and saves the hand-over to the main loop and back for
-    # a client that sends its next request at once (README "Workers" has the runs).
+    # a client that sends its next request at once (docs/performance.md, "Workers", has the runs).
     "KEEPALIVE_WAIT_SECONDS": Setting(
         env_float, 0.05, REQUEST_GROUP,
         "seconds the thread that answered a kept-alive connection waits for its next "
