@@ -31,7 +31,7 @@ from pathlib import Path
 
 from devtools.launch import ROOT, new_secret_key, start_gunicorn, start_worker, stop_gunicorn
 from devtools.redis_server import RedisServer, RedisServerError
-from service.env import env_int
+from service.config import env_int
 
 HOST = "127.0.0.1"
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

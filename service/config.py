@@ -1,134 +1,301 @@
-"""Configuration: every setting of the app, the environment variable it comes from and its
-default, in one place.
+"""Configuration: every setting of the service, in one table (:data:`SETTINGS`): the
+environment variable it comes from, its parser, its one default, what it does, and which
+part of the service reads it.  This is the only module that reads the environment.
 
-Importing this module reads nothing: :func:`read_config` reads the environment when it is
-called, which ``create_app()`` does once, so a bad setting (``ValueError``, naming the
-variable) surfaces where the app is made.  ``create_app(test_config)`` overrides any
-setting for tests.  docs/configuration.md lists the environment variables.
+Importing it reads nothing.  Each part reads its settings once, when it starts:
+
+- the app (:data:`APP`): :func:`read_config`, which ``create_app()`` calls once, in every
+  process that makes the app (the request processes, the events processes, the solver's
+  worker); ``create_app(test_config)`` overrides any setting for tests;
+- the gunicorn groups (:data:`REQUEST_GROUP`, :data:`EVENTS_GROUP`, and :data:`GROUPS`
+  for what both share): :func:`process_settings`, called once by each group's settings
+  module (:mod:`service.runtime`) when gunicorn loads it, before it starts any process;
+  the processes inherit what was read;
+- the solver's worker (:data:`SOLVER_WORKER`): :func:`process_settings` when it starts.
+
+A bad value raises ``ValueError`` naming the variable, where that part starts.
+docs/configuration.md lists every setting of the table (``python -m service.config``
+prints its table; tests/test_configuration_docs.py checks the two agree).
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
-from service.env import env_bool, env_float, env_int, env_str
+T = TypeVar("T")
+_BOOLEANS = {"1": True, "true": True, "yes": True, "on": True,
+             "0": False, "false": False, "no": False, "off": False}
+
+
+def _env(name: str, default: T, parse: Callable[[str], T], expected: str) -> T:
+    """``parse`` of the variable ``name`` (``default`` when unset or blank)."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        return parse(value)
+    except (ValueError, KeyError):
+        raise ValueError(f"{name} must be {expected}, not {value!r}") from None
+
+
+def env_str(name: str, default: str | None) -> str | None:
+    """The variable's text as it is (``default`` when unset or empty)."""
+    return os.environ.get(name) or default
+
+
+def env_int(name: str, default: int | None) -> int | None:
+    return _env(name, default, int, "an integer")
+
+
+def env_float(name: str, default: float) -> float:
+    return _env(name, default, float, "a number")
+
+
+def env_bool(name: str, default: bool) -> bool:
+    return _env(name, default, lambda value: _BOOLEANS[value.lower()], "true or false")
+
+
+#: The parts of the service that read settings.
+APP = "app"  # create_app(), in every process that makes the app
+REQUEST_GROUP = "request group"  # service/runtime/request_group.py
+EVENTS_GROUP = "events group"  # service/runtime/events_group.py
+GROUPS = "both groups"  # service/runtime/shared.py
+SOLVER_WORKER = "solver's worker"  # service/solver/worker.py
+PARTS = (APP, REQUEST_GROUP, EVENTS_GROUP, GROUPS, SOLVER_WORKER)
 
 
 class Setting(NamedTuple):
-    """One setting read from the environment: ``read(variable, default)``."""
+    """One setting: ``read(variable, default)`` reads it from the environment."""
 
     read: Callable[[str, Any], Any]
     default: Any
+    #: The part that reads it (one of :data:`PARTS`), or the parts.
+    read_by: str | tuple[str, ...]
+    #: What it does, in one line (docs/configuration.md shows it).
+    description: str
     #: The environment variable, when it is not named as the setting.
     variable: str | None = None
 
+    @property
+    def parts(self) -> tuple[str, ...]:
+        return (self.read_by,) if isinstance(self.read_by, str) else self.read_by
 
-#: The settings read from the environment, by name (the variable's name but where given).
+
+PACKAGE = Path(__file__).resolve().parent
+
+#: Every setting, by name (the variable's name but where given).
 SETTINGS: dict[str, Setting] = {
     # --- storage ----------------------------------------------------------------------
-    "REDIS_URL": Setting(env_str, "redis://127.0.0.1:6379/0"),
-    #: Seconds a Redis command (connect, or read/write) may take before the request
-    #: answers 503: a dead or hung Redis never holds a worker longer than this.
-    "REDIS_SOCKET_TIMEOUT": Setting(env_float, 1.0),
-    "REDIS_CONNECT_TIMEOUT": Setting(env_float, 1.0),
-    #: Seconds a request body may take to arrive, under gunicorn: past it the request
-    #: answers 408 and the connection closes, so a client that sends less than its
-    #: Content-Length holds a gunicorn thread this long at most (0: no limit).
-    "BODY_TIMEOUT_SECONDS": Setting(env_float, 10.0),
-    #: Replicas that must confirm a write (Redis WAIT) before it is acknowledged; when
-    #: they do not within REDIS_WAIT_TIMEOUT_MS the write answers 503.  Default: 1 on a
-    #: Redis Cluster (REDIS_URL=redis+cluster://...), 0 on one Redis.
-    "REDIS_WAIT_REPLICAS": Setting(env_int, None),
-    "REDIS_WAIT_TIMEOUT_MS": Setting(env_int, 500),
-    #: A pooled connection idle for longer than this is PINGed before use.
-    "REDIS_HEALTH_CHECK_INTERVAL": Setting(env_int, 30),
-    #: Idle games expire after this many seconds; every write starts the clock again.
-    "GAME_TTL_SECONDS": Setting(env_int, 30 * 24 * 60 * 60),
-    #: How long an Idempotency-Key is remembered (24 hours, as openapi.yaml says).
-    "IDEMPOTENCY_TTL_SECONDS": Setting(env_int, 24 * 60 * 60),
-    #: The server key that seals the stored first answers of idempotent writes (at least 32
-    #: characters, the same for every worker and replica); required outside tests.
-    "SECRET_KEY": Setting(env_str, None),
-    #: Compare-and-set attempts of a write without If-Match before 409 write_conflict.
-    "WRITE_RETRIES": Setting(env_int, 16),
-    #: Wall-clock seconds a hint's search of sampled deals may take at most.  Its budget
-    #: of positions ends it first on a machine that keeps up, and then the same position
-    #: always gets the same hint; the clock only stops a search slowed by an overloaded
-    #: machine (its answer may then differ).
-    "HINT_SECONDS": Setting(env_float, 0.8),
+    "REDIS_URL": Setting(
+        env_str, "redis://127.0.0.1:6379/0", APP,
+        "the Redis of the games (and of the rate-limit counters; `make run` without it: "
+        "its own Redis); `redis+cluster://host:port[,host:port...]`: a Redis Cluster"),
+    "REDIS_SOCKET_TIMEOUT": Setting(
+        env_float, 1.0, APP,
+        "seconds a Redis command may take before the request answers 503 (a dead or hung "
+        "Redis never holds a thread longer)"),
+    "REDIS_CONNECT_TIMEOUT": Setting(env_float, 1.0, APP, "seconds to connect to Redis"),
+    "BODY_TIMEOUT_SECONDS": Setting(
+        env_float, 10.0, APP,
+        "under gunicorn, seconds a request body may take to arrive: then 408 "
+        "`request_timeout` and the connection closes (`0`: no limit)"),
+    "REDIS_WAIT_REPLICAS": Setting(
+        env_int, None, APP,
+        "replicas that must confirm a write (Redis `WAIT`) before it is acknowledged "
+        "(unconfirmed: 503); unset: 1 on a Redis Cluster, 0 on one Redis"),
+    "REDIS_WAIT_TIMEOUT_MS": Setting(
+        env_int, 500, APP, "milliseconds a write waits for that confirmation"),
+    "REDIS_HEALTH_CHECK_INTERVAL": Setting(
+        env_int, 30, APP, "a pooled connection idle for longer (seconds) is PINGed before use"),
+    "GAME_TTL_SECONDS": Setting(
+        env_int, 30 * 24 * 60 * 60, APP,
+        "idle games expire after this many seconds (30 days); every write restarts the clock"),
+    "IDEMPOTENCY_TTL_SECONDS": Setting(
+        env_int, 24 * 60 * 60, APP,
+        "seconds an `Idempotency-Key` is remembered (24 hours, as openapi.yaml says)"),
+    "SECRET_KEY": Setting(
+        env_str, None, APP,
+        "**required** (`make run` makes one): the server key that seals the stored first "
+        "answers of idempotent writes; at least 32 characters, the same for every process "
+        "and replica, kept across restarts"),
+    "WRITE_RETRIES": Setting(
+        env_int, 16, APP,
+        "compare-and-set attempts of a write without `If-Match` before 409 `write_conflict`"),
+    # The clock only stops a search slowed by an overloaded machine (its answer may then
+    # differ); on a machine that keeps up the positions' budget ends it first.
+    "HINT_SECONDS": Setting(
+        env_float, 0.8, APP,
+        "wall-clock seconds a hint's search of sampled deals may take at most (its budget "
+        "of positions ends it first on a machine that keeps up)"),
 
     # --- the events feed as Server-Sent Events -------------------------------------------
-    #: Seconds between two heartbeat comments of an idle stream (proxies keep it open, and
-    #: the server notices a client that left).
-    "SSE_HEARTBEAT_SECONDS": Setting(env_float, 15.0),
-    #: The ``retry:`` hint: milliseconds an EventSource waits before it reconnects.
-    "SSE_RETRY_MS": Setting(env_int, 3000),
-    #: Streams one process holds open at most; past it a stream request answers 503
-    #: ``too_many_streams``.  Under gunicorn each group gives its processes their own cap
-    #: (service/runtime/): the request group this setting too, by default below its
-    #: thread count (GUNICORN_THREADS); the events group EVENTS_MAX_STREAMS.
-    "SSE_MAX_STREAMS": Setting(env_int, 100),
-    #: A stream ends after this many seconds (the client resumes with Last-Event-ID), so
-    #: that long-lived connections spread again over workers and replicas.
-    "SSE_MAX_SECONDS": Setting(env_float, 3600.0),
-    #: Frames a stream served by a thread may have waiting to be sent; past it the stream
-    #: drops them and catches up from the game's journal once its client reads again.
-    "SSE_BACKLOG": Setting(env_int, 256),
-    #: Bytes an events worker keeps for a stream whose client does not read (what its
-    #: socket does not take); past it, or after a heartbeat period, the connection is
-    #: closed and the client resumes with Last-Event-ID.
-    "SSE_BACKLOG_BYTES": Setting(env_int, 64 * 1024),
+    "SSE_HEARTBEAT_SECONDS": Setting(
+        env_float, 15.0, APP,
+        "seconds between two heartbeat comments of an idle event stream"),
+    "SSE_RETRY_MS": Setting(
+        env_int, 3000, APP,
+        "the `retry:` hint: milliseconds an `EventSource` waits before it reconnects"),
+    # The one rule of a process's cap of streams: see stream_cap().
+    "SSE_MAX_STREAMS": Setting(
+        env_int, None, APP,
+        "event streams a process that serves them on its threads (a request process "
+        "without an events group, or the app outside gunicorn) holds at most, then 503 "
+        "`too_many_streams`; unset: `GUNICORN_THREADS` less a quarter, at least 4 "
+        "(48 at 64 threads); the events processes hold `EVENTS_MAX_STREAMS` instead"),
+    "SSE_MAX_SECONDS": Setting(
+        env_float, 3600.0, APP,
+        "a stream ends after this many seconds (the client resumes with `Last-Event-ID`), "
+        "so that long-lived connections spread again over processes and replicas"),
+    "SSE_BACKLOG": Setting(
+        env_int, 256, APP,
+        "frames a stream served by a thread may have waiting; past it the stream catches "
+        "up from the game's journal once its client reads again"),
+    "SSE_BACKLOG_BYTES": Setting(
+        env_int, 64 * 1024, APP,
+        "bytes an events process keeps for a client that does not read; past it (or a "
+        "heartbeat period without room) the connection closes and the client resumes"),
 
     # --- HTTP ---------------------------------------------------------------------------
-    #: Behind a reverse proxy: take the client address from the last X-Forwarded-For hop.
-    #: Off by default, so a client cannot choose its own rate-limit key.
-    "TRUST_PROXY": Setting(env_bool, False),
-    #: The OpenAPI document served at /v1/openapi.yaml (read once, at app creation).
-    "OPENAPI_PATH": Setting(env_str, str(Path(__file__).resolve().parent / "openapi.yaml")),
-    #: The JSON log's level (upper-cased when read).
-    "LOG_LEVEL": Setting(env_str, "INFO"),
-    #: Request lines are written in batches, at most this long after their request (one
-    #: write a batch, not one a request); 0: each line as its request ends.  Any other
-    #: line (a warning, an error) is written at once, after the batch before it.
-    "LOG_FLUSH_SECONDS": Setting(env_float, 0.1),
-    #: Set (by the process manager) when several gunicorn workers share Prometheus metrics.
-    "PROMETHEUS_MULTIPROC_DIR": Setting(env_str, None),
+    # Off by default, so that a client cannot choose its own rate-limit key.
+    "TRUST_PROXY": Setting(
+        env_bool, False, APP,
+        "behind a reverse proxy you run: take the client address from the last "
+        "`X-Forwarded-For` hop"),
+    "OPENAPI_PATH": Setting(
+        env_str, str(PACKAGE / "openapi.yaml"), APP,
+        "the OpenAPI document served at `/v1/openapi.yaml` (read once, when the app is made)"),
+    "LOG_LEVEL": Setting(
+        env_str, "INFO", APP,
+        "the JSON log's level (upper-cased when read; `INFO` logs one line per request)"),
+    "LOG_FLUSH_SECONDS": Setting(
+        env_float, 0.1, APP,
+        "request lines are written in batches, at most this long after their request; any "
+        "other line at once, after the batch before it (`0`: each line as its request ends)"),
+    "PROMETHEUS_MULTIPROC_DIR": Setting(
+        env_str, None, (APP, GROUPS),
+        "an empty writable directory where the processes of the gunicorn groups add their "
+        "Prometheus metrics up for `/metrics`; unset: each group's arbiter makes one when "
+        "it starts"),
 
     # --- Flask-Limiter settings (per client address) -----------------------------------
-    "RATELIMIT_ENABLED": Setting(env_bool, True),
-    #: One budget per client address for all routes together (flask-limiter's
-    #: "application" limit; its per-route RATELIMIT_DEFAULT is left unset on purpose).
-    "RATELIMIT_APPLICATION": Setting(env_str, "1200 per minute", "RATELIMIT_DEFAULT"),
-    #: Where the counters live; unset: REDIS_URL, so every worker and replica shares them.
-    "RATELIMIT_STORAGE_URI": Setting(env_str, None),
-    "RATELIMIT_STRATEGY": Setting(env_str, "fixed-window"),
+    "RATELIMIT_ENABLED": Setting(env_bool, True, APP, "per-client rate limits on or off"),
+    # flask-limiter's "application" limit; its per-route RATELIMIT_DEFAULT stays unset.
+    "RATELIMIT_APPLICATION": Setting(
+        env_str, "1200 per minute", APP,
+        "one budget per client address for all routes together "
+        "(the `limits` package's notation)", "RATELIMIT_DEFAULT"),
+    "RATELIMIT_STORAGE_URI": Setting(
+        env_str, None, APP,
+        "where the rate-limit counters live; unset: `REDIS_URL`, so that every process and "
+        "replica shares them"),
+    "RATELIMIT_STRATEGY": Setting(
+        env_str, "fixed-window", APP,
+        "the rate limits' strategy: or `moving-window`, `sliding-window-counter`"),
 
     # --- the solver: winnable deals and analyses (service/solver/features.py) ------------
-    #: Proved-winnable seeds the worker keeps in the pool of each variant,
-    #: ``<variant>=<size>`` separated by commas (a variant left out has no pool).
-    "WINNABLE_POOL": Setting(env_str, "clock=32,salic-law=32,four-corners=8"),
-    #: Positions, and seconds of the worker's CPU time, the worker's solver gives one
-    #: deal while it fills a pool.  The positions end a search (the same search on any
-    #: machine: `python -m bench solver --positions 50000` measures it); the seconds only
-    #: stop one on a machine slower than 5,000 positions a second.
-    "WINNABLE_DEAL_POSITIONS": Setting(env_int, 50_000),
-    "WINNABLE_DEAL_SECONDS": Setting(env_float, 10.0),
-    #: The solver's worker's CPU share: the CPU time it may use on average, as a fraction
-    #: of one core (0 < share <= 1).  After a search for a pool it rests until its CPU
-    #: time is back within the share; an analysis, which a user waits for, never waits
-    #: for it (service/solver/worker.py).
-    "WORKER_CPU_SHARE": Setting(env_float, 0.02),
-    #: Seconds a creation with "winnable" searches itself when the pool is empty (then
-    #: 422 no_winnable_deal).
-    "WINNABLE_SEARCH_SECONDS": Setting(env_float, 1.5),
-    #: The analysis of a finished deal: the worker's budget (seconds of its CPU time), and
-    #: the part of it that the first request tries itself (wall-clock seconds) before it
-    #: hands the search to the worker (0: none).
-    "ANALYSIS_SECONDS": Setting(env_float, 10.0),
-    "ANALYSIS_POSITIONS": Setting(env_int, 2_000_000),
-    "ANALYSIS_INLINE_SECONDS": Setting(env_float, 0.5),
+    "WINNABLE_POOL": Setting(
+        env_str, "clock=32,salic-law=32,four-corners=8", APP,
+        "proved-winnable seeds the solver's worker keeps in the pool of each variant, "
+        "`<variant>=<size>` separated by commas (a variant left out, or 0: no pool)"),
+    # The positions end a search, the same search on any machine
+    # (`python -m bench solver --positions 50000` measures it).
+    "WINNABLE_DEAL_POSITIONS": Setting(
+        env_int, 50_000, APP,
+        "positions the solver's worker expands at most in one deal while it fills a pool"),
+    "WINNABLE_DEAL_SECONDS": Setting(
+        env_float, 10.0, APP,
+        "seconds of the solver's worker's CPU time that search may take at most (a cap for "
+        "a machine slower than 5,000 positions a second)"),
+    "WORKER_CPU_SHARE": Setting(
+        env_float, 0.02, APP,
+        "the solver's worker's CPU share, a fraction of one core (0 < share <= 1): after "
+        "each search for a pool it rests until its average is back within it; an analysis "
+        "never waits for it"),
+    "WINNABLE_SEARCH_SECONDS": Setting(
+        env_float, 1.5, APP,
+        "seconds a creation with `\"winnable\": true` searches itself when the pool is "
+        "empty (then 422 `no_winnable_deal`)"),
+    "ANALYSIS_SECONDS": Setting(
+        env_float, 10.0, APP,
+        "the budget of the analysis of a finished deal, in seconds of the solver's "
+        "worker's CPU time"),
+    "ANALYSIS_POSITIONS": Setting(
+        env_int, 2_000_000, APP, "positions the analysis of a finished deal may expand"),
+    "ANALYSIS_INLINE_SECONDS": Setting(
+        env_float, 0.5, APP,
+        "wall-clock seconds of that analysis the first request tries itself before it "
+        "hands the search to the solver's worker (`0`: none)"),
+
+    # --- the solver's worker (service/solver/worker.py) -----------------------------------
+    "WORKER_NICE": Setting(
+        env_int, 10, SOLVER_WORKER,
+        "how much lower the solver's worker's CPU priority is than the API's (`0`: the same)"),
+
+    # --- the request group (service/runtime/request_group.py) ----------------------------
+    "HOST": Setting(env_str, "127.0.0.1", REQUEST_GROUP,
+                    "the address the request group listens on"),
+    "PORT": Setting(env_int, 8000, REQUEST_GROUP, "the port the request group listens on"),
+    # Two per core: a process runs Python one thread at a time, and a request spends much
+    # of its time waiting on Redis or the socket (docs/performance.md has the runs).
+    "WEB_CONCURRENCY": Setting(
+        env_int, 4, REQUEST_GROUP,
+        "request processes: two per core (4 on 2 cores; past ~8 cores per Redis, add "
+        "Redis capacity rather than processes)"),
+    "GUNICORN_WORKER_CLASS": Setting(
+        env_str, "service.runtime.request_process.RequestProcess", REQUEST_GROUP,
+        "the request processes' gunicorn worker class (the default: gthread that hands "
+        "event streams to the events group)"),
+    # Threads are cheap (started on demand, mostly waiting on a socket), and a process
+    # serving streams itself keeps a quarter of them for moves (SSE_MAX_STREAMS).
+    "GUNICORN_THREADS": Setting(
+        env_int, 64, (REQUEST_GROUP, APP),
+        "threads of a request process (the app reads it for `SSE_MAX_STREAMS`' default)"),
+    # A waiting thread costs no CPU, and saves the hand-over to the main loop and back for
+    # a client that sends its next request at once (docs/performance.md, "Workers", has the runs).
+    "KEEPALIVE_WAIT_SECONDS": Setting(
+        env_float, 0.05, REQUEST_GROUP,
+        "seconds the thread that answered a kept-alive connection waits for its next "
+        "request and reads it itself, while a quarter of the process's threads stay free "
+        "(`0`: never)"),
+
+    # --- both gunicorn groups (service/runtime/shared.py) --------------------------------
+    "GUNICORN_TIMEOUT": Setting(
+        env_int, 30, GROUPS,
+        "seconds a silent process lives before its arbiter restarts it (gunicorn's "
+        "`timeout`)"),
+    "GUNICORN_GRACEFUL_TIMEOUT": Setting(
+        env_int, 30, GROUPS,
+        "seconds a process has to finish after a graceful stop (gunicorn's "
+        "`graceful_timeout`)"),
+    "GUNICORN_KEEPALIVE": Setting(
+        env_int, 5, GROUPS,
+        "seconds an idle kept-alive connection stays open (gunicorn's `keepalive`)"),
+    "GUNICORN_LOG_LEVEL": Setting(
+        env_str, "info", GROUPS,
+        "gunicorn's own log level, on stderr (the app writes its own request log)"),
+    "EVENTS_HANDOFF_SOCKET": Setting(
+        env_str, None, GROUPS,
+        "the Unix socket through which the request processes hand event streams to the "
+        "events group (`make run` sets it); unset: the request processes serve streams "
+        "themselves"),
+
+    # --- the events group (service/runtime/events_group.py) ------------------------------
+    "EVENTS_BIND": Setting(
+        env_str, "127.0.0.1:8001", EVENTS_GROUP,
+        "the events group's own address (a load balancer may route the events path there; "
+        "`make run`: a Unix socket)"),
+    # One holds ten thousand idle streams on one core; each holds one Redis subscription.
+    "EVENTS_WORKERS": Setting(
+        env_int, 1, EVENTS_GROUP,
+        "events processes (more of them spread the frames' writing over more cores)"),
+    "EVENTS_MAX_STREAMS": Setting(
+        env_int, None, EVENTS_GROUP,
+        "event streams an events process holds at most, then 503 `too_many_streams`; "
+        "unset: 16384; lowered to what the open-file limit allows less 256"),
 }
 
 #: The settings that no environment variable changes.
@@ -146,9 +313,94 @@ FIXED: dict[str, Any] = {
 }
 
 
+def variable(name: str) -> str:
+    """The environment variable of the setting ``name``."""
+    return SETTINGS[name].variable or name
+
+
+def _read(part: str) -> dict[str, Any]:
+    """Every setting that ``part`` reads, from the environment now."""
+    if part not in PARTS:
+        raise ValueError(f"no part of the service is called {part!r}")
+    return {name: setting.read(variable(name), setting.default)
+            for name, setting in SETTINGS.items() if part in setting.parts}
+
+
+def idle_reserve(threads: int) -> int:
+    """Threads of a request process of ``threads`` that never wait on a kept-alive
+    connection nor hold a stream (a quarter, at least 4): they stay free for new
+    connections and for moves."""
+    return max(4, threads // 4)
+
+
+def stream_cap(max_streams: int | None, threads: int) -> int:
+    """SSE_MAX_STREAMS' one rule: the streams a process that serves them on its threads
+    holds at most: ``max_streams`` when set, else its ``threads`` less
+    :func:`idle_reserve` (at least 1)."""
+    if max_streams is not None:
+        return max_streams
+    return max(1, threads - idle_reserve(threads))
+
+
 def read_config() -> dict[str, Any]:
-    """Every setting, read from the environment now (``ValueError`` names a bad one)."""
-    config = {name: setting.read(setting.variable or name, setting.default)
-              for name, setting in SETTINGS.items()}
+    """The app's settings (:data:`APP`), read from the environment now, with
+    :data:`FIXED` (``ValueError`` names a bad one)."""
+    config = _read(APP)
     config["LOG_LEVEL"] = config["LOG_LEVEL"].upper()
+    config["SSE_MAX_STREAMS"] = stream_cap(config["SSE_MAX_STREAMS"],
+                                           config["GUNICORN_THREADS"])
     return config | FIXED
+
+
+def process_settings(part: str) -> dict[str, Any]:
+    """The settings of ``part`` (:data:`REQUEST_GROUP`, :data:`EVENTS_GROUP`,
+    :data:`GROUPS` or :data:`SOLVER_WORKER`), read from the environment now; each part
+    calls it once, when it starts (``ValueError`` names a bad one)."""
+    return _read(part)
+
+
+def prepare_process_environment(settings: dict[str, Any]) -> None:
+    """What a gunicorn group's arbiter passes on to its processes through the environment,
+    once, before it starts any of them (``settings``: :data:`GROUPS`' settings, as read
+    when the group started).
+
+    Prometheus metrics summed over the processes of a group need one directory shared by
+    them, named in ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports
+    prometheus-client, which reads that variable itself.  Unless one is given, this makes
+    an empty one, names it in ``settings`` and in this process's environment, which the
+    processes inherit (their app reads it from there too).  The one write to the
+    environment; a second call keeps the directory."""
+    if not settings["PROMETHEUS_MULTIPROC_DIR"]:
+        made = tempfile.mkdtemp(prefix="patience-metrics-")
+        settings["PROMETHEUS_MULTIPROC_DIR"] = made
+        os.environ[variable("PROMETHEUS_MULTIPROC_DIR")] = made
+
+
+def shown_default(setting: Setting) -> str:
+    """The default as docs/configuration.md shows it: ``unset`` for None, ``true`` or
+    ``false``, a number as written, a path inside the package from the repository."""
+    default = setting.default
+    if default is None:
+        return "unset"
+    if isinstance(default, bool):
+        return "true" if default else "false"
+    if isinstance(default, float):
+        return f"{default:g}"
+    if isinstance(default, str) and default.startswith(f"{PACKAGE}{os.sep}"):
+        return str(Path(default).relative_to(PACKAGE.parent))
+    return str(default)
+
+
+def markdown_table() -> str:
+    """The table of docs/configuration.md: variable, default, what it does, read by."""
+    rows = ["| variable | default | what it does | read by |", "|---|---|---|---|"]
+    for name, setting in SETTINGS.items():
+        default = shown_default(setting)
+        default = default if setting.default is None else f"`{default}`"
+        rows.append(f"| `{variable(name)}` | {default} | {setting.description} | "
+                    f"{', '.join(setting.parts)} |")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(markdown_table())

@@ -4,12 +4,16 @@ imports the module) in a process of its own:
 - the events group does not promise more streams than it has file descriptors for:
   EVENTS_MAX_STREAMS is lowered to the open-file limit less a reserve, after the soft
   limit was raised as far as the hard limit allows (each case starts with its limits);
-- the request group serves at most its threads less a quarter itself, or SSE_MAX_STREAMS;
+- SSE_MAX_STREAMS' one rule: a process that serves streams on its threads holds at most
+  SSE_MAX_STREAMS, unset its threads (GUNICORN_THREADS) less a quarter;
+- every setting is read once, when the part starts: changing the environment later
+  changes nothing, and only service/config.py reads the environment;
 - loading them adds nothing to the environment and makes no directory: the metrics
   directory is the arbiter's to make, once, when it starts."""
 
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -19,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from service import config
 from service.runtime import shared
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,7 +33,7 @@ _LOAD = """
 import json, os, resource, runpy, sys, tempfile
 before, temporary = dict(os.environ), set(os.listdir(tempfile.gettempdir()))
 settings = runpy.run_module(sys.argv[1])
-print(json.dumps({"max_streams": settings["max_streams"],
+print(json.dumps({"max_streams": settings.get("max_streams"),
                   "worker_connections": settings.get("worker_connections"),
                   "threads": settings.get("threads"),
                   "next_request_wait": settings.get("next_request_wait"),
@@ -98,17 +103,33 @@ def test_a_wish_within_the_limit_is_kept():
 
 @pytest.mark.parametrize(("threads", "cap"), [(None, 48), ("64", 48), ("16", 12),
                                                ("8", 4), ("4", 1)])
-def test_a_request_process_keeps_a_quarter_of_its_threads_for_moves(threads, cap):
+def test_a_request_process_keeps_a_quarter_of_its_threads_for_moves(threads, cap,
+                                                                    monkeypatch):
     env = {} if threads is None else {"GUNICORN_THREADS": threads}
     loaded, _notice = _load(1000, 1000, None, module="service.runtime.request_group", **env)
-    assert loaded["max_streams"] == cap
     assert loaded["threads"] == int(threads or 64)
+    assert loaded["max_streams"] is None  # the group sets no cap of its own: the app's
+    monkeypatch.delenv("SSE_MAX_STREAMS", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    if threads is None:
+        monkeypatch.delenv("GUNICORN_THREADS", raising=False)
+    assert config.read_config()["SSE_MAX_STREAMS"] == cap
 
 
-def test_sse_max_streams_sets_the_request_groups_cap():
-    loaded, _notice = _load(1000, 1000, None, module="service.runtime.request_group",
-                            SSE_MAX_STREAMS="7", GUNICORN_THREADS="16")
-    assert loaded["max_streams"] == 7
+@pytest.mark.parametrize(("given", "threads", "cap"), [("7", "16", 7), ("100", "64", 100),
+                                                       ("", "16", 12), (None, "64", 48)])
+def test_sse_max_streams_one_rule(given, threads, cap, monkeypatch):
+    """SSE_MAX_STREAMS when set, else GUNICORN_THREADS less a quarter: one default (unset),
+    one rule, for the app under gunicorn and outside it alike."""
+    assert config.SETTINGS["SSE_MAX_STREAMS"].default is None
+    monkeypatch.setenv("GUNICORN_THREADS", threads)
+    if given is None:
+        monkeypatch.delenv("SSE_MAX_STREAMS", raising=False)
+    else:
+        monkeypatch.setenv("SSE_MAX_STREAMS", given)
+    assert config.read_config()["SSE_MAX_STREAMS"] == cap
+    assert config.stream_cap(None if not given else int(given), int(threads)) == cap
 
 
 @pytest.mark.parametrize(("given", "wait"), [(None, 0.05), ("0.2", 0.2), ("0", 0.0)])
@@ -118,16 +139,69 @@ def test_keepalive_wait_seconds_sets_the_request_groups_wait(given, wait):
     assert loaded["next_request_wait"] == wait
 
 
+_READ_ONCE = """
+import json, os, runpy, sys, types
+settings = runpy.run_module("service.runtime.request_group")
+from service.runtime.request_process import RequestProcess
+os.environ.update(KEEPALIVE_WAIT_SECONDS="9", EVENTS_HANDOFF_SOCKET="/changed/later")
+process = types.SimpleNamespace(wsgi=None)
+settings["post_worker_init"](process)
+print(json.dumps({"wait": process.next_request_wait, "socket": process.handoff_socket,
+                  "class_socket": RequestProcess.handoff_socket}))
+"""
+
+
+def test_a_request_process_reads_its_settings_once_when_it_starts(tmp_path):
+    """The wait for a kept-alive connection's next request and the hand-off socket are read
+    when the group starts, and given to each process when it starts: changing the
+    environment afterwards changes neither."""
+    env = {key: value for key, value in os.environ.items() if key not in _SETTINGS}
+    env.update(KEEPALIVE_WAIT_SECONDS="0.2", EVENTS_HANDOFF_SOCKET=str(tmp_path / "events"))
+    result = subprocess.run([sys.executable, "-c", _READ_ONCE], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"wait": 0.2, "socket": str(tmp_path / "events"),
+                                         "class_socket": None}
+
+
+def test_only_the_configuration_reads_the_environment():
+    """Every setting is read in service/config.py, and nowhere else in the package."""
+    package = ROOT / "service"
+    readers = sorted(str(path.relative_to(ROOT)) for path in package.rglob("*.py")
+                     if re.search(r"os\.environ|getenv", path.read_text())
+                     and path != package / "config.py")
+    assert readers == []
+
+
+def test_each_part_reads_its_own_settings():
+    for part in config.PARTS:
+        names = set(config.read_config()) if part == config.APP else \
+            set(config.process_settings(part))
+        expected = {name for name, setting in config.SETTINGS.items()
+                    if part in setting.parts}
+        assert expected <= names
+    with pytest.raises(ValueError, match="no part"):
+        config.process_settings("the arbiter")
+
+
+def test_a_bad_setting_names_its_variable(monkeypatch):
+    monkeypatch.setenv("GUNICORN_TIMEOUT", "soon")
+    with pytest.raises(ValueError, match="GUNICORN_TIMEOUT must be an integer, not 'soon'"):
+        config.process_settings(config.GROUPS)
+
+
 def test_the_arbiter_makes_the_metrics_directory_when_it_starts(monkeypatch):
     # Set, then removed: monkeypatch removes what on_starting sets once the test ends
     # (a delenv of an unset variable alone would leave it in this process's environment).
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", "")
     monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR")
+    monkeypatch.setitem(shared.settings, "PROMETHEUS_MULTIPROC_DIR", None)
     shared.on_starting(None)
     made = Path(os.environ["PROMETHEUS_MULTIPROC_DIR"])
     try:
         assert made.is_dir()
         assert list(made.iterdir()) == []
+        assert shared.settings["PROMETHEUS_MULTIPROC_DIR"] == str(made)
         shared.on_starting(None)  # once: a second call keeps it
         assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(made)
     finally:
@@ -136,5 +210,22 @@ def test_the_arbiter_makes_the_metrics_directory_when_it_starts(monkeypatch):
 
 def test_a_given_metrics_directory_is_kept(monkeypatch, tmp_path):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
-    shared.on_starting(None)
+    settings = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
+    config.prepare_process_environment(settings)
+    assert settings == {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(tmp_path)
+
+
+@pytest.mark.parametrize("module", ["service.runtime.request_group",
+                                    "service.runtime.events_group"])
+def test_gunicorn_takes_every_setting_of_a_group(module):
+    """Every name of the module that gunicorn knows is a valid value of that setting
+    (gunicorn reads every module-level name of its settings module)."""
+    from gunicorn.config import Config
+
+    loaded = __import__(module, fromlist=["bind"])
+    gunicorn = Config()
+    taken = {name for name in vars(loaded) if name in gunicorn.settings}
+    for name in taken:
+        gunicorn.set(name, getattr(loaded, name))
+    assert {"bind", "workers", "worker_class", "timeout", "keepalive", "loglevel"} <= taken

@@ -1,6 +1,6 @@
 """The events group's gunicorn settings: gevent processes of the same app that hold the
 Server-Sent Events streams (``GET /v1/games/<id>/events``), where an idle stream costs a
-few kilobytes instead of a thread.  All read from the environment::
+few kilobytes instead of a thread::
 
     gunicorn -c python:service.runtime.events_group 'service.app:create_app()'
 
@@ -9,7 +9,8 @@ Unix socket at ``EVENTS_HANDOFF_SOCKET`` (:mod:`service.runtime.handoff`; what `
 and docker-compose.yml set up: one address for clients), and on its own address
 ``EVENTS_BIND`` (default 127.0.0.1:8001), where a load balancer may route the events path
 (docker-compose.cluster.yml).  It answers every other route too (it is the whole app), so
-a misrouted request still gets its answer.
+a misrouted request still gets its answer.  Its settings come from the configuration's
+table (:mod:`service.config`), read once when gunicorn loads this module.
 """
 
 import contextlib
@@ -20,17 +21,20 @@ import sys
 
 import gevent
 
-from service.env import env_int
+from service.config import EVENTS_GROUP, process_settings
 from service.runtime import shared
 from service.runtime.events_process import handoff_server
 from service.runtime.handoff import listen
 from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
-bind = [os.environ.get("EVENTS_BIND") or "127.0.0.1:8001"]
+#: The events group's settings (:data:`service.config.EVENTS_GROUP`).
+settings = process_settings(EVENTS_GROUP)
+
+bind = [settings["EVENTS_BIND"]]
 # One process by default: it holds ten thousand idle streams on one core, and every
 # process holds one Redis subscription.  More processes spread the frames' writing over
 # more cores.
-workers = env_int("EVENTS_WORKERS", 1)
+workers = settings["EVENTS_WORKERS"]
 worker_class = "service.runtime.events_process.EventsProcess"
 # Descriptors an events process keeps for everything but streams: its listening and
 # hand-off sockets, Redis connections, connections being handed over, log files.
@@ -60,7 +64,7 @@ def stream_capacity(wanted: int | None) -> int:
 
 #: Streams each events process holds at most (then 503 too_many_streams): it does not
 #: promise more streams than it has file descriptors for.
-max_streams = stream_capacity(env_int("EVENTS_MAX_STREAMS", None))
+max_streams = stream_capacity(settings["EVENTS_MAX_STREAMS"])
 worker_connections = max_streams + FILE_RESERVE
 # Timeouts, logging, heartbeat files, metrics: service/runtime/shared.py.
 proc_name = "patience-events"
@@ -74,7 +78,7 @@ def on_starting(server):
     """The metrics directory, and the hand-off's listening socket, before the processes
     start (they inherit both)."""
     shared.on_starting(server)
-    path = os.environ.get("EVENTS_HANDOFF_SOCKET")
+    path = shared.settings["EVENTS_HANDOFF_SOCKET"]
     if path:
         _handoff["listener"] = listen(path)
         _handoff["path"] = path

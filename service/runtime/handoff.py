@@ -32,8 +32,6 @@ import time
 from werkzeug.datastructures import MIMEAccept
 from werkzeug.http import parse_accept_header
 
-#: The path of the Unix socket the events group receives connections on.
-ENV = "EVENTS_HANDOFF_SOCKET"
 _EVENTS_PATH = re.compile(r"/v1/games/[^/]+/events")
 _LENGTH = struct.Struct("!I")
 _MAX_HEAD = 1 << 20

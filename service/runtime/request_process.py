@@ -12,17 +12,11 @@ import threading
 
 from gunicorn.workers.gthread import ThreadWorker
 
-from service.runtime.handoff import ENV, is_stream_request, request_head, send
+from service.config import idle_reserve
+from service.runtime.handoff import is_stream_request, request_head, send
 from service.runtime.refusals import ProblemRefusals
 
 log = logging.getLogger("patience.handoff")
-
-
-def idle_reserve(threads: int) -> int:
-    """Threads of a process of ``threads`` that never wait on a kept-alive connection (a
-    quarter, at least 4): they stay free for new connections and for the connections the
-    main loop hands out."""
-    return max(4, threads // 4)
 
 
 class RequestProcess(ProblemRefusals, ThreadWorker):
@@ -46,6 +40,9 @@ class RequestProcess(ProblemRefusals, ThreadWorker):
     #: Seconds a thread waits for a kept-alive connection's next request (0: never);
     #: the request group's ``next_request_wait`` (KEEPALIVE_WAIT_SECONDS) sets it.
     next_request_wait = 0.05
+    #: The events group's hand-off socket (None: streams are served here); the request
+    #: group's ``handoff_socket`` (EVENTS_HANDOFF_SOCKET) sets it when the process starts.
+    handoff_socket: str | None = None
 
     def init_process(self):
         self._busy = 0  # threads inside handle(): answering, waiting, or holding a stream
@@ -89,7 +86,7 @@ class RequestProcess(ProblemRefusals, ThreadWorker):
         return self.alive and any(fd != self._stop_read for fd, _event in ready)
 
     def handle_request(self, req, conn):
-        path = os.environ.get(ENV)
+        path = self.handoff_socket
         if path and not self.cfg.is_ssl and is_stream_request(req.method, req.path,
                                                                 req.headers):
             data = request_head(req.method, req.uri, req.version, req.headers)

@@ -2,14 +2,14 @@
 and :mod:`~service.runtime.events_group` take every name of :data:`__all__` (``from
 service.runtime.shared import *``), so the two never drift apart; a group may define its
 own hook over a shared one (the events group's ``on_starting`` calls this one).  The
-settings are read from the environment."""
+settings come from the configuration's table (:mod:`service.config`, :data:`settings`:
+read once, when gunicorn loads the group's settings)."""
 
 import os
 import signal
-import tempfile
 from collections.abc import Callable
 
-from service.env import env_int
+from service.config import GROUPS, prepare_process_environment, process_settings
 from service.live import EXTENSION
 
 #: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
@@ -18,14 +18,17 @@ __all__ = ["accesslog", "child_exit", "control_socket_disable", "errorlog",
            "graceful_timeout", "keepalive", "loglevel", "on_starting", "timeout",
            "worker_tmp_dir"]
 
-timeout = env_int("GUNICORN_TIMEOUT", 30)
-graceful_timeout = env_int("GUNICORN_GRACEFUL_TIMEOUT", 30)
-keepalive = env_int("GUNICORN_KEEPALIVE", 5)
+#: The settings both groups read (:data:`service.config.GROUPS`).
+settings = process_settings(GROUPS)
+
+timeout = settings["GUNICORN_TIMEOUT"]
+graceful_timeout = settings["GUNICORN_GRACEFUL_TIMEOUT"]
+keepalive = settings["GUNICORN_KEEPALIVE"]
 
 # The app writes its own JSON request log; gunicorn only reports on itself, to stderr.
 accesslog = None
 errorlog = "-"
-loglevel = os.environ.get("GUNICORN_LOG_LEVEL") or "info"
+loglevel = settings["GUNICORN_LOG_LEVEL"]
 
 # Heartbeat files in memory rather than on a possibly slow container filesystem.
 worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
@@ -39,9 +42,9 @@ def on_starting(server):
     """Prometheus metrics summed over every process of the group: prometheus-client's
     multiprocess mode needs one empty directory shared by the processes, named in
     ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports the client.  Unless one is
-    given, the arbiter makes it here, once, before it starts any process."""
-    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="patience-metrics-")
+    given, the arbiter makes it here, once, before it starts any process
+    (:func:`service.config.prepare_process_environment`)."""
+    prepare_process_environment(settings)
 
 
 def child_exit(server, worker):

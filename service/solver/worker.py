@@ -55,9 +55,9 @@ import sys
 import time
 
 from service.app import close_app, create_app
+from service.config import SOLVER_WORKER, process_settings
 from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
-from service.env import env_int
 from service.observability.telemetry import configure_logging
 from service.solver.features import Analyses, try_deal
 from service.storage.games import StorageUnavailable
@@ -190,7 +190,7 @@ def main() -> int:
         # The app's own configuration and stores: the same settings, the same Redis.  A
         # bad setting raises ValueError when create_app() reads the environment.
         app = create_app()
-        nice = env_int("WORKER_NICE", 10)
+        nice = process_settings(SOLVER_WORKER)["WORKER_NICE"]
     except ValueError as error:
         log.error("bad configuration", extra={"error": str(error)})
         return 2
