@@ -1,9 +1,8 @@
-"""Help for players: ``GET /v1/games/<id>/hint``, ``POST /v1/games/<id>/autoplay``, and
-``GET /v1/stats``."""
+"""Help for players: ``GET /v1/games/<id>/hint`` and ``POST /v1/games/<id>/autoplay``."""
 
 from flask import Blueprint
 
-from service.api.http import checked_id, games, json_response, read_game, send, write_request
+from service.api.http import checked_id, games, read_game, send, write_request
 from service.api.schemas import undo_schema
 
 bp = Blueprint("help", __name__)
@@ -19,8 +18,3 @@ def autoplay(game_id):
     # The body is empty or {}, like undo's.
     write, _ = write_request("autoplay", undo_schema.load, optional=True)
     return send(games().autoplay(checked_id(game_id), write))
-
-
-@bp.get("/v1/stats")
-def stats():
-    return json_response(games().stats())

@@ -33,13 +33,6 @@ def idempotency_key_reused() -> GameError:
                      "this Idempotency-Key was used with another request body")
 
 
-def game_over(status: str, what: str) -> GameError:
-    """A write that a finished game refuses (undo, autoplay): 409, like every state of
-    the game that forbids the write; a move on a finished game is the rules' refusal
-    (422 ``game_over`` of the engine)."""
-    return GameError(409, "game_over", f"the game is {status}: {what}")
-
-
 def write_conflict(attempts: int) -> GameError:
     return GameError(409, "write_conflict",
                      f"the game kept changing: gave up after {attempts} attempts")
