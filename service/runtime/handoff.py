@@ -3,8 +3,8 @@
 The service listens on one address, the request group's (gthread processes,
 :mod:`service.runtime.request_group`), which answer moves and reads.  A request for a
 stream of a game's feed (``GET /v1/games/<id>/events`` asking for ``text/event-stream``,
-as :func:`service.live.negotiation.stream_wire` decides for the view too), without a
-body, is not served there: the process
+as :func:`service.live.negotiation.stream_wire` decides for the view too), a GET without
+a body, is not served there: the process
 (:class:`~service.runtime.request_process.RequestProcess`) passes the client's
 connection (its file descriptor, over a Unix socket, with ``SCM_RIGHTS``) and the
 request's head to the events group (gevent processes of the same app,
@@ -39,7 +39,9 @@ _MAX_HEAD = 1 << 20
 
 def is_stream_request(method: str, path: str, headers: list[tuple[str, str]]) -> bool:
     """Whether a request is to be handed to the events group: a stream of a game's feed
-    (as the view decides it) that has no body."""
+    (as the view decides it) that has no body, and a GET (a HEAD holds no stream open)."""
+    if method != "GET":
+        return False  # served where it was received
     accept = None
     for name, value in headers:
         upper = name.upper()

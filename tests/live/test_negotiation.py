@@ -57,7 +57,7 @@ def test_other_methods_and_paths_are_no_stream(method, path):
     assert stream_wire(method, path, "text/event-stream") is None
 
 
-def test_the_hand_off_follows_the_rule_for_requests_without_a_body():
+def test_the_hand_off_follows_the_rule_for_gets_without_a_body():
     stream = [("Host", "x"), ("Accept", "text/event-stream")]
     assert is_stream_request("GET", EVENTS, stream)
     assert is_stream_request("GET", EVENTS, [*stream, ("Content-Length", "0")])
@@ -65,6 +65,7 @@ def test_the_hand_off_follows_the_rule_for_requests_without_a_body():
     assert not is_stream_request("GET", EVENTS, [*stream, ("Transfer-Encoding", "chunked")])
     assert not is_stream_request("GET", EVENTS, [("Accept", "application/json")])
     assert not is_stream_request("POST", EVENTS, stream)
+    assert not is_stream_request("HEAD", EVENTS, stream)  # no stream held open: not handed
     # Accept headers sent twice count as one list.
     assert is_stream_request("GET", EVENTS, [("Accept", "application/json;q=0.1"),
                                              ("Accept", "text/event-stream")])
