@@ -105,7 +105,7 @@ class EventStreams:
         self.retry_ms = max(0, int(retry_ms))
         self.max_seconds = max(0.1, float(max_seconds))
         #: Set when the process stops: open streams end (their clients resume elsewhere
-        #: with Last-Event-ID) instead of holding the graceful shutdown up.
+        #: from their last version) instead of holding the graceful shutdown up.
         self.stopping = threading.Event()
         self.limit(max_streams)
 
