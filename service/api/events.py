@@ -1,5 +1,6 @@
-"""``GET /v1/games/<id>/events``: the events feed, as JSON or as Server-Sent Events
-(``Accept: text/event-stream``); see :mod:`service.live.feed`."""
+"""``GET /v1/games/<id>/events``: a game's feed, read as JSON or followed as a stream on
+the wire its ``Accept`` header asks for (Server-Sent Events, ``text/event-stream``;
+:mod:`service.live.negotiation`); see :mod:`service.live.feed`."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from flask import Blueprint, Response, current_app, request
 from marshmallow import ValidationError
 
 from service.api.errors import BadRequest, problem
-from service.api.http import JSON, checked_id, etag, json_response
+from service.api.http import checked_id, etag, json_response
 from service.live import EXTENSION
 from service.live.feed import EventsFeed
-from service.live.sse import ATTACH_ENVIRON
+from service.live.follower import ATTACH_ENVIRON
+from service.live.negotiation import stream_wire
 from service.live.streams import MAX_VERSION, TooManyStreams
 
-EVENT_STREAM = "text/event-stream"
 _VERSION = re.compile(r"[0-9]{1,19}")
 
 bp = Blueprint("events", __name__, url_prefix="/v1/games")
@@ -41,21 +42,18 @@ def _after() -> int:
     return 0 if after is None else int(after)
 
 
-def _wants_stream() -> bool:
-    return request.accept_mimetypes.best_match([JSON, EVENT_STREAM]) == EVENT_STREAM
-
-
 @bp.get("/<game_id>/events")
 def follow_game(game_id):
     game_id = checked_id(game_id)
     after = _after()
-    if not _wants_stream():
+    wire = stream_wire(request.method, request.path, request.headers.get("Accept"))
+    if wire is None:
         version, body = feed().read(game_id, after)
         response = json_response(body, version=version)
         response.vary.update(("Accept", "Last-Event-ID"))
         return response
     try:
-        stream = feed().streams.open(game_id, after)
+        stream = feed().streams.open(game_id, after, wire)
     except TooManyStreams as error:
         return problem(503, "too_many_streams", f"{error}; retry soon",
                        headers={"Retry-After": "5"})
@@ -65,7 +63,7 @@ def follow_game(game_id):
         return response
     stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
-        response = Response(feed().streams.frames(stream), mimetype=EVENT_STREAM)
+        response = Response(feed().streams.frames(stream), mimetype=wire.content_type)
         response.call_on_close(stream.release)
     except BaseException:
         stream.release()

@@ -1,12 +1,13 @@
 """One game's channel in a process: its followers, and the game replayed as far as they
-were handed it, so that each change is replayed once and framed once for all of them."""
+were handed it, so that each change is replayed once, and its item made once, for all of
+them (each wire then frames the item once, :func:`service.live.wires.frame`)."""
 
 from __future__ import annotations
 
 from service.game.record import StoredGame
 from service.game.replay import replay
 from service.live.follower import Follower
-from service.live.sse import END, FRAME, SYNC, Item, end_frame, entry_frame
+from service.live.items import Item, end_item, entry_item, sync_item
 
 #: Entries a starting channel hands out before its SYNC, for the followers that read the
 #: game a little earlier than the hub did.
@@ -36,15 +37,14 @@ class Channel:
         if self.replayed is None or len(journal) < self.seen:
             self.replayed, changes = replay(stored, journal,
                                             after=max(0, stored.version - RECENT))
-            items = [Item(FRAME, change.version, entry_frame(change)) for change in changes]
-            items.append(Item(SYNC, stored.version, b""))
+            items = [entry_item(change) for change in changes]
+            items.append(sync_item(stored.version))
         else:
-            items = [Item(FRAME, change.version, entry_frame(change))
-                     for change in self.replayed.run(journal[self.seen:])]
+            items = [entry_item(change) for change in self.replayed.run(journal[self.seen:])]
         self.seen = len(journal)
         self.version = stored.version
         if stored.record.is_over:
-            items.append(Item(END, stored.version, end_frame(self.game_id, stored)))
+            items.append(end_item(self.game_id, stored))
         return items
 
     def hand(self, items: list[Item]) -> None:

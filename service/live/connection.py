@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 
 class Connection:
-    """A non-blocking socket whose response is an events stream under way.
+    """A non-blocking socket whose response is a stream under way (a game's feed, framed
+    on its wire).
 
     :meth:`write` sends at once what the socket takes and keeps the rest, which a thread
     of its own (a greenlet under gevent, whose ``select.poll`` it patches) sends once

@@ -1,5 +1,5 @@
-"""The events feed of an app: ``GET /v1/games/<id>/events``, read as JSON or followed as
-Server-Sent Events.
+"""A game's feed in an app: ``GET /v1/games/<id>/events``, read as JSON or followed as a
+stream (Server-Sent Events, :mod:`service.live.wires`).
 
 The feed is stored, not kept in any process: it is replayed from the game's journal in
 Redis (:mod:`service.engine.journal`, written by the same Lua script that stores each

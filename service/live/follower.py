@@ -1,5 +1,6 @@
 """A stream's place on its game's channel: what the hub hands it, taken by the stream's own
-thread, or written by the hub to the client's connection once the stream is attached."""
+thread, or framed on the stream's wire and written by the hub to the client's connection
+once the stream is attached."""
 
 from __future__ import annotations
 
@@ -8,7 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from service.live.connection import Connection
-from service.live.sse import BEAT_ITEM, FINISHED, FOLLOWING, Item, deliver
+from service.live.items import BEAT_ITEM, FINISHED, FOLLOWING, Item, deliver
+from service.live.wires import Wire, frame
+
+#: Set in the WSGI environment by a server that can attach a stream's connection to its
+#: follower (:mod:`service.runtime.events_process`).
+ATTACH_ENVIRON = "patience.attach"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +35,13 @@ class Follower:
     (:meth:`close`), under the hub's ``lock``.  The stream takes the items
     (:meth:`take`) in its own thread or greenlet and writes them, or it *attaches* the
     follower to the client's connection (:meth:`attach`): the hub then writes each item
-    to the socket itself, as :func:`~service.live.sse.deliver` says, and the stream needs
-    no greenlet at all.  An attached follower whose client is behind (a version would be
-    missing) has its connection closed; its client resumes with ``Last-Event-ID``."""
+    to the socket itself, framed on the stream's wire, as
+    :func:`~service.live.items.deliver` says, and the stream needs no greenlet at all.  An
+    attached follower whose client is behind (a version would be missing) has its
+    connection closed; its client resumes from its last version."""
 
     __slots__ = ("_connection", "_items", "_lagging", "_leave", "_limits", "_lock", "_sent",
-                 "_wake", "closed", "deadline", "game_id", "quiet")
+                 "_wake", "_wire", "closed", "deadline", "game_id", "quiet")
 
     def __init__(self, game_id: str, deadline: float, *, lock: threading.RLock,
                  limits: Limits, leave: Callable[[Follower], None]):
@@ -50,6 +57,7 @@ class Follower:
         self._lagging = False
         self._wake: threading.Event | None = threading.Event()
         self._connection: Connection | None = None
+        self._wire: Wire | None = None  # attached: the stream's wire
         self._sent = -1  # attached: the version its client has
 
     # --- the hub's side (under the lock) ---------------------------------------------
@@ -82,7 +90,7 @@ class Follower:
         return True
 
     def close(self) -> None:
-        """End the stream (its client resumes with ``Last-Event-ID``)."""
+        """End the stream (its client resumes from its last version)."""
         if self._connection is not None:
             self._connection.end(finish=True)
             return
@@ -103,11 +111,13 @@ class Follower:
             self._wake.clear()
         return items, lagging
 
-    def attach(self, sock, *, chunked: bool, sent: int, on_end: Callable[[], None]) -> None:
-        """Have the hub write the stream to ``sock`` (a non-blocking socket whose response
-        has sent everything up to version ``sent``); ``on_end`` runs once the hub has
-        closed it."""
+    def attach(self, sock, *, chunked: bool, sent: int, wire: Wire,
+               on_end: Callable[[], None]) -> None:
+        """Have the hub write the stream to ``sock`` on ``wire`` (a non-blocking socket
+        whose response has sent everything up to version ``sent``); ``on_end`` runs once
+        the hub has closed it."""
         with self._lock:
+            self._wire = wire
             self._connection = Connection(
                 sock, chunked=chunked, lock=self._lock, limit=self._limits.backlog_bytes,
                 patience=self._limits.patience, on_end=lambda: self._ended(on_end))
@@ -133,9 +143,9 @@ class Follower:
         return len(self._connection.pending) if self._connection is not None else 0
 
     def _deliver(self, item: Item) -> None:
-        data, self._sent, outcome = deliver((item,), self._sent)
-        if data:
-            self._connection.write(data)
+        sending, self._sent, outcome = deliver((item,), self._sent)
+        for sent_item in sending:
+            self._connection.write(frame(self._wire, sent_item))
         if outcome != FOLLOWING:
             self._connection.end(finish=outcome == FINISHED)
 
@@ -147,18 +157,19 @@ class Follower:
 @dataclass(slots=True)
 class Attach:
     """What a stream yields, in place of waiting, to a server that can attach it
-    (:data:`~service.live.sse.ATTACH_ENVIRON`): the server calls :meth:`attach` with the
-    client's connection once everything before it is sent, and lets go of the response.
+    (:data:`ATTACH_ENVIRON`): the server calls :meth:`attach` with the client's
+    connection once everything before it is sent, and lets go of the response.
     ``release`` is the stream's (:class:`service.live.streams.Release`): from then on the
     hub's end of the connection releases the stream, not the server's."""
 
     follower: Follower
     sent: int
+    wire: Wire
     release: Callable[..., None]
 
     def attach(self, sock, *, chunked: bool) -> None:
         release = self.release
         release.attached = True
-        self.follower.attach(sock, chunked=chunked, sent=self.sent,
+        self.follower.attach(sock, chunked=chunked, sent=self.sent, wire=self.wire,
                              on_end=lambda: release(final=True))
 

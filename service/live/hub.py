@@ -4,15 +4,16 @@ followers of each game.
 A :class:`Hub` holds one :class:`~service.live.subscription.Subscription`, whatever the
 number of followers, and one :class:`~service.live.channel.Channel` per game that has
 followers in this process.  When a game's channel carries something, the hub reads the
-game and its journal once, has the channel replay and frame what is new once, and hands
-the same items to each :class:`~service.live.follower.Follower` of the game; the
-followers' streams write them to their clients, and the hub never waits on a client.
+game and its journal once, has the channel replay what is new once, and hands the same
+items (:mod:`service.live.items`) to each :class:`~service.live.follower.Follower` of the
+game; the followers' streams frame them on their wires (:mod:`service.live.wires`) and
+write them to their clients, and the hub never waits on a client.
 
 Every ``heartbeat`` seconds the hub gives a ``BEAT`` to each follower that got nothing
 since the last round, closes those past their deadline (``SSE_MAX_SECONDS``) and looks
 for followed games that expired (:class:`~service.live.expiry.ExpiryCheck`).
 The followers of a process are closed when the subscription is lost: a change published
-meanwhile would be missed, so their clients resume with ``Last-Event-ID`` once Redis
+meanwhile would be missed, so their clients resume from their last version once Redis
 answers again.  A game whose read fails (its shard failing over) is read again after
 :data:`REREAD_PAUSE`, and the other games' followers go on.
 
@@ -34,7 +35,7 @@ import redis
 from service.live.channel import Channel
 from service.live.expiry import ExpiryCheck
 from service.live.follower import Follower, Limits
-from service.live.sse import DELETED, Item, deleted_frame
+from service.live.items import deleted_item
 from service.live.subscription import Subscription
 from service.storage.games import GameStore, StorageUnavailable
 
@@ -225,7 +226,7 @@ class Hub:
             channel.hand(items)
 
     def _deleted(self, game_id: str) -> None:
-        item = Item(DELETED, 0, deleted_frame(game_id))
+        item = deleted_item(game_id)
         with self.lock:
             channel = self._channels.pop(game_id, None)
             self._fresh.discard(game_id)

@@ -1,19 +1,21 @@
-"""Server-Sent Events streams of a game's feed: admission under the process's cap, the
-catch-up from the journal, then what the hub hands the stream's follower.
+"""The streams of a game's feed (a stream: one open HTTP response that delivers it, on
+the wire its client asked for, :mod:`service.live.wires`): admission under the process's
+cap, the catch-up from the journal, then what the hub hands the stream's follower.
 
 A stream (:meth:`EventStreams.open`, then :meth:`EventStreams.frames`) joins its game's
 channel on the process's hub before it reads the game and its journal (no change slips
 between the two), sends the entries after the client's version, then what the hub hands
-it, as :func:`~service.live.sse.deliver` says; a stream that misses a version (it fell
+it, as :func:`~service.live.items.deliver` says; a stream that misses a version (it fell
 behind, or the hub started its channel later) reads the journal and replays what it has
 not sent.  It ends with an ``end`` event when the game ends, with a ``deleted`` event
 when it is deleted (or expires), after ``SSE_MAX_SECONDS``, when the hub loses its Redis
 connection, and when the process stops (:meth:`EventStreams.stop`, on SIGTERM); a client
-resumes with ``Last-Event-ID``.  A process holds at most ``max_streams`` streams (then
-503 ``too_many_streams``): a request-group process serves each on a thread of its own,
-so its cap leaves threads to answer moves.  In the events group a stream that has caught
-up is attached instead (:class:`~service.live.follower.Attach`): the server gives its
-connection to the follower, whose frames the hub then writes itself.
+resumes from its last version (``Last-Event-ID``).  A process holds at most
+``max_streams`` streams (then 503 ``too_many_streams``): a request-group process serves
+each on a thread of its own, so its cap leaves threads to answer moves.  In the events
+group a stream that has caught up is attached instead
+(:class:`~service.live.follower.Attach`): the server gives its connection to the
+follower, whose items the hub then frames and writes itself.
 """
 
 from __future__ import annotations
@@ -28,15 +30,17 @@ from service.game.record import StoredGame
 from service.game.replay import replay
 from service.live.follower import Attach, Follower
 from service.live.hub import Hub
-from service.live.sse import (
+from service.live.items import (
     BEHIND,
     FINISHED,
-    deleted_frame,
+    Item,
+    deleted_item,
     deliver,
-    end_frame,
-    entry_frame,
-    game_frame,
+    end_item,
+    entry_item,
+    game_item,
 )
+from service.live.wires import Wire, frame, frames
 from service.observability import metrics
 from service.storage.games import GameStore, StorageUnavailable
 
@@ -78,11 +82,12 @@ class Release:
 
 @dataclass(slots=True)
 class Stream:
-    """An admitted stream: what was read when it opened (dropped once sent), and what to
-    give back: ``release()`` when the server closes the response."""
+    """An admitted stream: its wire, what was read when it opened (dropped once sent), and
+    what to give back: ``release()`` when the server closes the response."""
 
     game_id: str
     after: int
+    wire: Wire
     game: StoredGame | None
     journal: str | None
     follower: Follower
@@ -91,8 +96,7 @@ class Stream:
 
 
 class EventStreams:
-    """The Server-Sent Events streams of the games in a :class:`GameStore`, in this
-    process."""
+    """The streams of the feeds of the games in a :class:`GameStore`, in this process."""
 
     def __init__(self, store: GameStore, hub: Hub, *, retry_ms: int, max_streams: int,
                  max_seconds: float):
@@ -101,7 +105,7 @@ class EventStreams:
         self.retry_ms = max(0, int(retry_ms))
         self.max_seconds = max(0.1, float(max_seconds))
         #: Set when the process stops: open streams end (their clients resume elsewhere
-        #: with Last-Event-ID) instead of holding the graceful shutdown up.
+        #: from their last version) instead of holding the graceful shutdown up.
         self.stopping = threading.Event()
         self.limit(max_streams)
 
@@ -116,16 +120,16 @@ class EventStreams:
         self.stopping.set()
         self.hub.close_followers()
 
-    def open(self, game_id: str, after: int) -> Stream | None:
-        """Admit a stream: None when there is nothing to stream ever (the game is over
-        and the client has seen its end: 204, which stops an EventSource); 404 for an
-        unknown game; :class:`TooManyStreams` past the cap."""
+    def open(self, game_id: str, after: int, wire: Wire) -> Stream | None:
+        """Admit a stream on ``wire``: None when there is nothing to stream ever (the game
+        is over and the client has seen its end: 204, which stops an EventSource); 404 for
+        an unknown game; :class:`TooManyStreams` past the cap."""
         try:
-            return self._admit(game_id, after)
+            return self._admit(game_id, after, wire)
         except NothingToStream:
             return None
 
-    def _admit(self, game_id: str, after: int) -> Stream:
+    def _admit(self, game_id: str, after: int, wire: Wire) -> Stream:
         _check_open(game_id, self.store.load(game_id), after)
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
@@ -142,27 +146,29 @@ class EventStreams:
             raise
         stored, journal = found
         metrics.EVENT_STREAMS.inc()
-        return Stream(game_id, after, stored, journal, follower, Release(follower, self._slots))
+        return Stream(game_id, after, wire, stored, journal, follower,
+                      Release(follower, self._slots))
 
     def frames(self, stream: Stream) -> Iterator[bytes | Attach]:
-        """The stream's bytes: ``retry:``, the entries after the client's version, then
-        every new entry as it is stored, heartbeats while idle, and an ``end`` or
-        ``deleted`` event to close; or, once caught up, an :class:`Attach` for a server
-        that can attach it.  Storage failures end the stream (the client resumes); the
-        caller releases the slot when the WSGI server closes it."""
-        game_id = stream.game_id
+        """The stream's bytes on its wire: its preamble (the retry hint), the entries after
+        the client's version, then every new entry as it is stored, heartbeats while idle,
+        and an ``end`` or ``deleted`` event to close; or, once caught up, an
+        :class:`Attach` for a server that can attach it.  Storage failures end the stream
+        (the client resumes); the caller releases the slot when the WSGI server closes
+        it."""
+        game_id, wire = stream.game_id, stream.wire
         try:
-            yield f"retry: {self.retry_ms}\n\n".encode()
+            yield wire.preamble(self.retry_ms)
             stored, journal = stream.game, stream.journal
             stream.game = stream.journal = None  # an idle stream keeps no copy of the game
-            chunk, sent, over = catch_up(game_id, stored, journal, stream.after)
+            items, sent, over = catch_up(game_id, stored, journal, stream.after)
             del stored, journal
-            if chunk:
-                yield chunk
+            if items:
+                yield frames(wire, items)
             if over:
                 return
             if stream.attachable:
-                yield Attach(stream.follower, sent, stream.release)
+                yield Attach(stream.follower, sent, wire, stream.release)
                 return
             yield from self._follow(stream, sent)
         except StorageUnavailable as error:
@@ -172,27 +178,28 @@ class EventStreams:
     def _follow(self, stream: Stream, sent: int) -> Iterator[bytes]:
         """Send what the hub hands the follower, from version ``sent`` on; catch up from
         the journal when a version is missing."""
+        wire = stream.wire
         while not self.stopping.is_set():
             taken = stream.follower.take()
             if taken is None or self.stopping.is_set():
                 # Past its deadline, the hub lost Redis, or the process stops: the client
-                # resumes with Last-Event-ID.
+                # resumes from its last version.
                 return
             items, lagging = taken
-            data, sent, outcome = deliver(items, sent, lagging=lagging)
-            if data:
-                yield data
+            sending, sent, outcome = deliver(items, sent, lagging=lagging)
+            if sending:
+                yield frames(wire, sending)
             if outcome == FINISHED:
                 return
             if outcome == BEHIND:
                 found = self.store.load_with_journal(stream.game_id)
                 if found is None:
-                    yield deleted_frame(stream.game_id)
+                    yield frame(wire, deleted_item(stream.game_id))
                     return
-                chunk, sent, over = catch_up(stream.game_id, *found, sent)
+                caught, sent, over = catch_up(stream.game_id, *found, sent)
                 del found
-                if chunk:
-                    yield chunk
+                if caught:
+                    yield frames(wire, caught)
                 if over:
                     return
 
@@ -207,18 +214,18 @@ def _check_open(game_id: str, stored: StoredGame | None, after: int) -> None:
 
 
 def catch_up(game_id: str, stored: StoredGame, journal: str, after: int
-             ) -> tuple[bytes, int, bool]:
-    """The frames of every entry after version ``after`` (the whole game first if the
+             ) -> tuple[list[Item], int, bool]:
+    """The items of every entry after version ``after`` (the whole game first if the
     client is ahead of it), the version they reach, and whether the game is over (its
-    ``end`` event is then the last frame)."""
+    ``end`` event is then the last item)."""
     _replayed, changes = replay(stored, journal, after=after)
-    parts = []
+    items = []
     if after > stored.version:
         # The client is ahead of the game (another game's version, or a game deleted and
         # created again): the whole game, to start from.
-        parts.append(game_frame(game_id, stored))
-    parts.extend(entry_frame(change) for change in changes)
+        items.append(game_item(game_id, stored))
+    items.extend(entry_item(change) for change in changes)
     over = stored.record.is_over
     if over:
-        parts.append(end_frame(game_id, stored))
-    return b"".join(parts), stored.version, over
+        items.append(end_item(game_id, stored))
+    return items, stored.version, over

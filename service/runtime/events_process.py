@@ -5,16 +5,17 @@ once they follow.
 stream be *attached*: once a stream has sent what the client had not seen, the stream
 (:meth:`service.live.streams.EventStreams.frames`) yields an
 :class:`~service.live.follower.Attach` instead of waiting, and the handler gives the
-connection to the stream's follower, whose frames the process's hub then writes to the
-socket itself.  The request's greenlet, its WSGI environment and its Flask objects are
-then gone: a following client costs its socket and a small record.  The same handler
-serves the connections handed over by the request group (:class:`HandoffServer`, over
-:mod:`service.runtime.handoff`).
+connection to the stream's follower, whose items the process's hub then frames on the
+stream's wire and writes to the socket itself.  The request's greenlet, its WSGI
+environment and its Flask objects are then gone: a following client costs its socket and
+a small record.  The same handler serves the connections handed over by the request
+group (:class:`HandoffServer`, over :mod:`service.runtime.handoff`).
 
 gunicorn's arbiter imports this module before gevent patches a process: the app's modules
 (and with them redis-py and prometheus-client) are imported once it has, and of the live
-feed this module imports only :mod:`service.live.follower` and :mod:`service.live.sse`,
-which import none of them.
+feed this module imports only :mod:`service.live.follower` (with the feed's items and
+wires, :mod:`service.live.items` and :mod:`service.live.wires`), which imports none of
+them.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ from gevent.pool import Pool
 from gevent.pywsgi import WSGIHandler, WSGIServer
 from gunicorn.workers.ggevent import GeventPyWSGIWorker, PyWSGIHandler
 
-from service.live.follower import Attach
-from service.live.sse import ATTACH_ENVIRON
+from service.live.follower import ATTACH_ENVIRON, Attach
 from service.runtime.handoff import receive
 from service.runtime.refusals import ProblemRefusalHandler, ProblemRefusals
 

@@ -1,9 +1,10 @@
 """Events streams handed from the request group to the events group, on one address.
 
 The service listens on one address, the request group's (gthread processes,
-:mod:`service.runtime.request_group`), which answer moves and reads.  A request for an
-events stream (``GET /v1/games/<id>/events`` asking for ``text/event-stream``, without a
-body) is not served there: the process
+:mod:`service.runtime.request_group`), which answer moves and reads.  A request for a
+stream of a game's feed (``GET /v1/games/<id>/events`` asking for ``text/event-stream``,
+as :func:`service.live.negotiation.stream_wire` decides for the view too), a GET without
+a body, is not served there: the process
 (:class:`~service.runtime.request_process.RequestProcess`) passes the client's
 connection (its file descriptor, over a Unix socket, with ``SCM_RIGHTS``) and the
 request's head to the events group (gevent processes of the same app,
@@ -24,29 +25,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import socket
 import struct
 import time
 
-from werkzeug.datastructures import MIMEAccept
-from werkzeug.http import parse_accept_header
+from service.live.negotiation import stream_wire
 
-_EVENTS_PATH = re.compile(r"/v1/games/[^/]+/events")
 _LENGTH = struct.Struct("!I")
 _MAX_HEAD = 1 << 20
 
 
-def wants_stream(accept: str | None) -> bool:
-    """Whether an ``Accept`` header asks for the event stream (the view's own test)."""
-    accepted = parse_accept_header(accept, MIMEAccept)
-    return accepted.best_match(["application/json", "text/event-stream"]) == \
-        "text/event-stream"
-
-
 def is_stream_request(method: str, path: str, headers: list[tuple[str, str]]) -> bool:
-    if method != "GET" or not _EVENTS_PATH.fullmatch(path):
-        return False
+    """Whether a request is to be handed to the events group: a stream of a game's feed
+    (as the view decides it) that has no body, and a GET (a HEAD holds no stream open)."""
+    if method != "GET":
+        return False  # served where it was received
     accept = None
     for name, value in headers:
         upper = name.upper()
@@ -54,7 +47,7 @@ def is_stream_request(method: str, path: str, headers: list[tuple[str, str]]) ->
             return False  # a body: served where it was received
         if upper == "ACCEPT":
             accept = value if accept is None else f"{accept}, {value}"
-    return wants_stream(accept)
+    return stream_wire(method, path, accept) is not None
 
 
 def request_head(method: str, uri: str, version: tuple[int, int],

@@ -10,6 +10,7 @@ import time
 
 from bench.walks import long_walks
 from service.live import EXTENSION
+from service.live.wires.sse import SSE
 from tests.api.support import auth, make_app
 from tests.sse import events_only, messages
 
@@ -47,7 +48,7 @@ def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(re
         client_end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         server_end.setblocking(False)
         follower = hub.follow(game_id, 60)
-        follower.attach(server_end, chunked=False, sent=0,
+        follower.attach(server_end, chunked=False, sent=0, wire=SSE,
                         on_end=lambda name=name, follower=follower: (ended.append(name),
                                                                      follower.leave()))
         pairs.append((follower, client_end))
