@@ -10,7 +10,6 @@ import tempfile
 from collections.abc import Callable
 
 from service.env import env_int
-from service.live import EXTENSION
 
 #: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
 #: own hooks, :func:`events_feed` and :func:`on_sigterm`, they call as ``shared.<name>``.)
@@ -55,9 +54,10 @@ def child_exit(server, worker):
 
 def events_feed(worker):
     """The events feed (:class:`service.live.feed.EventsFeed`) of the app that the gunicorn
-    process ``worker`` serves; None for an app without one (bench/toy.py's)."""
-    extensions = getattr(worker.wsgi, "extensions", None)
-    return extensions.get(EXTENSION) if extensions else None
+    process ``worker`` serves (its :class:`~service.services.Services`); None for an app
+    without one (bench/toy.py's)."""
+    services = getattr(worker.wsgi, "services", None)
+    return services.events_feed if services is not None else None
 
 
 def on_sigterm(stop: Callable[[], object]) -> None:
