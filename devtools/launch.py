@@ -85,10 +85,10 @@ def stop_gunicorn(process: subprocess.Popen, timeout: float = 30.0) -> int:
 
 def start_worker(env: dict[str, str], *, output=None) -> subprocess.Popen:
     """``python -m service.solver.worker`` in the repository with ``env`` as its whole
-    environment (a fresh ``SECRET_KEY`` if it has none: the worker writes no idempotency
-    record), its output to ``output`` as :func:`start_gunicorn` does; stop it with
-    :func:`stop_gunicorn` (SIGTERM ends it at once)."""
-    return _spawn([sys.executable, *WORKER_COMMAND[1:]], _with_secret_key(env), output)
+    environment (it needs no ``SECRET_KEY``: it runs no Flask app), its output to
+    ``output`` as :func:`start_gunicorn` does; stop it with :func:`stop_gunicorn` (SIGTERM
+    ends it at once)."""
+    return _spawn([sys.executable, *WORKER_COMMAND[1:]], dict(env), output)
 
 
 class StartError(RuntimeError):

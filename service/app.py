@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import secrets
 import time
-from pathlib import Path
 
 from flask import Flask, request
 from flask.sessions import SessionInterface
@@ -15,17 +14,15 @@ from werkzeug.exceptions import RequestTimeout
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from service import api
+from service.api.context import ServiceApp
 from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
 from service.api.web import bp as web_bp
 from service.config import read_config
-from service.game.games import Games
-from service.live.feed import EventsFeed
 from service.observability import telemetry
-from service.solver.features import Analyses, SolverSettings, Winnable
-from service.storage.games import GameStore
+from service.services import Services, build_services
+from service.storage.backend import client_options
 from service.storage.rate_limits import storage_uri
-from service.storage.solver import SolverStore
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
                       "Idempotency-Key", "X-Request-ID", "Last-Event-ID"]
@@ -33,8 +30,8 @@ CORS_EXPOSE_HEADERS = ["ETag", "Location", "Retry-After", "RateLimit-Limit",
                        "RateLimit-Remaining", "RateLimit-Reset", "X-Request-ID"]
 
 
-def create_app(test_config: dict | None = None) -> Flask:
-    app = Flask(__name__)
+def create_app(test_config: dict | None = None) -> ServiceApp:
+    app = ServiceApp(__name__)
     app.config.from_mapping(read_config())
     if test_config is not None:
         app.config.from_mapping(test_config)
@@ -48,19 +45,10 @@ def create_app(test_config: dict | None = None) -> Flask:
     # "/v1/games//moves" is no resource (404), not a 308 redirect to "/v1/games/moves".
     app.url_map.merge_slashes = False
 
-    store = GameStore(app)
-    solver_store = SolverStore(store)
-    solver_settings = SolverSettings.from_config(app.config)
-    app.extensions["games"] = Games(store, secret_key=app.config["SECRET_KEY"],
-                                    retries=app.config["WRITE_RETRIES"],
-                                    hint_seconds=app.config["HINT_SECONDS"],
-                                    winnable=Winnable(solver_store, solver_settings))
-    app.extensions["analyses"] = Analyses(store, solver_store, solver_settings)
-    EventsFeed(app, store)
-    app.extensions["openapi_yaml"] = _read_openapi(app.config["OPENAPI_PATH"])
+    app.services = build_services(app.config)
     if app.config["PROMETHEUS_MULTIPROC_DIR"]:
         os.makedirs(app.config["PROMETHEUS_MULTIPROC_DIR"], exist_ok=True)
-    _init_limiter(app, store)
+    _init_limiter(app, app.services)
     # CORS headers only for the requests that ask (a browser sends Origin with every
     # cross-origin request): working them out for every other request would cost CPU for
     # nothing.  Answers therefore vary with Origin, and say so for caches.
@@ -78,10 +66,9 @@ def create_app(test_config: dict | None = None) -> Flask:
     return app
 
 
-def close_app(app: Flask) -> None:
-    """Close the app's Redis connections (the game store's and the events feed's)."""
-    app.extensions["events_feed"].close()  # first: its hub reads the store
-    app.extensions["game_store"].close()
+def close_app(app: ServiceApp) -> None:
+    """Close the app's Redis connections (the events feed's, then the backend's)."""
+    app.services.close()
 
 
 #: The shortest ``SECRET_KEY`` accepted: a short key could be guessed from what Redis holds.
@@ -215,19 +202,12 @@ class _DeadlineInput:
             self._changed = False
 
 
-def _read_openapi(path: str) -> bytes | None:
-    try:
-        return Path(path).read_bytes()
-    except OSError:
-        return None
-
-
 def client_address() -> str:
     """The rate-limit key: the peer address (the proxy's client with TRUST_PROXY)."""
     return request.remote_addr or "unknown"
 
 
-def _init_limiter(app: Flask, store: GameStore) -> None:
+def _init_limiter(app: Flask, services: Services) -> None:
     """Per-client limits counted in Redis, so all workers and replicas share them.
 
     Fail open: if the limiter's Redis cannot be reached, flask-limiter logs the error
@@ -238,12 +218,12 @@ def _init_limiter(app: Flask, store: GameStore) -> None:
     config = app.config
     own = config.get("RATELIMIT_STORAGE_URI")
     # On Redis, one round trip a request counts it and reads its headers' figures; in
-    # the games' Redis, over the game store's connections (service/storage/rate_limits.py).
+    # the games' Redis, over the backend's connections (service/storage/rate_limits.py).
     config["RATELIMIT_STORAGE_URI"] = storage_uri(own or config["REDIS_URL"])
-    options = dict(GameStore.client_options(config))
+    options = dict(client_options(config))
     options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
     if not own or own == config["REDIS_URL"]:
-        options["connections"] = store.request_connections
+        options["connections"] = services.limiter_connections
     config["RATELIMIT_STORAGE_OPTIONS"] = options
     # flask-limiter leaves alone a request that matched no route (its endpoint is None):
     # name it, so that unknown paths (404) and wrong methods (405) count in the budget
@@ -252,4 +232,3 @@ def _init_limiter(app: Flask, store: GameStore) -> None:
     limiter = Limiter(client_address, enabled=config["RATELIMIT_ENABLED"])
     limiter.request_filter(lambda: request.endpoint in UNLIMITED)
     limiter.init_app(app)
-    app.extensions["rate_limiter"] = limiter

@@ -5,14 +5,14 @@ import inspect
 
 import pytest
 
+from service.storage.backend import client_options
 from service.storage.cluster import ClusterConnections, is_cluster_url, parse_cluster_url
 from service.storage.connections import Connections, PooledConnections, ThreadConnections
-from service.storage.games import GameStore
 
 
 def _options():
-    return GameStore.client_options({"REDIS_SOCKET_TIMEOUT": 1.0, "REDIS_CONNECT_TIMEOUT": 1.0,
-                                     "REDIS_HEALTH_CHECK_INTERVAL": 30})
+    return client_options({"REDIS_SOCKET_TIMEOUT": 1.0, "REDIS_CONNECT_TIMEOUT": 1.0,
+                           "REDIS_HEALTH_CHECK_INTERVAL": 30})
 
 
 def test_cluster_urls_name_their_nodes_and_credentials():

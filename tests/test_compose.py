@@ -71,6 +71,7 @@ def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis()
     assert tuple(_words(worker["command"])) == WORKER_COMMAND
     assert worker["build"] == services["api"]["build"]  # the same image
     assert worker["environment"]["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]
+    assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
     assert worker["healthcheck"] == {"disable": True}  # the image's checks the API's port
     assert worker["restart"] == "unless-stopped"

@@ -195,5 +195,6 @@ def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
     assert tuple(worker["command"]) == WORKER_COMMAND
     assert worker["environment"]["REDIS_URL"] == api["environment"]["REDIS_URL"]
     assert worker["environment"]["REDIS_URL"].startswith("redis+cluster://")
+    assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"] == api["depends_on"]
     assert worker["healthcheck"] == {"disable": True}

@@ -1,7 +1,8 @@
 """``GET /v1/games/<id>/analysis``: could the deal of a finished game have been won?"""
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response
 
+from service.api.context import services
 from service.api.http import checked_id, json_response
 from service.observability import telemetry
 from service.solver.features import ANALYSIS_RETRY_AFTER, READY, Analyses
@@ -10,7 +11,7 @@ bp = Blueprint("analysis", __name__)
 
 
 def analyses() -> Analyses:
-    return current_app.extensions["analyses"]
+    return services().analyses
 
 
 @bp.get("/v1/games/<game_id>/analysis")

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, request
 from marshmallow import ValidationError
 
+from service.api.context import services
 from service.api.errors import BadRequest, problem
 from service.api.http import checked_id, etag, json_response
-from service.live import EXTENSION
 from service.live.feed import EventsFeed
 from service.live.follower import ATTACH_ENVIRON
 from service.live.negotiation import stream_wire
@@ -23,7 +23,7 @@ bp = Blueprint("events", __name__, url_prefix="/v1/games")
 
 
 def feed() -> EventsFeed:
-    return current_app.extensions[EXTENSION]
+    return services().events_feed
 
 
 def _after() -> int:

@@ -15,6 +15,7 @@ import orjson
 from flask import Response, current_app, request
 from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
+from service.api.context import services
 from service.api.errors import BadRequest
 from service.game.errors import game_not_found
 from service.game.games import Games
@@ -33,7 +34,7 @@ _ONE_VERSION = re.compile(r'[ \t]*"([0-9]{1,18})"[ \t]*')
 
 
 def games() -> Games:
-    return current_app.extensions["games"]
+    return services().games
 
 
 def checked_id(game_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from flask import Blueprint, Response, current_app, request
 
+from service.api.context import services
 from service.api.http import json_response
 from service.game.errors import GameError
 from service.observability import metrics
@@ -22,7 +23,7 @@ def healthz():
 
 @bp.get("/readyz")
 def readyz():
-    current_app.extensions["game_store"].ping()  # StorageUnavailable: 503
+    services().store.ping()  # StorageUnavailable: 503
     return json_response({"status": "ready"})
 
 
@@ -34,7 +35,7 @@ def prometheus_metrics():
 
 @bp.get("/v1/openapi.yaml")
 def openapi_document():
-    document = current_app.extensions["openapi_yaml"]
+    document = services().openapi_yaml
     if document is None:
         raise GameError(404, "not_found", "this server has no openapi.yaml")
     # The same bytes under the label the client asks for: application/yaml (RFC 9512) unless

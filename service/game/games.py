@@ -11,8 +11,9 @@ Refusals are :class:`~service.game.errors.GameError` or the engine's
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Protocol
 
-from service.engine import State, get_variant, variants
+from service.engine import State, Variant, get_variant, variants
 from service.engine.hints import DEFAULT_BUDGET
 from service.engine.hints import hint as engine_hint
 from service.engine.moves import Move
@@ -22,8 +23,8 @@ from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
-from service.solver.features import Winnable
 from service.storage import keys
+from service.storage.backend import client_options, open_backend
 from service.storage.games import GameStore
 
 _STAT_NAMES = ("created", "won", "lost", "resigned")
@@ -38,16 +39,33 @@ def _listed(state: State, move: Move) -> dict:
     return listed
 
 
+def open_store(config) -> GameStore[StoredGame]:
+    """The game repository of the settings (``REDIS_*``, ``GAME_TTL_SECONDS``,
+    ``IDEMPOTENCY_TTL_SECONDS``), on the backend that ``REDIS_URL`` names (its
+    :attr:`~service.storage.games.GameStore.backend`, which the caller closes)."""
+    backend = open_backend(config["REDIS_URL"], client_options(config))
+    return GameStore.from_settings(backend, config, decode=StoredGame.from_stored)
+
+
+class WinnableDeals(Protocol):
+    """Where the seeds of ``"winnable": true`` creations come from (the solver's
+    :class:`service.solver.features.Winnable`, given by the composition root)."""
+
+    def seed(self, variant: Variant) -> int:
+        """A seed of ``variant`` proved winnable; a :class:`~service.game.errors.GameError`
+        when none can be found."""
+
+
 class Games:
     """Create, read and change games stored in a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, *, secret_key: str, retries: int = 16,
+    def __init__(self, store: GameStore[StoredGame], *, secret_key: str, retries: int = 16,
                  hint_seconds: float = DEFAULT_BUDGET.seconds,
-                 winnable: Winnable | None = None):
+                 winnable: WinnableDeals | None = None):
         self.store = store
         self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
         self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
-        #: Where the seeds of winnable deals come from (:mod:`service.solver.features`).
+        #: Where the seeds of winnable deals come from (:class:`WinnableDeals`).
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------

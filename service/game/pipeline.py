@@ -52,7 +52,8 @@ class Write:
 class Pipeline:
     """Runs commands against the games of a :class:`GameStore`."""
 
-    def __init__(self, store: GameStore, records: IdempotencyRecords, *, retries: int = 16):
+    def __init__(self, store: GameStore[StoredGame], records: IdempotencyRecords, *,
+                 retries: int = 16):
         self.store = store
         self.records = records
         self.retries = max(1, retries)
@@ -95,7 +96,9 @@ class Pipeline:
                                           request=write.request_hash, token=hashed_token)
             result = self.store.commit(
                 game_id, expected=None if creating else current.version,
-                version=change.version, record=change.record, journal=change.journal,
+                version=change.version,
+                record=None if change.record is None else change.record.to_json(),
+                journal=change.journal,
                 idempotency_key=key, first_response=first,
                 stat=keys.stat(change.variant, change.stat) if change.stat else None,
                 create=creating)

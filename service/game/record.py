@@ -135,5 +135,11 @@ class StoredGame:
     version: int
     record: GameRecord
 
+    @classmethod
+    def from_stored(cls, version: int, record: dict) -> StoredGame:
+        """The game of a stored version and record (its JSON object): what the
+        repository (:class:`service.storage.games.GameStore`) makes of a game it reads."""
+        return cls(version, GameRecord.from_json(record))
+
     def public(self, game_id: str) -> dict:
         return self.record.public(game_id, self.version)

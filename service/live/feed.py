@@ -19,33 +19,35 @@ on: nothing in the feed tells an undealt card.
 
 from __future__ import annotations
 
-from flask import Flask
+from collections.abc import Callable
+
+import redis
 
 from service.game.errors import game_not_found
+from service.game.record import StoredGame
 from service.game.replay import replay
-from service.live import EXTENSION
 from service.live.hub import Hub
 from service.live.streams import EventStreams
-from service.live.subscription import Nodes
 from service.storage.games import GameStore
 
 
 class EventsFeed:
-    """The app's events feed (``app.extensions["events_feed"]``): the JSON reads, and the
-    streams (:class:`~service.live.streams.EventStreams`) over the process's hub
-    (:class:`~service.live.hub.Hub`)."""
+    """The events feed of the process (built by :mod:`service.services`): the JSON
+    reads, and the streams (:class:`~service.live.streams.EventStreams`) over the
+    process's hub (:class:`~service.live.hub.Hub`), whose subscription connects with
+    ``subscriber`` (:meth:`service.storage.backend.Backend.subscriber`).  ``config``:
+    the settings ``SSE_*`` and ``REDIS_CONNECT_TIMEOUT``."""
 
-    def __init__(self, app: Flask, store: GameStore):
-        config = app.config
+    def __init__(self, store: GameStore[StoredGame], subscriber: Callable[[], redis.Redis],
+                 config):
         self.store = store
-        self.hub = Hub(store, Nodes.from_config(config).connect,
+        self.hub = Hub(store, subscriber,
                        backlog=config["SSE_BACKLOG"], backlog_bytes=config["SSE_BACKLOG_BYTES"],
                        heartbeat=config["SSE_HEARTBEAT_SECONDS"],
                        confirm_timeout=config["REDIS_CONNECT_TIMEOUT"])
         self.streams = EventStreams(store, self.hub, retry_ms=config["SSE_RETRY_MS"],
                                     max_streams=config["SSE_MAX_STREAMS"],
                                     max_seconds=config["SSE_MAX_SECONDS"])
-        app.extensions[EXTENSION] = self
 
     def read(self, game_id: str, after: int) -> tuple[int, dict]:
         """``{"events": [every entry after version after], "game": Game}``."""

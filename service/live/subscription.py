@@ -1,5 +1,7 @@
 """The process's one pub/sub connection: a pattern subscription to every game's channel,
-watched with PING, and made again after a loss (on the next node of a Redis Cluster).
+watched with PING, and made again after a loss (on a connection of the storage
+backend's :meth:`~service.storage.backend.Backend.subscriber`: on a Redis Cluster, the
+next node).
 
 Every change of a game publishes its new version on the game's channel
 (:func:`service.storage.keys.channel`; the write script of :mod:`service.storage.games`
@@ -18,8 +20,7 @@ from typing import Protocol
 
 import redis
 
-from service.storage import cluster, keys
-from service.storage.games import GameStore
+from service.storage import keys
 
 log = logging.getLogger("patience.feed")
 
@@ -45,37 +46,6 @@ class Listener(Protocol):
 
     def lost(self) -> bool:
         """The connection was lost; True to subscribe again."""
-
-
-class Nodes:
-    """The Redis to subscribe on: ``REDIS_URL``'s; on a Redis Cluster
-    (``redis+cluster://[user:password@]host:port[,host:port...]``) any of its nodes: the
-    listed nodes in turn, the next one after each failure, so a node that is down only
-    moves the subscription."""
-
-    def __init__(self, url: str, options: dict):
-        self.url, self.options = url, options
-        self.nodes: list[tuple[str, int]] = []
-        self.turn = 0
-        if cluster.is_cluster_url(url):
-            self.nodes, credentials = cluster.parse_cluster_url(url)
-            self.options = dict(options, **credentials)
-
-    @classmethod
-    def from_config(cls, config) -> Nodes:
-        options = GameStore.client_options(config)
-        # The subscription waits on its socket between messages: no read timeout (a PING
-        # tells a silent node).  Nor does it reconnect by itself (the options' Retry of
-        # none): a lost connection is the subscription's to handle, on the next node.
-        options["socket_timeout"] = None
-        return cls(config["REDIS_URL"], options)
-
-    def connect(self) -> redis.Redis:
-        if not self.nodes:
-            return redis.Redis.from_url(self.url, **self.options)
-        host, port = self.nodes[self.turn % len(self.nodes)]
-        self.turn += 1
-        return redis.Redis(host=host, port=port, **self.options)
 
 
 class Subscription:

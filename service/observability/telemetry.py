@@ -17,10 +17,12 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime
-
-from flask import Flask, request
+from typing import TYPE_CHECKING
 
 from service.observability import metrics
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -205,6 +207,8 @@ _ID, _CODE, _RETRY_AFTER = "patience.request_id", "patience.code", "patience.ret
 
 def note_problem(code: str) -> None:
     """Name the problem code of the current request's answer, for its log line."""
+    from flask import request  # here: the solver's worker logs with no Flask loaded
+
     request.environ[_CODE] = code
 
 
@@ -212,6 +216,8 @@ def keep_retry_after(seconds: str) -> None:
     """Give the current answer ``Retry-After: <seconds>`` of the view's own (an analysis
     under way).  This layer sets it once every hook has run: the rate limiter, which
     adds one to every answer, would otherwise raise it to its window's reset."""
+    from flask import request
+
     request.environ[_RETRY_AFTER] = seconds
 
 

@@ -10,7 +10,6 @@ import signal
 from collections.abc import Callable
 
 from service.config import GROUPS, prepare_process_environment, process_settings
-from service.live import EXTENSION
 
 #: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
 #: own hooks, :func:`events_feed` and :func:`on_sigterm`, they call as ``shared.<name>``.)
@@ -58,9 +57,10 @@ def child_exit(server, worker):
 
 def events_feed(worker):
     """The events feed (:class:`service.live.feed.EventsFeed`) of the app that the gunicorn
-    process ``worker`` serves; None for an app without one (bench/toy.py's)."""
-    extensions = getattr(worker.wsgi, "extensions", None)
-    return extensions.get(EXTENSION) if extensions else None
+    process ``worker`` serves (its :class:`~service.services.Services`); None for an app
+    without one (bench/toy.py's)."""
+    services = getattr(worker.wsgi, "services", None)
+    return services.events_feed if services is not None else None
 
 
 def on_sigterm(stop: Callable[[], object]) -> None:

@@ -1,5 +1,7 @@
 """The solver's worker process: ``python -m service.solver.worker`` (``make run`` and
-docker-compose start it next to gunicorn, with the same environment).
+docker-compose start it next to gunicorn, with the same Redis and solver settings).  It
+builds only the storage backend, the stores and the analyses (:func:`analyses_of`): no
+Flask app, so it needs no ``SECRET_KEY``.
 
 It does two things, in this order of priority (:mod:`service.solver.features` explains both):
 
@@ -54,13 +56,14 @@ import signal
 import sys
 import time
 
-from service.app import close_app, create_app
-from service.config import SOLVER_WORKER, process_settings
+from service.config import SOLVER_WORKER, process_settings, read_config
 from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
+from service.game.games import open_store
 from service.observability.telemetry import configure_logging
-from service.solver.features import Analyses, try_deal
+from service.solver.features import Analyses, SolverSettings, try_deal
 from service.storage.games import StorageUnavailable
+from service.storage.solver import SolverStore
 
 #: Seconds between two looks at the job list when there is nothing to do.
 IDLE_WAIT = 0.5
@@ -178,6 +181,12 @@ class Worker:
                 time.sleep(1.0)
 
 
+def analyses_of(config) -> Analyses:
+    """The analyses, on the stores of the settings (Redis's and the solver's)."""
+    games = open_store(config)
+    return Analyses(games, SolverStore(games.backend), SolverSettings.from_config(config))
+
+
 def _stop(_signum, _frame):
     raise SystemExit(0)
 
@@ -187,17 +196,17 @@ def main() -> int:
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _stop)
     try:
-        # The app's own configuration and stores: the same settings, the same Redis.  A
-        # bad setting raises ValueError when create_app() reads the environment.
-        app = create_app()
+        # The app's own settings and stores: the same Redis.  A bad setting raises
+        # ValueError when the environment is read.
+        config = read_config()
+        analyses = analyses_of(config)
         nice = process_settings(SOLVER_WORKER)["WORKER_NICE"]
     except ValueError as error:
         log.error("bad configuration", extra={"error": str(error)})
         return 2
-    configure_logging(app.config["LOG_LEVEL"])
+    configure_logging(config["LOG_LEVEL"])
     if nice:
         os.nice(nice)
-    analyses = app.extensions["analyses"]
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})
     try:
@@ -205,7 +214,7 @@ def main() -> int:
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:
-        close_app(app)
+        analyses.store.backend.close()
     return 0
 
 

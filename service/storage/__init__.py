@@ -2,10 +2,14 @@
 
 :mod:`.games` is the repository (:class:`~.games.GameStore`, and the one error every
 Redis failure becomes, :class:`~.games.StorageUnavailable`); :mod:`.solver` keeps the
-solver's pools, jobs and analyses beside the games.  Under them: :mod:`.keys` names every
-key and channel, :mod:`.scripts` holds the Lua scripts, :mod:`.connections` the
-connections of the request path (:class:`~.connections.Connections`, the one interface of
-both modes) and :mod:`.cluster` the Redis Cluster mode.  Nothing else of the service
-talks to Redis about games; the live feed (:mod:`service.live`) holds its own pub/sub
-subscription.  This module imports nothing.
+solver's pools, jobs and analyses beside the games.  Both talk to Redis through a
+:class:`~.backend.Backend`: one Redis or a Redis Cluster, chosen once from the URL
+(:func:`~.backend.open_backend`), which also runs every Lua script
+(:class:`~.backend.Script`).  Under them: :mod:`.keys` names every key and channel,
+:mod:`.scripts` holds the Lua scripts, :mod:`.connections` the connections of the
+request path (:class:`~.connections.Connections`, the one interface of both modes) and
+:mod:`.cluster` the Redis Cluster mode.  Nothing else of the service talks to Redis
+about games; the live feed (:mod:`service.live`) holds its own pub/sub subscription, on
+a connection that the backend makes.  Storage knows nothing of the game layer above it:
+a record is a JSON object here.  This module imports nothing.
 """

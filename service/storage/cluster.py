@@ -96,7 +96,7 @@ def parse_cluster_url(url: str) -> tuple[list[tuple[str, int]], dict]:
 def cluster_client(url: str, options: dict) -> RedisCluster:
     """A RedisCluster for ``url`` that never sends a command twice after a lost
     connection (``options`` are
-    :meth:`~service.storage.games.GameStore.client_options`); it reads the slot map
+    :func:`~service.storage.backend.client_options`); it reads the slot map
     from the cluster now (raises a RedisError if no node answers)."""
     nodes, credentials = parse_cluster_url(url)
     options = {key: value for key, value in options.items()
@@ -371,9 +371,11 @@ def read_stats(connections: ClusterConnections, prefix: str) -> dict[bytes, int]
     reads = _stats_reads(prefix)
     manager = connections.client.nodes_manager
     by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
-    with manager._lock:  # the slot map, read once for the 16384 slots
-        owners = [manager.slots_cache.get(slot) for slot in range(REDIS_CLUSTER_HASH_SLOTS)]
-    for slot, nodes in enumerate(owners):
+    # The slot map, read once for the 16384 slots: a copy of the map (redis-py replaces
+    # it whole when it reads it again, and changes one slot's entry on a MOVED).
+    owners = dict(manager.slots_cache)
+    for slot in range(REDIS_CLUSTER_HASH_SLOTS):
+        nodes = owners.get(slot)
         if not nodes:
             connections.refresh()
             raise SlotNotCoveredError(f"slot {slot} is not covered by the cluster")

@@ -10,9 +10,10 @@ classes give it:
 - :class:`service.storage.cluster.ClusterConnections`: one connection per thread and
   master, on a Redis Cluster.
 
-:func:`request_connections` picks the first or the second for one Redis.  The commands
-off the request path go over redis-py's own pool (:attr:`GameStore.client
-<service.storage.games.GameStore.client>`).
+:func:`request_connections` picks the first or the second for one Redis; the backend
+(:mod:`.backend`) holds the connections of its mode.  The commands off the request path
+go over redis-py's own pool (:attr:`Backend.client
+<service.storage.backend.Backend.client>`).
 """
 
 from __future__ import annotations

@@ -2,16 +2,17 @@
 Redis (the live feed's subscriptions are in :mod:`service.live`).
 
 The key names are :mod:`.keys`; every key of one game shares the Redis Cluster hash tag
-``{<id>}``.  A game is one hash: its version, its record
-(:class:`service.game.record.GameRecord` as JSON: metadata and the engine snapshot,
-which holds the stock order and never leaves the server) and its journal
+``{<id>}``.  A game is one hash: its version, its record (a JSON object, which the
+store hands to the game layer as it is: :class:`service.game.record.GameRecord`,
+metadata and the engine snapshot, which holds the stock order and never leaves the
+server) and its journal
 (:mod:`service.engine.journal`: one short token per version, every move and undo since
 the deal, from which the history and the events feed are replayed).  Next to it: the
 idempotency record of each write sent with an ``Idempotency-Key`` (kept
 ``IDEMPOTENCY_TTL_SECONDS``; for ``POST /v1/games`` in the slot of the game it made,
 whose id the key claimed first, :meth:`GameStore.create_target`), and the statistics
 counters: one hash on one Redis; on a Redis Cluster one hash per slot, in the slot of
-the games it counts (:func:`.cluster.stats_key`), summed on read.
+the games it counts (:meth:`.backend.Backend.stats_key`), summed on read.
 
 Every write of a game is one call of one Lua script (:data:`.scripts.COMMIT`), on one
 hash slot: it answers a stored idempotency record instead of writing, refuses a changed
@@ -20,37 +21,40 @@ statistics counter, the idempotency record and the expiry together, then publish
 new version on the game's channel (a delete publishes ``deleted``).  With
 ``REDIS_WAIT_REPLICAS`` (1 on a cluster) a ``WAIT`` follows on the same connection, and
 the write is acknowledged only once that many replicas have it.  Reads are one round
-trip.  The commands of the request path (a read, a write's script) go over the
-:class:`.connections.Connections` of the mode: one connection per thread (a bounded
-pool where gevent patches the process, in the events worker group; on a cluster, one
-connection per thread and master: :class:`.cluster.ClusterConnections`), the others
-over redis-py's pool (a RedisCluster on a cluster).  Every Redis failure surfaces as
+trip.  The store talks to Redis through its :class:`.backend.Backend` (one Redis or a
+Redis Cluster, chosen once from the URL): the commands of the request path (a read, a
+write's script) over the backend's :class:`.connections.Connections` (one connection
+per thread; a bounded pool where gevent patches the process, in the events worker
+group; on a cluster, one connection per thread and master), the others over redis-py's
+pool (a RedisCluster on a cluster).  Every Redis failure surfaces as
 :class:`StorageUnavailable`.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import orjson
 import redis
-from redis.backoff import NoBackoff
-from redis.exceptions import NoScriptError, RedisClusterException
-from redis.retry import Retry
+from redis.exceptions import RedisClusterException
 
-from service.game.record import GameRecord, StoredGame
-from service.storage import cluster, keys
-from service.storage.connections import Connections, request_connections
+from service.storage import keys
+from service.storage.backend import Backend, Script
 from service.storage.scripts import CLAIM, COMMIT, TOUCH
 
 __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView", "storage_errors"]
 
-EXTENSION = "game_store"
-
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
+
+_COMMIT, _TOUCH, _CLAIM = Script(COMMIT), Script(TOUCH), Script(CLAIM)
+
+#: What the store gives back for a game: made by the store's ``decode`` from the stored
+#: version and record (the game layer's :class:`service.game.record.StoredGame`).
+Game = TypeVar("Game")
 
 
 class StorageUnavailable(Exception):
@@ -71,12 +75,12 @@ def storage_errors(method):
 
 
 @dataclass(frozen=True, slots=True)
-class WriteView:
+class WriteView(Generic[Game]):
     """What a write needs, read in one round trip: the game (None if absent), its
     journal ('' unless asked for) and the idempotency record of the write's key (None if
     none)."""
 
-    game: StoredGame | None
+    game: Game | None
     journal: str
     first_response: bytes | None
 
@@ -87,120 +91,64 @@ class CommitResult:
     first_response: bytes | None = None  # the stored record when REPLAY
 
 
-def _stored(version: bytes | None, record: bytes | None) -> StoredGame | None:
-    if version is None or record is None:
-        return None
-    return StoredGame(int(version), GameRecord.from_json(orjson.loads(record)))
+class GameStore(Generic[Game]):
+    """Games in the Redis of ``backend``.  A game read is ``decode(version, record)``:
+    the stored version and the record's JSON object (the store knows no more of a
+    record); a write takes the record as that JSON object.  ``wait_replicas`` None: the
+    backend's default (1 on a cluster, 0 on one Redis)."""
 
+    def __init__(self, backend: Backend, *, decode: Callable[[int, dict], Game],
+                 game_ttl: int, idempotency_ttl: int, wait_replicas: int | None = None,
+                 wait_timeout_ms: int = 1000):
+        self.backend = backend
+        self._decode = decode
+        self._fast = backend.connections
+        self.game_ttl = int(game_ttl)
+        self.idempotency_ttl = int(idempotency_ttl)
+        self.wait_replicas = backend.default_wait_replicas if wait_replicas is None \
+            else max(0, int(wait_replicas))
+        self.wait_timeout_ms = max(1, int(wait_timeout_ms))
 
-class GameStore:
-    """Games in Redis.  ``init_app(app)`` builds the client from the app's config and
-    registers the store as ``app.extensions["game_store"]``."""
+    @classmethod
+    def from_settings(cls, backend: Backend, config, *, decode: Callable[[int, dict], Game]
+                      ) -> GameStore[Game]:
+        """The store of the settings ``GAME_TTL_SECONDS``, ``IDEMPOTENCY_TTL_SECONDS``,
+        ``REDIS_WAIT_REPLICAS`` and ``REDIS_WAIT_TIMEOUT_MS``."""
+        return cls(backend, decode=decode, game_ttl=config["GAME_TTL_SECONDS"],
+                   idempotency_ttl=config["IDEMPOTENCY_TTL_SECONDS"],
+                   wait_replicas=config.get("REDIS_WAIT_REPLICAS"),
+                   wait_timeout_ms=config["REDIS_WAIT_TIMEOUT_MS"])
 
-    def __init__(self, app=None):
-        self.cluster = False
-        self.game_ttl = 0
-        self.idempotency_ttl = 0
-        self.wait_replicas = 0
-        self.wait_timeout_ms = 0
-        self._client: redis.Redis | None = None
-        #: The connections of the request path; on a cluster, :attr:`_cluster` too.
-        self._fast: Connections | None = None
-        self._cluster: cluster.ClusterConnections | None = None
-        self._commit_sha = ""
-        self._touch_sha = ""
-        self._claim_sha = ""
-        if app is not None:
-            self.init_app(app)
-
-    def init_app(self, app) -> None:
-        config = app.config
-        url = config["REDIS_URL"]
-        options = self.client_options(config)
-        self.cluster = cluster.is_cluster_url(url)
-        if self.cluster:  # the RedisCluster is made on first use
-            self._fast = self._cluster = cluster.ClusterConnections(url, options)
-        else:
-            self._client = redis.Redis.from_url(url, **options)
-            self._fast = request_connections(url, options)
-        self.game_ttl = int(config["GAME_TTL_SECONDS"])
-        self.idempotency_ttl = int(config["IDEMPOTENCY_TTL_SECONDS"])
-        wait = config.get("REDIS_WAIT_REPLICAS")
-        self.wait_replicas = (1 if self.cluster else 0) if wait is None else max(0, int(wait))
-        self.wait_timeout_ms = max(1, int(config["REDIS_WAIT_TIMEOUT_MS"]))
-        self._commit_sha = hashlib.sha1(COMMIT.encode()).hexdigest()
-        self._touch_sha = hashlib.sha1(TOUCH.encode()).hexdigest()
-        self._claim_sha = hashlib.sha1(CLAIM.encode()).hexdigest()
-        app.extensions[EXTENSION] = self
-
-    @property
-    def request_connections(self) -> Connections:
-        """The connections of the request path (the rate limiter's counters use them
-        too: :mod:`.rate_limits`)."""
-        return self._fast
-
-    @property
-    def client(self) -> redis.Redis:
-        """The redis-py client of the commands off the request path (a RedisCluster on
-        a cluster)."""
-        return self._cluster.client if self.cluster else self._client
-
-    @storage_errors
-    def node_of(self, key: str) -> tuple[str, int]:
-        """On a cluster: the address of the master that serves ``key``'s slot now."""
-        node = self.client.get_node_from_key(key)
-        return node.host, node.port
-
-    @staticmethod
-    def client_options(config) -> dict:
-        """redis-py options that make a dead or hung Redis answer within the socket
-        timeouts, and never send a command twice: a connection that breaks after Redis
-        ran a write but before its reply arrived must not run the write again (the
-        compare-and-set would fail, and the write loop would apply the move a second
-        time; a create would discard the game it just stored).  A connection that died
-        with a restarted Redis is reconnected before its next command (redis-py sees
-        the closed socket), so no retry is needed for that."""
-        return {
-            "socket_timeout": config["REDIS_SOCKET_TIMEOUT"],
-            "socket_connect_timeout": config["REDIS_CONNECT_TIMEOUT"],
-            "health_check_interval": config["REDIS_HEALTH_CHECK_INTERVAL"],
-            "retry": Retry(NoBackoff(), 0),
-        }
-
-    def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-        if self._fast is not None:
-            self._fast.close()
+    def _stored(self, version: bytes | None, record: bytes | None) -> Game | None:
+        if version is None or record is None:
+            return None
+        return self._decode(int(version), orjson.loads(record))
 
     # --- reads ----------------------------------------------------------------------
     @storage_errors
     def ping(self) -> None:
         """Raise StorageUnavailable unless this process can reach its Redis: the one
         server, or on a cluster any master (a shard failing over stops only its own
-        games, not the process: :meth:`.cluster.ClusterConnections.ping`)."""
-        if self.cluster:
-            self._cluster.ping()
-        else:
-            self.client.ping()
+        games, not the process)."""
+        self.backend.ping()
 
     @storage_errors
-    def load(self, game_id: str) -> StoredGame | None:
+    def load(self, game_id: str) -> Game | None:
         version, record = self._fast.execute("HMGET", keys.game(game_id), keys.VERSION,
                                              keys.RECORD)
-        return _stored(version, record)
+        return self._stored(version, record)
 
     @storage_errors
-    def load_with_journal(self, game_id: str) -> tuple[StoredGame, str] | None:
+    def load_with_journal(self, game_id: str) -> tuple[Game, str] | None:
         """The game and its journal, in one round trip (None if there is no game)."""
         version, record, journal = self._fast.execute(
             "HMGET", keys.game(game_id), keys.VERSION, keys.RECORD, keys.JOURNAL)
-        game = _stored(version, record)
+        game = self._stored(version, record)
         return None if game is None else (game, (journal or b"").decode())
 
     @storage_errors
     def load_for_write(self, game_id: str, idempotency_key: str | None, *,
-                       journal: bool = False) -> WriteView:
+                       journal: bool = False) -> WriteView[Game]:
         """The game, its journal (only with ``journal``: an undo needs it) and the
         idempotency record of ``idempotency_key``, in one round trip: one HMGET when
         there is no key, else one MULTI/EXEC."""
@@ -217,25 +165,17 @@ class GameStore:
             if first is not None:
                 self._confirm_record(record_key)
         text = (values[2] or b"").decode() if journal else ""
-        return WriteView(_stored(values[0], values[1]), text, first)
+        return WriteView(self._stored(values[0], values[1]), text, first)
 
     @storage_errors
     def exists(self, game_id: str) -> bool:
-        return bool(self.client.exists(keys.game(game_id)))
+        return bool(self.backend.client.exists(keys.game(game_id)))
 
     @storage_errors
     def stats(self) -> dict[str, int]:
         """The statistics counters (:func:`.keys.stat`), missing ones absent."""
-        if self.cluster:
-            counters = cluster.read_stats(self._cluster, keys.STATS)
-        else:
-            counters = self.client.hgetall(keys.STATS)
-        return {field.decode(): int(value) for field, value in counters.items()}
-
-    def _stats_key(self, game_id: str) -> str:
-        if self.cluster:
-            return cluster.stats_key(keys.STATS, keys.game(game_id))
-        return keys.STATS
+        return {field.decode(): value
+                for field, value in self.backend.read_stats(keys.STATS).items()}
 
     # --- writes ---------------------------------------------------------------------
     @storage_errors
@@ -245,7 +185,7 @@ class GameStore:
         *,
         expected: int | None,
         version: int | None,
-        record: GameRecord | None = None,
+        record: dict | None = None,
         journal: str = "",
         idempotency_key: str | None = None,
         first_response: bytes | None = None,
@@ -253,7 +193,8 @@ class GameStore:
         create: bool = False,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
-        game must not exist yet).  ``version`` None deletes the game.  ``journal``
+        game must not exist yet).  ``version`` None deletes the game; else ``record``
+        is the game's record, its JSON object.  ``journal``
         holds the tokens to append to the game's journal, one per version added.
         ``stat`` names a statistics counter to increment.  With an
         ``idempotency_key``, ``first_response`` is stored with the write, and a record
@@ -261,14 +202,15 @@ class GameStore:
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
-        names = [keys.game(game_id), self._stats_key(game_id)]
+        game_key = keys.game(game_id)
+        names = [game_key, self.backend.stats_key(keys.STATS, game_key)]
         if idempotency_key is not None:
             names.append(keys.create_idempotency(game_id, idempotency_key) if create
                          else keys.write_idempotency(game_id, idempotency_key))
         args = (
             "" if expected is None else str(expected),
             "" if version is None else str(version),
-            orjson.dumps(record.to_json()) if record is not None else "",
+            orjson.dumps(record) if record is not None else "",
             journal,
             first_response if idempotency_key is not None else "",
             self.idempotency_ttl,
@@ -278,29 +220,21 @@ class GameStore:
             "1" if self.wait_replicas else "",
         )
         if not self.wait_replicas:
-            try:
-                outcome, value = self._fast.execute("EVALSHA", self._commit_sha, len(names),
-                                                    *names, *args)
-            except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-                outcome, value = self._fast.execute("EVAL", COMMIT, len(names), *names,
-                                                    *args)
+            outcome, value = _COMMIT.run(self._fast, names, args)
         else:
-            outcome, value = self._confirmed(
-                names[0], ("EVALSHA", self._commit_sha, len(names), *names, *args), COMMIT)
+            outcome, value = self._confirmed(_COMMIT, names, args)
         outcome = outcome.decode()
         return CommitResult(outcome, value if outcome == REPLAY else None)
 
-    def _confirmed(self, key: str, command: tuple, script: str):
-        """The reply of ``command`` (an EVALSHA of ``script``), sent with a WAIT on the
-        same connection in one round trip: raises StorageUnavailable unless
-        ``wait_replicas`` replicas confirm it within ``wait_timeout_ms``.  Then the
-        write may well be on the master (and on some replicas) without being
-        acknowledged: a retry with the same Idempotency-Key answers its first answer,
-        once confirmed in turn, and never applies it twice."""
-        wait = ("WAIT", self.wait_replicas, self.wait_timeout_ms)
-        reply, confirmed = self._fast.run(key, [command, wait])
-        if isinstance(reply, NoScriptError):  # nothing ran: send the script itself
-            reply, confirmed = self._fast.run(key, [("EVAL", script, *command[2:]), wait])
+    def _confirmed(self, script: Script, names: list, args: tuple):
+        """The reply of ``script``, sent with a WAIT on the same connection in one round
+        trip: raises StorageUnavailable unless ``wait_replicas`` replicas confirm it
+        within ``wait_timeout_ms``.  Then the write may well be on the master (and on
+        some replicas) without being acknowledged: a retry with the same
+        Idempotency-Key answers its first answer, once confirmed in turn, and never
+        applies it twice."""
+        reply, confirmed = script.run_then(self._fast, names, args,
+                                           ("WAIT", self.wait_replicas, self.wait_timeout_ms))
         for value in (reply, confirmed):
             if isinstance(value, Exception):
                 raise value
@@ -314,7 +248,7 @@ class GameStore:
         """Before a stored first answer is answered again: have the replicas confirm
         it (see :data:`~service.storage.scripts.TOUCH`)."""
         if self.wait_replicas:
-            self._confirmed(key, ("EVALSHA", self._touch_sha, 1, key), TOUCH)
+            self._confirmed(_TOUCH, [key], ())
 
     # --- idempotency of POST /v1/games ----------------------------------------------
     @storage_errors
@@ -334,15 +268,11 @@ class GameStore:
         retries thus find the game, and its record in the game's slot, from the key
         alone; nothing derives the id from the key.  Confirmed by the replicas like a
         write."""
-        key = keys.create_target(idempotency_key)
-        command = ("EVALSHA", self._claim_sha, 1, key, game_id, self.idempotency_ttl)
+        names, args = [keys.create_target(idempotency_key)], (game_id, self.idempotency_ttl)
         if self.wait_replicas:
-            found = self._confirmed(key, command, CLAIM)
+            found = self._confirmed(_CLAIM, names, args)
         else:
-            try:
-                found = self._fast.execute(*command)
-            except NoScriptError:  # a new or restarted Redis: nothing ran
-                found = self._fast.execute("EVAL", CLAIM, *command[2:])
+            found = _CLAIM.run(self._fast, names, args)
         return found.decode() if isinstance(found, bytes) else found
 
     @storage_errors

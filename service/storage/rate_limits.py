@@ -8,8 +8,8 @@ trips to Redis on every request, over redis-py's pooled client.  The storages he
 :data:`~service.storage.scripts.RATE_COUNT`, which answers the window's time to live
 with the count; the ``get`` and ``get_expiry`` that follow on the same thread for the
 same key answer what it read, without asking Redis again.  When the counters live in
-the games' Redis (the default), the script goes over the game store's own connections
-of the request path (:mod:`.connections`), like a game's read.
+the games' Redis (the default), the script goes over the backend's own connections of
+the request path (:mod:`.connections`), like a game's read.
 
 What the headers show is then the count this request made, not a later one: another
 client's request that lands between the two no longer shows in this answer's
@@ -22,20 +22,19 @@ storage): :func:`storage_uri` turns a Redis URL into the matching one.
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 
 from limits.storage import RedisClusterStorage, RedisStorage
-from redis.exceptions import NoScriptError
 
+from service.storage.backend import Script
 from service.storage.connections import Connections
 from service.storage.scripts import RATE_COUNT
 
 __all__ = ["storage_uri"]
 
 _PREFIX = "patience+"
-_RATE_COUNT_SHA = hashlib.sha1(RATE_COUNT.encode()).hexdigest()
+_RATE_COUNT = Script(RATE_COUNT)
 
 
 class _OneTrip:
@@ -54,11 +53,7 @@ class _OneTrip:
     def _count(self, key: str, expiry: int, amount: int) -> tuple[int, int]:
         if self._connections is None:
             return self._count_script([key], [expiry, amount])
-        try:
-            return self._connections.execute("EVALSHA", _RATE_COUNT_SHA, 1, key, expiry,
-                                             amount)
-        except NoScriptError:  # a new or restarted Redis: nothing ran, send the script
-            return self._connections.execute("EVAL", RATE_COUNT, 1, key, expiry, amount)
+        return _RATE_COUNT.run(self._connections, (key,), (expiry, amount))
 
     def incr(self, key: str, expiry: int, amount: int = 1) -> int:
         count, ttl_ms = self._count(self.prefixed_key(key), expiry, amount)

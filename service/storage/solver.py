@@ -20,28 +20,27 @@ import math
 import redis
 
 from service.storage import keys
+from service.storage.backend import Backend, Script
 from service.storage.games import StorageUnavailable, storage_errors
 from service.storage.scripts import KEEP_ANALYSIS
 
 __all__ = ["SolverStore", "StorageUnavailable"]
 
 
-class SolverStore:
-    """The commands above, on the client of a game store (``games.client``: one Redis or
-    a Redis Cluster, which the game store makes on first use)."""
+_KEEP_ANALYSIS = Script(KEEP_ANALYSIS)
 
-    def __init__(self, games):
-        self._games = games
-        self._script = None
+
+class SolverStore:
+    """The commands above, on the Redis of ``backend`` (one Redis or a Redis Cluster,
+    whose client the backend makes on first use): over its redis-py client, the script
+    over its connections of the request path."""
+
+    def __init__(self, backend: Backend):
+        self.backend = backend
 
     @property
     def client(self) -> redis.Redis:
-        return self._games.client
-
-    def _keep(self, **kwargs):
-        if self._script is None:
-            self._script = self.client.register_script(KEEP_ANALYSIS)
-        return self._script(**kwargs)
+        return self.backend.client
 
     # --- pools ----------------------------------------------------------------------
     @storage_errors
@@ -67,7 +66,8 @@ class SolverStore:
     def keep_analysis(self, game_id: str, answer: bytes) -> int:
         """Keep ``answer`` with the game unless it has one: 1 stored, 0 it had one
         already, -1 no such game."""
-        return int(self._keep(keys=[keys.game(game_id)], args=[answer]))
+        return int(_KEEP_ANALYSIS.run(self.backend.connections, [keys.game(game_id)],
+                                      [answer]))
 
     @storage_errors
     def claim_analysis(self, game_id: str, seconds: float) -> bool:

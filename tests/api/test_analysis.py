@@ -77,7 +77,7 @@ def test_a_deal_settled_at_once_is_answered_at_once_and_kept(redis_url, redis_db
     # It goes with the game.
     assert client.delete(f"/v1/games/{game['id']}", headers=auth(token)).status_code == 204
     assert redis_db.exists(f"game:{{{game['id']}}}") == 0
-    app.extensions["game_store"].close()
+    app.services.backend.close()
     assert 500 not in app.statuses
 
 
@@ -111,7 +111,7 @@ def test_a_long_analysis_is_computed_once_by_the_worker(worker, redis_url, redis
     runs = [line for line in worker.lines()
             if line.get("message") == "analysis" and line.get("game_id") == game["id"]]
     assert [run["outcome"] for run in runs] == ["stored"]
-    app.extensions["game_store"].close()
+    app.services.backend.close()
     assert 500 not in app.statuses
 
 
@@ -135,4 +135,4 @@ def test_an_undecided_search_is_kept_too(redis_url, clean_redis, tmp_path):
         ["stored"]
     with redis.Redis.from_url(url_1) as db_1:
         assert db_1.hget(f"game:{{{game['id']}}}", "a") == done.get_data()
-    app.extensions["game_store"].close()
+    app.services.backend.close()

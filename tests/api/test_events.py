@@ -13,7 +13,6 @@ import pytest
 
 from service.app import close_app
 from service.engine import Move, get_variant
-from service.live import EXTENSION
 from service.storage import keys
 from tests.api.support import (
     auth,
@@ -354,7 +353,7 @@ def test_a_stopping_process_ends_its_streams(sse_app, sse):
     gid, _token = _clock_42(sse)
     response, stream = _open(sse, gid)
     assert next(stream).retry is not None
-    sse_app.extensions[EXTENSION].stop_streams()  # what SIGTERM does under gunicorn
+    sse_app.services.events_feed.stop_streams()  # what SIGTERM does under gunicorn
     assert list(events_only(stream)) == []  # closed, with no end: the client resumes
     response.close()
 

@@ -9,7 +9,6 @@ import threading
 import time
 
 from bench.walks import long_walks
-from service.live import EXTENSION
 from service.live.wires.sse import SSE
 from tests.api.support import auth, make_app
 from tests.sse import events_only, messages
@@ -34,7 +33,7 @@ def _reader(sock: socket.socket, into: list) -> threading.Thread:
 def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(redis_url,
                                                                              clean_redis):
     app = make_app(redis_url, SSE_HEARTBEAT_SECONDS=5, SSE_BACKLOG_BYTES=2048)
-    hub = app.extensions[EXTENSION].hub
+    hub = app.services.events_feed.hub
     client = app.test_client()
     walk = long_walks(["clock"], 1, 80, first_seed=1000)[0]
     created = client.post("/v1/games", json={"variant": "clock", "seed": walk.seed})
@@ -86,4 +85,4 @@ def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(re
     assert ended == ["stuck", "reader"]
     for _follower, client_end in pairs:
         client_end.close()
-    app.extensions["game_store"].close()
+    app.services.backend.close()

@@ -112,7 +112,7 @@ def test_an_unconfirmed_write_is_503_and_its_retry_replays_once_confirmed(master
 def test_without_confirmation_writes_do_not_wait(master):
     app = make_app(master.url)  # one Redis: REDIS_WAIT_REPLICAS defaults to 0
     try:
-        assert app.extensions["game_store"].wait_replicas == 0
+        assert app.services.store.wait_replicas == 0
         created = app.test_client().post("/v1/games", json={"variant": "clock"})
         assert created.status_code == 201
     finally:

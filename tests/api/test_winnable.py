@@ -109,7 +109,7 @@ def test_the_seed_stays_secret_until_the_end(worker, redis_url, redis_db, log_li
     assert ended.get_json()["game"]["winnable"] is True
     # The worker never logs a seed either.
     assert [line for line in worker.log.read_text().splitlines() if seed in line] == []
-    app.extensions["game_store"].close()
+    app.services.backend.close()
     assert 500 not in app.statuses
 
 
@@ -136,7 +136,7 @@ def test_the_pool_never_deals_a_seed_twice(worker, redis_url, redis_db):
     assert statuses == [201] * 3
     assert len(set(seeds)) == 3
     assert not set(seeds) & pool(redis_db)
-    app.extensions["game_store"].close()
+    app.services.backend.close()
 
 
 def test_a_pool_pops_each_seed_once_under_concurrency(redis_db):
@@ -171,7 +171,7 @@ def test_with_an_empty_pool_the_creation_searches_itself(redis_url, clean_redis)
     assert proved_winnable(POOLED, seed)
     assert redis_db.keys("pool:*") == []
     redis_db.close()
-    app.extensions["game_store"].close()
+    app.services.backend.close()
 
 
 def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redis_url, redis_db):
@@ -193,7 +193,7 @@ def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redi
     assert "Four Corners" in problem["detail"]
     assert took < 0.2 + 1.5  # the budget, and one deal's last stretch of search
     assert stored_state() == before  # no game, no counter, no idempotency record
-    app.extensions["game_store"].close()
+    app.services.backend.close()
 
 
 @pytest.mark.parametrize("body", [

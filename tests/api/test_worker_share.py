@@ -82,7 +82,7 @@ def test_an_analysis_does_not_wait_for_the_share(own_url, tmp_path):
         analysed = [line for line in worker.lines() if line.get("message") == "analysis"]
         assert [line["outcome"] for line in analysed] == ["stored"]
         assert _when(analysed[0]) - _when(first) < first["rest_s"]
-        app.extensions["game_store"].close()
+        app.services.backend.close()
         assert 500 not in app.statuses
 
 

@@ -34,7 +34,7 @@ def live_server(redis_url):
                       "ANALYSIS_INLINE_SECONDS": 10, "WINNABLE_SEARCH_SECONDS": 30})
     with LiveServer(app) as server:
         yield server
-    app.extensions["game_store"].close()
+    app.services.backend.close()
 
 
 def public(state) -> dict:
