@@ -3,9 +3,9 @@
 :func:`build_services` takes the settings mapping (what :func:`service.config.read_config`
 returns, with the app's overrides) and makes, in order: the storage backend (one Redis
 or a Redis Cluster, chosen from ``REDIS_URL``: :func:`service.storage.backend.open_backend`)
-with the game repository on it (:func:`service.game.games.open_store`), the solver's
+with the game repository on it (:func:`service.game.application.open_store`), the solver's
 store, the solver's parts (the winnable
-deals, handed to :class:`~service.game.games.Games` through the game layer's own
+deals, handed to :class:`~service.game.application.Games` through the game layer's own
 interface, and the analyses), the events feed, and the OpenAPI document.  The Flask app
 (:mod:`service.app`) holds the result as ``app.services`` (the views reach it by
 :func:`service.api.context.services`); the solver's worker
@@ -22,13 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from service.game.games import Games, open_store
+from service.game.application import Games, open_store
 from service.game.record import StoredGame
 from service.live.feed import EventsFeed
 from service.solver.features import Analyses, SolverSettings, Winnable
 from service.storage.backend import Backend
 from service.storage.connections import Connections
-from service.storage.games import GameStore
+from service.storage.game_store import GameStore
 from service.storage.solver import SolverStore
 
 __all__ = ["Services", "build_services"]

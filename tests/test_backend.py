@@ -19,7 +19,7 @@ from service.storage.backend import (
     client_options,
     open_backend,
 )
-from service.storage.games import OK, GameStore
+from service.storage.game_store import OK, GameStore
 from service.storage.scripts import COMMIT
 from tests.solver_worker import WorkerProcess
 

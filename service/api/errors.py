@@ -18,7 +18,7 @@ from werkzeug.exceptions import HTTPException
 from service.engine import RULE_CODES, IllegalMoveError, InvalidMoveError
 from service.game.errors import GameError
 from service.observability import telemetry
-from service.storage.games import StorageUnavailable
+from service.storage.game_store import StorageUnavailable
 
 PROBLEM_JSON = "application/problem+json"
 log = logging.getLogger("patience.errors")

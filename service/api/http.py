@@ -17,8 +17,8 @@ from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from service.api.context import services
 from service.api.errors import BadRequest
+from service.game.application import Games
 from service.game.errors import game_not_found
-from service.game.games import Games
 from service.game.idempotency import Reply, request_hash
 from service.game.pipeline import Write
 

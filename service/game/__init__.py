@@ -7,5 +7,5 @@
 - :mod:`.idempotency`: the sealed first answers of writes with an Idempotency-Key;
 - :mod:`.replay`: a game replayed through its journal;
 - :mod:`.errors`: the service's refusals;
-- :mod:`.games`: :class:`Games`, what each endpoint does.
+- :mod:`.application`: :class:`Games`, what each endpoint does.
 """

@@ -32,7 +32,7 @@ from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.record import StoredGame, now, token_hash
 from service.observability import metrics
 from service.storage import keys
-from service.storage.games import CONFLICT, MISSING, OK, REPLAY, GameStore, WriteView
+from service.storage.game_store import ANSWERED, CONFLICT, MISSING, OK, GameStore, WriteView
 
 #: A command of the pipeline: the game as read (None for a create), its journal ('' unless
 #: asked for) and the time of the write, to the change it makes.
@@ -105,7 +105,7 @@ class Pipeline:
             if result.outcome == OK:
                 _count(change)
                 return reply
-            if result.outcome == REPLAY:  # a racing request with the same key came first
+            if result.outcome == ANSWERED:  # a racing request with the same key came first
                 return self._again(result.first_response, scope, write, hashed_token)
             if result.outcome == MISSING:
                 raise game_not_found(game_id)

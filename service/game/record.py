@@ -138,7 +138,7 @@ class StoredGame:
     @classmethod
     def from_stored(cls, version: int, record: dict) -> StoredGame:
         """The game of a stored version and record (its JSON object): what the
-        repository (:class:`service.storage.games.GameStore`) makes of a game it reads."""
+        repository (:class:`service.storage.game_store.GameStore`) makes of a game it reads."""
         return cls(version, GameRecord.from_json(record))
 
     def public(self, game_id: str) -> dict:

@@ -7,7 +7,7 @@ import logging
 import threading
 from collections.abc import Callable
 
-from service.storage.games import GameStore
+from service.storage.game_store import GameStore
 
 log = logging.getLogger("patience.feed")
 

@@ -3,7 +3,7 @@ stream (Server-Sent Events, :mod:`service.live.wires`).
 
 The feed is stored, not kept in any process: it is replayed from the game's journal in
 Redis (:mod:`service.engine.journal`, written by the same Lua script that stores each
-change, see :mod:`service.storage.games`), so a reader on any process of any replica sees every
+change, see :mod:`service.storage.game_store`), so a reader on any process of any replica sees every
 change, in order, exactly once, however far back it starts.  Each entry is
 ``{"version", "move", "events"}``:
 
@@ -28,7 +28,7 @@ from service.game.record import StoredGame
 from service.game.replay import replay
 from service.live.hub import Hub
 from service.live.streams import EventStreams
-from service.storage.games import GameStore
+from service.storage.game_store import GameStore
 
 
 class EventsFeed:

@@ -37,7 +37,7 @@ from service.live.expiry import ExpiryCheck
 from service.live.follower import Follower, Limits
 from service.live.items import deleted_item
 from service.live.subscription import Subscription
-from service.storage.games import GameStore, StorageUnavailable
+from service.storage.game_store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.feed")
 

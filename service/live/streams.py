@@ -42,7 +42,7 @@ from service.live.items import (
 )
 from service.live.wires import Wire, frame, frames
 from service.observability import metrics
-from service.storage.games import GameStore, StorageUnavailable
+from service.storage.game_store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
 

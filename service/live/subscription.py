@@ -4,7 +4,7 @@ backend's :meth:`~service.storage.backend.Backend.subscriber`: on a Redis Cluste
 next node).
 
 Every change of a game publishes its new version on the game's channel
-(:func:`service.storage.keys.channel`; the write script of :mod:`service.storage.games`
+(:func:`service.storage.keys.channel`; the write script of :mod:`service.storage.game_store`
 does it, a delete publishes ``deleted``).  With Redis Cluster, ``PUBLISH`` reaches every node, so a
 connection to any node of the cluster receives every game's messages.
 """

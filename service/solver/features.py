@@ -34,7 +34,7 @@ from service.engine import WON, Variant, get_variant
 from service.engine import search as engine_solver
 from service.engine.search import Outcome
 from service.game.errors import game_not_found, game_not_over, no_winnable_deal
-from service.storage.games import GameStore
+from service.storage.game_store import GameStore
 from service.storage.solver import SolverStore
 
 #: Seconds a client is asked to wait before it asks again for an analysis under way.

@@ -59,10 +59,10 @@ import time
 from service.config import SOLVER_WORKER, process_settings, read_config
 from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
-from service.game.games import open_store
+from service.game.application import open_store
 from service.observability.telemetry import configure_logging
 from service.solver.features import Analyses, SolverSettings, try_deal
-from service.storage.games import StorageUnavailable
+from service.storage.game_store import StorageUnavailable
 from service.storage.solver import SolverStore
 
 #: Seconds between two looks at the job list when there is nothing to do.

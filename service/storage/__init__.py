@@ -1,7 +1,7 @@
 """Storage: everything that talks to Redis about games, behind the game repository.
 
-:mod:`.games` is the repository (:class:`~.games.GameStore`, and the one error every
-Redis failure becomes, :class:`~.games.StorageUnavailable`); :mod:`.solver` keeps the
+:mod:`.game_store` is the repository (:class:`~.game_store.GameStore`, and the one error every
+Redis failure becomes, :class:`~.game_store.StorageUnavailable`); :mod:`.solver` keeps the
 solver's pools, jobs and analyses beside the games.  Both talk to Redis through a
 :class:`~.backend.Backend`: one Redis or a Redis Cluster, chosen once from the URL
 (:func:`~.backend.open_backend`), which also runs every Lua script

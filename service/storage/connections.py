@@ -1,6 +1,6 @@
 """The connections of the request path: how a read or a write's script reaches Redis.
 
-:class:`Connections` is what the game repository (:mod:`.games`) asks of them; three
+:class:`Connections` is what the game repository (:mod:`.game_store`) asks of them; three
 classes give it:
 
 - :class:`ThreadConnections`: one connection per thread, on one Redis (a gthread worker

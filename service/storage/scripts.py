@@ -1,9 +1,9 @@
 """The Lua scripts of the store: each runs on one hash slot, atomically.
 
 - :data:`COMMIT`: every write of a game (:meth:`GameStore.commit
-  <service.storage.games.GameStore.commit>`);
+  <service.storage.game_store.GameStore.commit>`);
 - :data:`CLAIM`: the id a create with an ``Idempotency-Key`` makes
-  (:meth:`~service.storage.games.GameStore.create_target`);
+  (:meth:`~service.storage.game_store.GameStore.create_target`);
 - :data:`TOUCH`: an idempotency record's expiry written again, for ``WAIT`` to confirm;
 - :data:`KEEP_ANALYSIS`: an analysis kept with its game
   (:meth:`~service.storage.solver.SolverStore.keep_analysis`);
@@ -18,8 +18,9 @@ from service.storage import keys
 #       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
 #       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
 #       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas
-# A replay that waits for replicas first writes the record's own expiry again: the
-# replicas confirm that write, and with it the first one, which came before it.
+# A stored first answer, answered again while writes wait for replicas, first has its
+# record's expiry written again: the replicas confirm that write, and with it the first
+# one, which came before it.
 COMMIT = """
 if ARGV[5] ~= '' then
   local first = redis.call('GET', KEYS[3])
@@ -28,7 +29,7 @@ if ARGV[5] ~= '' then
       local ttl = redis.call('PTTL', KEYS[3])
       if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
     end
-    return {'replay', first}
+    return {'answered', first}
   end
 end
 local current = redis.call('HGET', KEYS[1], 'v')

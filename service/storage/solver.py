@@ -21,7 +21,7 @@ import redis
 
 from service.storage import keys
 from service.storage.backend import Backend, Script
-from service.storage.games import StorageUnavailable, storage_errors
+from service.storage.game_store import StorageUnavailable, storage_errors
 from service.storage.scripts import KEEP_ANALYSIS
 
 __all__ = ["SolverStore", "StorageUnavailable"]

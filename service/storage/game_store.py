@@ -48,7 +48,7 @@ from service.storage.scripts import CLAIM, COMMIT, TOUCH
 __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView", "storage_errors"]
 
 #: Outcomes of :meth:`GameStore.commit`.
-OK, CONFLICT, REPLAY, MISSING = "ok", "conflict", "replay", "missing"
+OK, CONFLICT, ANSWERED, MISSING = "ok", "conflict", "answered", "missing"
 
 _COMMIT, _TOUCH, _CLAIM = Script(COMMIT), Script(TOUCH), Script(CLAIM)
 
@@ -87,8 +87,8 @@ class WriteView(Generic[Game]):
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
-    outcome: str  # OK, CONFLICT, REPLAY or MISSING
-    first_response: bytes | None = None  # the stored record when REPLAY
+    outcome: str  # OK, CONFLICT, ANSWERED or MISSING
+    first_response: bytes | None = None  # the stored record when ANSWERED
 
 
 class GameStore(Generic[Game]):
@@ -198,7 +198,7 @@ class GameStore(Generic[Game]):
         holds the tokens to append to the game's journal, one per version added.
         ``stat`` names a statistics counter to increment.  With an
         ``idempotency_key``, ``first_response`` is stored with the write, and a record
-        already stored under that key is returned (REPLAY) instead of writing.
+        already stored under that key is returned (ANSWERED) instead of writing.
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``)."""
@@ -224,7 +224,7 @@ class GameStore(Generic[Game]):
         else:
             outcome, value = self._confirmed(_COMMIT, names, args)
         outcome = outcome.decode()
-        return CommitResult(outcome, value if outcome == REPLAY else None)
+        return CommitResult(outcome, value if outcome == ANSWERED else None)
 
     def _confirmed(self, script: Script, names: list, args: tuple):
         """The reply of ``script``, sent with a WAIT on the same connection in one round

@@ -25,7 +25,7 @@ from service.game.record import StoredGame
 from service.game.replay import replay
 from service.storage import keys
 from service.storage.backend import client_options, open_backend
-from service.storage.games import GameStore
+from service.storage.game_store import GameStore
 
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 
@@ -42,7 +42,7 @@ def _listed(state: State, move: Move) -> dict:
 def open_store(config) -> GameStore[StoredGame]:
     """The game repository of the settings (``REDIS_*``, ``GAME_TTL_SECONDS``,
     ``IDEMPOTENCY_TTL_SECONDS``), on the backend that ``REDIS_URL`` names (its
-    :attr:`~service.storage.games.GameStore.backend`, which the caller closes)."""
+    :attr:`~service.storage.game_store.GameStore.backend`, which the caller closes)."""
     backend = open_backend(config["REDIS_URL"], client_options(config))
     return GameStore.from_settings(backend, config, decode=StoredGame.from_stored)
 
