@@ -15,12 +15,12 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-# The suite runs on TEST_WORKERS processes (pytest-xdist; "auto": one per core); the
+# The suite runs on TEST_PROCESSES processes (pytest-xdist; "auto": one per core); the
 # deploy tests (one Docker Engine) run one after another on one of them.
-TEST_WORKERS ?= auto
+TEST_PROCESSES ?= auto
 
 test: .venv
-	$(BIN)/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
 lint: .venv
 	$(BIN)/ruff check .

@@ -77,7 +77,7 @@ MIN_SECRET_KEY = 32
 
 def _check_secret_key(app: Flask, *, testing: bool) -> None:
     """``SECRET_KEY`` seals the stored first answers of idempotent writes (a create's holds
-    the player token): every worker and replica needs the same one, so production refuses
+    the player token): every process and replica needs the same one, so production refuses
     to start without it.  An app built for tests (with a test config) that sets none gets
     a random key of its own."""
     key = app.config.get("SECRET_KEY")
@@ -86,7 +86,7 @@ def _check_secret_key(app: Flask, *, testing: bool) -> None:
     if not isinstance(key, str) or len(key) < MIN_SECRET_KEY:
         raise RuntimeError(
             f"SECRET_KEY must be set to a random string of at least {MIN_SECRET_KEY} "
-            "characters, the same for every worker and replica (generate one with "
+            "characters, the same for every process and replica (generate one with "
             "`python -c 'import secrets; print(secrets.token_urlsafe(32))'`)")
 
 
@@ -208,7 +208,7 @@ def client_address() -> str:
 
 
 def _init_limiter(app: Flask, services: Services) -> None:
-    """Per-client limits counted in Redis, so all workers and replicas share them.
+    """Per-client limits counted in Redis, so all processes and replicas share them.
 
     Fail open: if the limiter's Redis cannot be reached, flask-limiter logs the error
     and lets the request through (RATELIMIT_SWALLOW_ERRORS); a request that needs the

@@ -255,7 +255,7 @@ SETTINGS: dict[str, Setting] = {
         env_int, 64, (REQUEST_GROUP, APP),
         "threads of a request process (the app reads it for `SSE_MAX_STREAMS`' default)"),
     # A waiting thread costs no CPU, and saves the hand-over to the main loop and back for
-    # a client that sends its next request at once (docs/performance.md, "Workers", has the runs).
+    # a client that sends its next request at once (docs/performance.md, "Processes", has the runs).
     "KEEPALIVE_WAIT_SECONDS": Setting(
         env_float, 0.05, REQUEST_GROUP,
         "seconds the thread that answered a kept-alive connection waits for its next "

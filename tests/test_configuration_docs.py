@@ -35,7 +35,7 @@ NOT_SETTINGS = {
     "REDIS_NETWORK": "docker-compose.cluster.yml",
     "REDIS_CLUSTER_NODE_TIMEOUT": "docker-compose.cluster.yml",
     # the test runner's (Makefile)
-    "TEST_WORKERS": "Makefile",
+    "TEST_PROCESSES": "Makefile",
     # no environment variables: a resource limit and a Linux capability
     "RLIMIT_NOFILE": None, "CAP_SYS_RESOURCE": None,
 }
@@ -144,7 +144,7 @@ def test_the_names_that_are_no_settings_are_read_where_they_are_said_to_be():
 
 
 def test_names_in_the_form_of_a_setting():
-    text = ("`REDIS_URL` and `$REDIS_URL`, `PORT=8000`, `TEST_WORKERS=1 make test`; "
+    text = ("`REDIS_URL` and `$REDIS_URL`, `PORT=8000`, `TEST_PROCESSES=1 make test`; "
             "not `GET`, `WAIT`, `PATH`, `RateLimit-Limit`, `Idempotency-Key`, "
             "`SSE_MAX_STREAMS less a quarter`")
-    assert named_settings(text) == {"REDIS_URL", "PORT", "TEST_WORKERS"}
+    assert named_settings(text) == {"REDIS_URL", "PORT", "TEST_PROCESSES"}

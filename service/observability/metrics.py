@@ -1,7 +1,7 @@
 """Prometheus metrics of the service, created once per process.
 
 Under gunicorn, set ``PROMETHEUS_MULTIPROC_DIR`` (an empty, writable directory) before the
-workers start: prometheus-client then keeps every worker's values in files there and
+processes start: prometheus-client then keeps every process's values in files there and
 ``GET /metrics`` adds them up (:func:`exposition`).  Without it each process reports its
 own values from the default registry.
 """

@@ -159,7 +159,7 @@ class _Stderr(logging.StreamHandler):
             self.flush()
 
     def _forked(self) -> None:
-        """In a new process (a gunicorn worker): no thread yet, and the parent's lines
+        """In a new process (a request or events process): no thread yet, and the parent's lines
         are the parent's to write."""
         self._batch, self._batch_bytes, self._flusher = [], 0, None
 
@@ -197,7 +197,7 @@ def configure_logging(level: str, flush_seconds: float | None = None) -> None:
 
 def _new_request_id() -> str:
     """32 random hex digits, like a uuid4's, without a system call: a request id tells
-    lines apart, it guards nothing (``random`` is reseeded in every forked worker)."""
+    lines apart, it guards nothing (``random`` is reseeded in every forked process)."""
     return f"{random.getrandbits(128):032x}"
 
 

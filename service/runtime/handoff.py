@@ -68,7 +68,7 @@ def send(path: str, connection: socket.socket, data: bytes, *, wait: float = 10.
             try:
                 channel.connect(path)
                 break
-            except BlockingIOError:  # the events workers' accept queue is full: wait
+            except BlockingIOError:  # the events processes' accept queue is full: wait
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.005)

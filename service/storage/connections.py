@@ -3,10 +3,10 @@
 :class:`Connections` is what the game repository (:mod:`.game_store`) asks of them; three
 classes give it:
 
-- :class:`ThreadConnections`: one connection per thread, on one Redis (a gthread worker
+- :class:`ThreadConnections`: one connection per thread, on one Redis (a gthread process
   of the request group);
 - :class:`PooledConnections`: a bounded pool, on one Redis, where gevent patches the
-  process (the events worker group);
+  process (the events group);
 - :class:`service.storage.cluster.ClusterConnections`: one connection per thread and
   master, on a Redis Cluster.
 
@@ -93,7 +93,7 @@ class ThreadConnections:
 
     redis-py's pooled client spends more CPU per command on taking a connection from the
     pool and giving it back (a lock, a readiness poll, bookkeeping) than on the command
-    itself (docs/performance.md has the figures).  A gthread worker keeps its
+    itself (docs/performance.md has the figures).  A gthread process keeps its
     threads, so each thread keeps a
     connection of its own instead and sends on it directly, with the same options (the
     socket timeouts, no retry).  Like the pool, it checks before each command that the
@@ -157,7 +157,7 @@ class ThreadConnections:
 
 class PooledConnections:
     """The commands of the request path over a bounded pool, for a process patched by
-    gevent (the events worker group): there a "thread" is a greenlet, one per request
+    gevent (the events group): there a "thread" is a greenlet, one per request
     and per open stream, and a connection each would mean one per stream."""
 
     def __init__(self, url: str, options: dict, size: int = 512):

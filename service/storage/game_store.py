@@ -24,7 +24,7 @@ the write is acknowledged only once that many replicas have it.  Reads are one r
 trip.  The store talks to Redis through its :class:`.backend.Backend` (one Redis or a
 Redis Cluster, chosen once from the URL): the commands of the request path (a read, a
 write's script) over the backend's :class:`.connections.Connections` (one connection
-per thread; a bounded pool where gevent patches the process, in the events worker
+per thread; a bounded pool where gevent patches the process, in the events
 group; on a cluster, one connection per thread and master), the others over redis-py's
 pool (a RedisCluster on a cluster).  Every Redis failure surfaces as
 :class:`StorageUnavailable`.
