@@ -30,22 +30,7 @@ class _AfterTheDeal:
                 break
         else:
             return ()
-        played = []
-        changed = True
-        while changed:
-            changed = False
-            floor = min(found) + 1
-            for k, pile in enumerate(piles):
-                while len(pile) > 1 and pile[-1] - 1 in found and (
-                        len(pile) == 2 or pile[-1] <= floor):
-                    f = found.index(pile[-1] - 1)
-                    found[f] = pile.pop()
-                    played.append((k, f, found[f]))
-                    line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
-                    changed = True
-                    floor = min(found) + 1
-        return played
-
+        return _send_home(piles, found, line, alone=True)
 
     def visit_after(self) -> bool:
         """:meth:`visit` after the deal in the search with no card asleep (``awake``):
@@ -62,7 +47,6 @@ class _AfterTheDeal:
                 return True
         self.unplay(played)
         return False
-
 
     def children_after(self) -> bool:
         """:meth:`children` after the deal with no card asleep."""
@@ -152,6 +136,28 @@ class _AfterTheDeal:
                 if budget.out:
                     return False
         return False
+
+
+def _send_home(piles, found, line, alone: bool) -> list[tuple[int, int, int]]:
+    """Play the moves home of the search's table (``piles``, ``found``, the ``line``
+    played) until none is left: every safe one (a card one above the lowest foundation
+    top), and with ``alone`` every one of a card alone on its king; ``(pile,
+    foundation, rank)`` of each."""
+    played = []
+    changed = True
+    while changed:
+        changed = False
+        floor = min(found) + 1
+        for k, pile in enumerate(piles):
+            while len(pile) > 1 and (pile[-1] <= floor or alone and len(pile) == 2) \
+                    and pile[-1] - 1 in found:
+                f = found.index(pile[-1] - 1)
+                found[f] = pile.pop()
+                played.append((k, f, found[f]))
+                line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
+                changed = True
+                floor = min(found) + 1
+    return played
 
 
 def _only_here(found, pile) -> bool:

@@ -9,7 +9,7 @@ from ..cards import ACE, JACK, KING, QUEEN
 from ..moves import DEAL, Move
 from ..rules.salic_law import FOUNDATIONS, KINGS, STOCK_PILE
 from .results import Outcome
-from .salic_law_after_deal import _MOVES, _AfterTheDeal
+from .salic_law_after_deal import _MOVES, _AfterTheDeal, _send_home
 
 
 class _SalicSearch(_AfterTheDeal):
@@ -103,21 +103,7 @@ class _SalicSearch(_AfterTheDeal):
                 break
         else:
             return ()
-        played = []
-        changed = True
-        while changed:
-            changed = False
-            floor = min(found) + 1
-            for k, pile in enumerate(piles):
-                while len(pile) > 1 and pile[-1] <= floor and pile[-1] - 1 in found:
-                    f = found.index(pile[-1] - 1)
-                    found[f] = pile.pop()
-                    played.append((k, f, found[f]))
-                    line.append(_MOVES[KINGS[k]][FOUNDATIONS[f]])
-                    changed = True
-                    floor = min(found) + 1
-        return played
-
+        return _send_home(piles, found, line, alone=False)
 
     def unplay(self, played) -> None:
         piles, found, line = self.piles, self.found, self.line
@@ -195,7 +181,6 @@ class _SalicSearch(_AfterTheDeal):
                 self.lost[key] = asleep
         self.unplay(played)
         return False
-
 
     def dominated(self, sleep) -> bool:
         """Whether a position the search lost already becomes this one by one card home:
