@@ -28,6 +28,7 @@ import requests
 from bench.procs import WorkerWatch
 from devtools.launch import start_gunicorn, start_worker, stop_gunicorn
 from devtools.redis_server import RedisServer, free_port
+from service.engine import variants as registered_variants
 from service.storage import keys
 
 
@@ -49,7 +50,7 @@ def _create(base: str, variant: str) -> tuple[int, float]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench winnable", description=__doc__)
-    parser.add_argument("--variants", default="clock,salic-law,four-corners")
+    parser.add_argument("--variants", default=",".join(v.id for v in registered_variants()))
     parser.add_argument("--pool", type=int, default=10, help="seeds per pool")
     parser.add_argument("--games", type=int, default=10, help="creations per variant and case")
     parser.add_argument("--fill-seconds", type=float, default=120,

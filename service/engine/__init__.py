@@ -1,8 +1,9 @@
 """The engine, the core of Patience Server: the games' rules, the searches built on them
 and the help for players (pure Python, no I/O).
 
-Each layer reads only those before it: ``errors``, ``cards``, ``moves``; ``base`` (the
-state, the variant and the registry of variants), ``rules/`` (one module per game),
+Each layer reads only those before it: ``errors``, ``cards``, ``moves``; ``registry``
+(the variants by id) and ``base`` (the state and the variant), ``rules/`` (one module
+per game),
 ``journal``, ``visible``; ``search/`` (the solver and the hints' searched lines, each
 game's registered for its variant); ``hints``; ``playout``.  This package exports the
 rules' public names; the searches' are in :mod:`.search`, the hints' in :mod:`.hints`.
@@ -29,14 +30,12 @@ from .base import (
     PileSpec,
     State,
     Variant,
-    get_variant,
     holds_every_card,
-    new_game,
-    variants,
 )
 from .cards import ALL_CARDS, Card, canonical_pack, shuffled_pack
 from .errors import RULE_CODES, EngineError, IllegalMoveError, InvalidMoveError
 from .moves import DEAL, DRAW, MOVE, MOVE_TYPES, REFILL, RESIGN, Event, Move, Step
+from .registry import get_variant, new_game, variants
 
 __all__ = [
     "ALL_CARDS", "DEAL", "DRAW", "FOUNDATION", "LOST", "MOVE", "MOVE_TYPES", "PILE_KINDS",

@@ -1,4 +1,4 @@
-"""The game state, the base variant and the variant registry.
+"""The game state and the base variant (the registry of variants is :mod:`.registry`).
 
 A :class:`State` is an immutable value: the piles of one variant, the game status and
 the variant's turn counter.  Legal-move generation (:meth:`Variant.legal_moves`) and
@@ -15,8 +15,9 @@ from itertools import chain
 from typing import ClassVar
 
 from .cards import ALL_CARDS, Card, RecentTables, cards_text, parse_table, piles_text
-from .errors import COMMON_RULE_CODES, RULE_CODES, IllegalMoveError, InvalidMoveError
+from .errors import IllegalMoveError, InvalidMoveError
 from .moves import MOVE, RESIGN, Event, Move, Step
+from .registry import get_variant
 
 PLAYING, WON, LOST, RESIGNED = "playing", "won", "lost", "resigned"
 STATUSES = (PLAYING, WON, LOST, RESIGNED)
@@ -358,44 +359,6 @@ class Variant:
         if self._actions(state):
             return True
         return next(iter(self._pile_moves(state)), None) is not None
-
-
-_REGISTRY: dict[str, Variant] = {}
-
-
-def register(cls: type[Variant]) -> type[Variant]:
-    """Class decorator: make one instance of the variant available by its id, and its
-    rule codes part of :data:`RULE_CODES` (the shared ones, then each game's in the
-    order of :func:`variants`)."""
-    shared = set(cls.rule_codes) & set(COMMON_RULE_CODES)
-    if shared:
-        raise ValueError(f"{cls.__name__} redefines the shared rule code(s) {sorted(shared)}")
-    _REGISTRY[cls.id] = cls()
-    codes = dict(COMMON_RULE_CODES)
-    for variant in variants():
-        codes.update(variant.rule_codes)
-    RULE_CODES.clear()
-    RULE_CODES.update(codes)
-    return cls
-
-
-def get_variant(variant_id: str) -> Variant:
-    try:
-        return _REGISTRY[variant_id]
-    except (KeyError, TypeError):
-        raise InvalidMoveError(
-            "unknown_variant", f"{variant_id!r} is not a variant ({', '.join(_REGISTRY)})"
-        ) from None
-
-
-def variants() -> tuple[Variant, ...]:
-    """Every registered variant, in the order of :attr:`Variant.order` (then by id)."""
-    return tuple(sorted(_REGISTRY.values(), key=lambda v: (v.order, v.id)))
-
-
-def new_game(variant_id: str, seed: int) -> State:
-    """The opening position of ``variant_id`` for deal number ``seed``."""
-    return get_variant(variant_id).deal(seed)
 
 
 def fail(code: str, message: str):

@@ -107,6 +107,29 @@ def heuristic_hint(state: State) -> Hint | None:
     line = hint_line(state)
     if line is not None:
         return _line_hint(state, line)
+    best, best_reason = _best_card_move(state)
+    if best is None or best[0] < 3:
+        found = None if variant.moves_reveal_stock(state) else _search_home(state)
+        if found is not None:
+            source, target, gained = found
+            card = state.piles[source][-1]
+            return Hint(Move(MOVE, ids[source], ids[target]), str(card),
+                        f"moving {card} onto {ids[target]} starts a line that brings "
+                        f"{gained} more card(s) home")
+    if best is None:
+        return None
+    _score, source, target = best
+    return Hint(Move(MOVE, ids[source], ids[target]), str(state.piles[source][-1]),
+                best_reason)
+
+
+def _best_card_move(state: State) -> tuple[tuple[int, int, int] | None, str]:
+    """The quick hint's best card move by its rules of thumb, ``(score, source,
+    target)`` (3: a move home; 2: a move between piles after which more cards can go
+    home than before; 1: a move the variant itself finds worth making), the first of
+    the highest score, with its reason; ``(None, "")`` when no card move scores."""
+    variant = state.variant
+    ids = variant.pile_ids
     homes = _home_moves(state)
     sources_home = {s for s, _ in homes}
     best: tuple[int, int, int] | None = None
@@ -129,19 +152,7 @@ def heuristic_hint(state: State) -> Hint | None:
                 score, reason = 1, idle
         if best is None or score > best[0]:
             best, best_reason = (score, source, target), reason
-    if best is None or best[0] < 3:
-        found = None if variant.moves_reveal_stock(state) else _search_home(state)
-        if found is not None:
-            source, target, gained = found
-            card = state.piles[source][-1]
-            return Hint(Move(MOVE, ids[source], ids[target]), str(card),
-                        f"moving {card} onto {ids[target]} starts a line that brings "
-                        f"{gained} more card(s) home")
-    if best is None:
-        return None
-    _score, source, target = best
-    return Hint(Move(MOVE, ids[source], ids[target]), str(state.piles[source][-1]),
-                best_reason)
+    return best, best_reason
 
 
 def _line_hint(state: State, line: Line) -> Hint | None:

@@ -6,9 +6,10 @@ the benchmark.  Pure Python, no I/O; the only randomness is the ``rng`` passed i
 
 from __future__ import annotations
 
-from .base import FOUNDATION, State, Variant, new_game
+from .base import FOUNDATION, State, Variant
 from .hints import heuristic_hint, hint
 from .moves import RESIGN, Move, Step
+from .registry import new_game
 
 #: How many idle moves in a row end a play-out by resigning (see :func:`random_playout`).
 DEFAULT_MAX_IDLE = 200

@@ -19,12 +19,14 @@ from service.engine import (
     State,
     get_variant,
     new_game,
+    variants,
 )
 from service.engine.cards import cards_text, parse_cards
 from service.engine.playout import makes_progress
 from tests.notation import cards_on
 
-VARIANT_IDS = ("clock", "salic-law", "four-corners")
+#: Every registered game, in the registry's order.
+VARIANT_IDS = tuple(variant.id for variant in variants())
 
 #: Deterministic, database-free hypothesis settings for the engine tests.
 PROPERTY_SETTINGS = settings(deadline=None, derandomize=True, database=None,

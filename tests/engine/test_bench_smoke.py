@@ -7,13 +7,14 @@ import pytest
 
 from bench.__main__ import main as bench_main
 from bench.engine import main as engine_main
+from service.engine import variants
 
 
 def test_engine_benchmark_prints_a_row_per_variant(capsys):
     assert engine_main(["--playouts", "3"]) == 0
     out = capsys.readouterr().out
-    for variant_id in ("clock", "salic-law", "four-corners"):
-        assert f"\n{variant_id} " in out
+    for variant in variants():
+        assert f"\n{variant.id} " in out
     assert "median µs" in out
     assert "snapshot B max" in out
 
@@ -129,7 +130,7 @@ def test_a_game_module_changes_only_its_own_variants_records(tmp_path, monkeypat
     from bench import solver
     from service.engine import get_variant
 
-    variant_ids = ("clock", "salic-law", "four-corners")
+    variant_ids = tuple(variant.id for variant in variants())
     own = {v: solver.own_modules(get_variant(v)) for v in variant_ids}
     assert own["clock"] == {"rules/clock.py", "search/clock.py"}
     assert own["salic-law"] == {"rules/salic_law.py", "search/salic_law.py"}

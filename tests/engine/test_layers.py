@@ -28,7 +28,7 @@ from . import solver_positions
 ENGINE = Path(__file__).resolve().parents[2] / "service" / "engine"
 
 #: The rules: what a game is, what a player sees, the journal of a game.
-RULES = ("base", "cards", "errors", "moves", "journal", "visible", "rules")
+RULES = ("base", "registry", "cards", "errors", "moves", "journal", "visible", "rules")
 
 
 def _imports(path: Path) -> list[tuple[str, bool]]:

@@ -106,14 +106,14 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
     # The searches of a big budget drop the positions with a dead talon card and, after
     # a while, search most rounds from a position of the best line so far; those
     # of a hint's budget do neither: all must agree with the plain search.
-    from service.engine.search import clock
+    from service.engine.search import clock, clock_search
 
     if mode == "hint-budget":
         monkeypatch.setattr(clock, "FULL_SEARCH_POSITIONS", 10**12)
     if mode == "from-best":
-        monkeypatch.setattr(clock, "ELITE_AFTER", 0)
-        monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
-        monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
+        monkeypatch.setattr(clock_search, "ELITE_AFTER", 0)
+        monkeypatch.setattr(clock_search, "RESTART_POSITIONS", 10)
+        monkeypatch.setattr(clock_search, "RESTART_GROWTH", 3)
     rng = random.Random(f"clock {left} {stock} {talon}")
     settled = _agree((solver_positions.clock(rng, left, stock, talon) for _ in range(30)),
                      30_000)
@@ -124,10 +124,10 @@ def test_clock_search_agrees_with_the_exhaustive_search(left, stock, talon, mode
 def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypatch):
     # Rounds of a few dozen positions: most positions are settled by a later round, in
     # a shuffled order of moves (a won line, or a round that searched every line).
-    from service.engine.search import clock
+    from service.engine.search import clock_search
 
-    monkeypatch.setattr(clock, "RESTART_POSITIONS", 10)
-    monkeypatch.setattr(clock, "RESTART_GROWTH", 3)
+    monkeypatch.setattr(clock_search, "RESTART_POSITIONS", 10)
+    monkeypatch.setattr(clock_search, "RESTART_GROWTH", 3)
     rng = random.Random("clock rounds")
     settled = _agree((solver_positions.clock(rng, 20, 6, 6) for _ in range(30)), 30_000)
     assert settled[Outcome.WON] >= 5, settled
@@ -137,12 +137,12 @@ def test_clock_search_in_short_rounds_agrees_with_the_exhaustive_search(monkeypa
 def test_clock_rounds_from_the_best_line_win_deals(monkeypatch):
     # Most rounds from a position of the best line so far: the won lines (the
     # prefix replayed by the search, then its own) replay through the engine.
-    from service.engine.search import clock
+    from service.engine.search import clock_search
 
-    monkeypatch.setattr(clock, "ELITE_AFTER", 0)
+    monkeypatch.setattr(clock_search, "ELITE_AFTER", 0)
     played = []
-    play = clock._ClockSearch.play
-    monkeypatch.setattr(clock._ClockSearch, "play",
+    play = clock_search._ClockSearch.play
+    monkeypatch.setattr(clock_search._ClockSearch, "play",
                         lambda self, moves, *start: played.append(len(moves))
                         or play(self, moves, *start))
     for seed in (1, 6):
@@ -165,7 +165,7 @@ def test_a_draw_that_buries_its_own_card_is_recognised():
     # I at its base and IX at 6C, an 8C drawn onto both 7C never goes home, onto one 7C
     # it may.
     from service.engine.rules.clock import BASES
-    from service.engine.search.clock import _buries_itself, _code
+    from service.engine.search.clock_positions import _buries_itself, _code
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[8] = 6
@@ -181,7 +181,7 @@ def test_a_talon_card_that_can_never_go_home_is_recognised():
     # 9C) waits at 8C, the other 9C may yet reach I; once it goes home onto IX, I needs
     # the 9C under the JC, and the JC never goes home.
     from service.engine.rules.clock import BASES
-    from service.engine.search.clock import _NO_TOPS, _code, _dead_talon
+    from service.engine.search.clock_positions import _NO_TOPS, _code, _dead_talon
 
     tops = [Card.parse(BASES[h]).rank for h in range(1, 13)]
     tops[4], tops[8] = 12, 8
@@ -197,7 +197,8 @@ def test_the_dead_talon_check_after_a_move_home_sees_what_a_full_check_sees():
     # After a card move from a position with no dead talon card, the check of the cards
     # the move may have killed answers like the check of every talon card.
     from service.engine.rules.clock import FOUNDATIONS, PACKETS, TALON
-    from service.engine.search.clock import _NO_TOPS, _card_moves, _code, _dead_talon
+    from service.engine.search.clock import _card_moves
+    from service.engine.search.clock_positions import _NO_TOPS, _code, _dead_talon
 
     rng = random.Random("clock dead talon after a move")
     checked = dead = 0
@@ -222,7 +223,7 @@ def test_positions_with_a_dead_talon_card_are_lost(left, talon):
     # Random positions with a long talon: each one with a dead talon card is lost by
     # the plain search, and the full search proves it lost at once.
     from service.engine.rules.clock import FOUNDATIONS, PACKETS, TALON
-    from service.engine.search.clock import _NO_TOPS, _code, _dead_talon
+    from service.engine.search.clock_positions import _NO_TOPS, _code, _dead_talon
 
     rng = random.Random(f"clock dead talon {left} {talon}")
     dead = 0
@@ -287,7 +288,8 @@ def test_clock_rounds_order_moves_round_their_classes():
     # cards to refill) and the draw: the rounds try the moves in many orders, the moves
     # home mostly first and the draw mostly last.
     from service.engine.rules.clock import PACKETS
-    from service.engine.search.clock import _ClockSearch, _code, _move_class
+    from service.engine.search.clock_positions import _code
+    from service.engine.search.clock_search import _ClockSearch, _move_class
 
     state = get_variant("clock").deal(42)
     packets = tuple(bytes(_code(card) for card in state.piles[p]) for p in PACKETS)

@@ -9,7 +9,16 @@ import random
 import pytest
 
 from service.engine import get_variant
-from service.engine.search import Budget, Outcome, exhaustive_search, replay, salic_law, solve
+from service.engine.rules.salic_law import STOCK_PILE
+from service.engine.search import (
+    Budget,
+    Outcome,
+    exhaustive_search,
+    replay,
+    salic_law,
+    salic_law_after_deal,
+    solve,
+)
 
 from . import solver_positions
 
@@ -137,7 +146,7 @@ def test_with_no_card_asleep_after_the_deal_a_position_is_searched_once():
     # Deal 12 after its deal: with sleep sets a position met again under fewer cards
     # asleep is searched again; with none, every position expanded is a new one.
     state = get_variant("salic-law").deal(12)
-    while state.piles[salic_law.STOCK_PILE]:
+    while state.piles[STOCK_PILE]:
         state, _step = state.apply(salic_law.Move(salic_law.DEAL))
     asleep = salic_law._SalicSearch(state, Budget(20_000, 60), plain=True)
     asleep.run()
@@ -207,14 +216,14 @@ def test_a_card_whose_rank_lies_only_under_it_goes_home_and_the_answer_stays(mon
     # of a top card whose rank no other card off its pile shares, and still agrees with
     # the exhaustive search.
     forced = [0]
-    rule = salic_law._only_here
+    rule = salic_law_after_deal._only_here
 
     def counted(found, pile):
         only = rule(found, pile)
         forced[0] += only and len(pile) > 2 and pile[-1] > min(found) + 1
         return only
 
-    monkeypatch.setattr(salic_law, "_only_here", counted)
+    monkeypatch.setattr(salic_law_after_deal, "_only_here", counted)
 
     def awake(state):
         return salic_law._SalicSearch(state, Budget(1_000_000, 60), plain=True,
@@ -260,7 +269,7 @@ def test_the_win_finder_wins_with_a_line_that_replays_and_only_within_its_budget
     assert salic_law._WinFinder(lost).run(budget) == (Outcome.UNDECIDED, None)
     assert budget.searched == 3_000
     # After the deal there is nothing to draw: undecided at once.
-    while state.piles[salic_law.STOCK_PILE]:
+    while state.piles[STOCK_PILE]:
         state = state.apply(salic_law.Move(salic_law.DEAL))[0]
     budget = Budget(3_000, 60)
     assert salic_law._WinFinder(state).run(budget) == (Outcome.UNDECIDED, None)

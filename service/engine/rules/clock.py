@@ -14,10 +14,10 @@ from ..base import (
     State,
     Variant,
     fail,
-    register,
 )
 from ..cards import ALL_CARDS, Card, shuffled_pack, take_nearest_top
 from ..moves import DRAW, MOVE, REFILL
+from ..registry import register
 
 HOURS = range(1, 13)
 ROMAN = ("I", "II", "III", "IV", "V", "VI", "VII", "VIII", "IX", "X", "XI", "XII")

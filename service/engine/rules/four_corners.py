@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from ..base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail, register
+from ..base import FOUNDATION, PLAYING, STOCK, TABLEAU, PileSpec, State, Variant, fail
 from ..cards import ACE, KING, Card, shuffled_pack
 from ..moves import DEAL, MOVE
+from ..registry import register
 
 #: Foundation rows 1..4 hold these suits (a decision of docs/rules.md, "Four Corners").
 ROW_SUITS = "SHDC"

@@ -12,10 +12,10 @@ from ..base import (
     State,
     Variant,
     fail,
-    register,
 )
 from ..cards import ACE, JACK, KING, QUEEN, Card, shuffled_pack
 from ..moves import DEAL, MOVE
+from ..registry import register
 
 QUEENS = range(8)        # queen-1 .. queen-8
 FOUNDATIONS = range(8, 16)  # foundation-1 .. foundation-8

@@ -123,6 +123,8 @@ class _Search:
         return False
 
     def explore(self) -> bool:
+        """Search the current position once its safe moves are played: its moves home
+        first, then its marriages; True once won."""
         key = self.key()
         if key in self.seen:
             return False
@@ -139,12 +141,18 @@ class _Search:
         if len(self.line) >= MAX_DEPTH:
             self.partial = True
             return False
-        packets, up, down = self.packets, self.up, self.down
         tops: dict[int, list[int]] = {}
-        for i, pile in enumerate(packets):
+        for i, pile in enumerate(self.packets):
             if pile:
                 tops.setdefault(pile[-1], []).append(i)
-        for i, pile in enumerate(packets):       # moves home first
+        if self.moves_home():
+            return True
+        return not self.cut and self.marry(tops, key)
+
+    def moves_home(self) -> bool:
+        """Search each move home from the current position; True once won."""
+        packets, up, down = self.packets, self.up, self.down
+        for i, pile in enumerate(packets):
             if not pile:
                 continue
             card = pile[-1]
@@ -169,6 +177,12 @@ class _Search:
                 pile.append(card)
                 if self.cut:
                     return False
+        return False
+
+    def marry(self, tops: dict[int, list[int]], key) -> bool:
+        """Search each marriage from the current position (whose :meth:`key` is ``key``,
+        its packets by top card ``tops``), best first; True once won."""
+        packets = self.packets
         for _order, i, j, lateral in self.marriages(tops):
             card = packets[i].pop()
             packets[j].append(card)

@@ -314,18 +314,7 @@ def _stuck(packets, up, down, stock: bytes, marry_ace, marry_king, ace_waits,
     not matter: repeat until nothing more leaves.
     Why a card stuck here never goes home: docs/solver.md#four-corners-the-relaxed-game
     """
-    free = [0] * 64
-    for c in stock:
-        free[c] += 1
-    # reach_up[s]: how far the ace foundation could go up on free cards; reach_down[s]
-    # how far the king foundation could go down.
-    reach_up, reach_down = list(up), list(down)
-    for suit in range(4):
-        base = suit << 4
-        while reach_up[suit] < KING and free[base + reach_up[suit] + 1]:
-            reach_up[suit] += 1
-        while reach_down[suit] > ACE and free[base + reach_down[suit] - 1]:
-            reach_down[suit] -= 1
+    free, reach_up, reach_down = _free_at_start(up, down, stock)
     height = [len(pile) for pile in packets]
     left = sum(height)
     ontop = [0] * 64
@@ -356,14 +345,8 @@ def _stuck(packets, up, down, stock: bytes, marry_ace, marry_king, ace_waits,
                     break
                 ontop[y] -= 1
                 free[y] += 1
-                if rank == reach_up[suit] + 1:
-                    base = suit << 4
-                    while reach_up[suit] < KING and free[base + reach_up[suit] + 1]:
-                        reach_up[suit] += 1
-                if rank == reach_down[suit] - 1:
-                    base = suit << 4
-                    while reach_down[suit] > ACE and free[base + reach_down[suit] - 1]:
-                        reach_down[suit] -= 1
+                if rank == reach_up[suit] + 1 or rank == reach_down[suit] - 1:
+                    _reach(free, reach_up, reach_down, suit)
                 h -= 1
                 if h:
                     ontop[pile[h - 1]] += 1
@@ -371,6 +354,30 @@ def _stuck(packets, up, down, stock: bytes, marry_ace, marry_king, ace_waits,
             left -= height[i] - h
             height[i] = h
     return left > 0
+
+
+def _free_at_start(up, down, stock: bytes):
+    """The relaxed game of :func:`_stuck` at its start: how many copies of each card
+    code are free (the stock's), and, by suit, how far the ace foundation could go up
+    on free cards (``reach_up``) and the king foundation down (``reach_down``)."""
+    free = [0] * 64
+    for c in stock:
+        free[c] += 1
+    reach_up, reach_down = list(up), list(down)
+    for suit in range(4):
+        _reach(free, reach_up, reach_down, suit)
+    return free, reach_up, reach_down
+
+
+def _reach(free, reach_up, reach_down, suit: int) -> None:
+    """Take ``suit``'s foundations in the relaxed game of :func:`_stuck` as far as its
+    free cards go: the ace foundation up, the king foundation down.  Each reach only
+    grows when a card next to it is freed, so :func:`_stuck` calls it then."""
+    base = suit << 4
+    while reach_up[suit] < KING and free[base + reach_up[suit] + 1]:
+        reach_up[suit] += 1
+    while reach_down[suit] > ACE and free[base + reach_down[suit] - 1]:
+        reach_down[suit] -= 1
 
 
 register(FourCorners, Searches(solver=search, hint_line=endgame_line))

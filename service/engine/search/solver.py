@@ -27,8 +27,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from ..base import LOST, PLAYING, RESIGNED, WON, State, Variant, get_variant
+from ..base import LOST, PLAYING, RESIGNED, WON, State, Variant
 from ..moves import Step
+from ..registry import get_variant
 from .budget import WALL_CLOCK, Budget
 from .exhaustive import exhaustive_search
 from .registry import searches_of
