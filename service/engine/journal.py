@@ -24,7 +24,7 @@ from .base import State, Variant
 from .errors import IllegalMoveError, InvalidMoveError
 from .moves import DEAL, DRAW, MOVE, REFILL, RESIGN, Event, Move, Step
 
-__all__ = ["UNDO", "Change", "Replay", "encode", "tokens"]
+__all__ = ["UNDO", "FeedEntry", "Replay", "encode", "tokens"]
 
 PILE_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _PILE_INDEX = {char: i for i, char in enumerate(PILE_CHARS)}
@@ -62,7 +62,7 @@ def tokens(text: str) -> Iterator[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class Change:
+class FeedEntry:
     """One accepted change, as the feed shows it: the version it made, ``kind``
     (``move`` or ``undo``), the move (None for an undo) and the cards that moved."""
 
@@ -97,7 +97,7 @@ class Replay:
         self.version = 0
         self.history: list[tuple[int, Step]] = []
 
-    def advance(self, token: str) -> Change:
+    def advance(self, token: str) -> FeedEntry:
         """Apply one token; the change it makes."""
         state = self.state
         variant = state.variant
@@ -110,7 +110,7 @@ class Replay:
             self.state = variant.undo(state, step)
             events = tuple(Event(event.card, event.target, event.source)
                            for event in reversed(step.events))
-            change = Change(version, UNDONE, None, events, self.state.status)
+            change = FeedEntry(version, UNDONE, None, events, self.state.status)
         else:
             if len(token) == 2:
                 ids = variant.pile_ids
@@ -127,11 +127,11 @@ class Replay:
                 raise InvalidMoveError("invalid_journal",
                                        f"version {version}: {error.message}") from None
             self.history.append((version, step))
-            change = Change(version, MOVED, move, step.events, self.state.status)
+            change = FeedEntry(version, MOVED, move, step.events, self.state.status)
         self.version = version
         return change
 
-    def run(self, text: str) -> Iterator[Change]:
+    def run(self, text: str) -> Iterator[FeedEntry]:
         """Apply every token of ``text``, yielding each change."""
         for token in tokens(text):
             yield self.advance(token)

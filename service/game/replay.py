@@ -4,8 +4,7 @@ the history, the events feed and undo read the game this way."""
 from __future__ import annotations
 
 from service.engine import InvalidMoveError, get_variant
-from service.engine.journal import Change as FeedEntry
-from service.engine.journal import Replay
+from service.engine.journal import FeedEntry, Replay
 from service.game.record import CorruptGame, StoredGame
 
 

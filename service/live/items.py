@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 if TYPE_CHECKING:
-    from service.engine.journal import Change
+    from service.engine.journal import FeedEntry
     from service.game.record import StoredGame
 
 # --- what the hub hands a follower ------------------------------------------------------
@@ -65,7 +65,7 @@ class Item:
 BEAT_ITEM = Item(BEAT, 0)
 
 
-def entry_item(change: Change) -> Item:
+def entry_item(change: FeedEntry) -> Item:
     """The entry of one version (event ``move`` or ``undo``)."""
     return Item(ENTRY, change.version, change.kind, orjson.dumps(change.entry()),
                 change.version)

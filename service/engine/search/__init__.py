@@ -17,10 +17,10 @@ from .budget import CPU_CLOCK, WALL_CLOCK, Budget
 from .exhaustive import exhaustive_search
 from .registry import Searches, hint_line, searches_of
 from .results import Line, Outcome, Solution, move_table
-from .solver import DEFAULT_POSITIONS, DEFAULT_SECONDS, MAX_DEPTH, replay, solve, solve_state
+from .solver import DEFAULT_POSITIONS, DEFAULT_SECONDS, MAX_DEPTH, solve, solve_state, winning_steps
 
 __all__ = [
     "CPU_CLOCK", "DEFAULT_POSITIONS", "DEFAULT_SECONDS", "MAX_DEPTH", "WALL_CLOCK", "Budget",
     "Line", "Outcome", "Searches", "Solution", "exhaustive_search", "hint_line",
-    "move_table", "replay", "searches_of", "solve", "solve_state",
+    "move_table", "searches_of", "solve", "solve_state", "winning_steps",
 ]

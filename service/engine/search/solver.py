@@ -81,11 +81,11 @@ def solve_state(state: State, *, max_positions: int = DEFAULT_POSITIONS,
         result, moves = Outcome.UNDECIDED, None
     line = None
     if result == Outcome.WON:
-        line = replay(state, moves)
+        line = winning_steps(state, moves)
     return Solution(result, line, budget.searched, clock() - started)
 
 
-def replay(state: State, moves) -> tuple[Step, ...]:
+def winning_steps(state: State, moves) -> tuple[Step, ...]:
     """The engine steps of ``moves`` played from ``state``; each move is checked by the
     engine, and the last must win the game (else ``RuntimeError``: a solver bug)."""
     steps = []
