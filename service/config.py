@@ -196,6 +196,39 @@ SETTINGS: dict[str, Setting] = {
         env_str, "fixed-window", APP,
         "the rate limits' strategy: or `moving-window`, `sliding-window-counter`"),
 
+    # --- players: their identities (service/players/oidc.py) ---------------------------
+    "OIDC_ISSUER": Setting(
+        env_str, None, APP,
+        "the operator's OpenID Connect identity provider, exactly as its tokens' `iss` "
+        "names it; unset: no bearer token is verified"),
+    "OIDC_AUDIENCE": Setting(
+        env_str, None, APP,
+        "**required** with `OIDC_ISSUER`: the `aud` a token must name (the service's "
+        "client id at the identity provider)"),
+    "OIDC_JWKS_URL": Setting(
+        env_str, None, APP,
+        "the identity provider's JSON Web Key Set; unset: the `jwks_uri` of "
+        "`<issuer>/.well-known/openid-configuration`, read once"),
+    "OIDC_ALGORITHMS": Setting(
+        env_str, "RS256,ES256", APP,
+        "the signature algorithms a token may use, separated by commas (never the token's "
+        "choice; `none` and the shared-secret `HS*` are refused)"),
+    "OIDC_LEEWAY_SECONDS": Setting(
+        env_int, 30, APP,
+        "seconds of difference between the clocks allowed on a token's `exp`, `nbf` and "
+        "`iat`"),
+    "OIDC_JWKS_CACHE_SECONDS": Setting(
+        env_int, 300, APP, "seconds the identity provider's key set is kept"),
+    "OIDC_JWKS_REFETCH_SECONDS": Setting(
+        env_float, 10.0, APP,
+        "a token signed by a key not in the kept set fetches the set again (the keys "
+        "rotated) at most once in this many seconds; a failed fetch waits as long"),
+    "OIDC_FETCH_TIMEOUT_SECONDS": Setting(
+        env_float, 2.0, APP,
+        "seconds to connect to the identity provider, and for each read of its answer"),
+    "OIDC_MAX_TOKEN_BYTES": Setting(
+        env_int, 8 * 1024, APP, "a longer bearer token is refused unread"),
+
     # --- the solver: winnable deals and analyses (service/solver/features.py) ------------
     "WINNABLE_POOL": Setting(
         env_str, "clock=32,salic-law=32,four-corners=8", APP,

@@ -1,0 +1,1 @@
+"""Players: identities, their games and statistics."""
