@@ -21,7 +21,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("app",),
     ("api",),
     ("services",),
-    ("live", "solver"),
+    ("live", "solver", "players"),
     ("game",),
     ("storage",),
     ("observability",),
