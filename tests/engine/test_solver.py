@@ -14,9 +14,9 @@ from service.engine.search import (
     Outcome,
     Solution,
     exhaustive_search,
-    replay,
     solve,
     solve_state,
+    winning_steps,
 )
 
 from . import solver_positions
@@ -52,7 +52,7 @@ def test_the_exhaustive_search_finds_a_line_the_engine_accepts():
     state = get_variant("salic-law").deal(2)
     result, moves = exhaustive_search(state, Budget(100_000, 30))
     assert result == Outcome.WON
-    assert replay(state, moves)[-1] is not None
+    assert winning_steps(state, moves)[-1] is not None
 
 
 def test_a_finished_game_needs_no_search():

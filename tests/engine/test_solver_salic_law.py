@@ -14,10 +14,10 @@ from service.engine.search import (
     Budget,
     Outcome,
     exhaustive_search,
-    replay,
     salic_law,
     salic_law_after_deal,
     solve,
+    winning_steps,
 )
 
 from . import solver_positions
@@ -40,7 +40,7 @@ def _agrees_with_the_exhaustive_search(search, rng, left, stock, lanes, tries: i
         result, moves = search(state)
         assert result == plain, state.to_dict()
         if result == Outcome.WON:
-            replay(state, moves)            # raises unless the line wins
+            winning_steps(state, moves)            # raises unless the line wins
         settled[result] += 1
     return settled
 
@@ -78,7 +78,7 @@ def test_a_position_after_the_deal_cut_as_lost_leaves_the_answer_alone(dominated
     result, moves = _deferring(state)
     assert dominated_count[0] >= 1
     assert exhaustive_search(state, Budget(30_000, 60))[0] == result == Outcome.WON
-    replay(state, moves)
+    winning_steps(state, moves)
 
 
 def _after_the_deal(piles, found):
@@ -247,7 +247,7 @@ def test_the_win_finder_wins_a_deal_the_searches_do_not_within_a_small_budget():
     assert solution.result == Outcome.WON
     first = int((80_000 - salic_law.DEFERRING_POSITIONS) * salic_law.FINDER_SHARE)
     assert solution.searched < salic_law.DEFERRING_POSITIONS + first
-    replay(state, [step.move for step in solution.line])   # raises unless the line wins
+    winning_steps(state, [step.move for step in solution.line])   # raises unless the line wins
     again = solve("salic-law", 730, max_positions=80_000, max_seconds=1e9)
     assert (again.result, again.line, again.searched) == (
         solution.result, solution.line, solution.searched)
@@ -259,7 +259,7 @@ def test_the_win_finder_wins_with_a_line_that_replays_and_only_within_its_budget
     result, moves = salic_law._WinFinder(state).run(budget)
     assert result == Outcome.WON
     assert budget.searched < 5_000
-    replay(state, moves)                    # raises unless the line wins
+    winning_steps(state, moves)                    # raises unless the line wins
     # The same position draws the same playouts: the same line.
     assert salic_law._WinFinder(state).run(Budget(5_000, 60)) == (Outcome.WON, moves)
     # Deal 835 is lost: the win finder spends its budget to the position and answers
