@@ -74,10 +74,12 @@ def win_four_corners(app, token: str) -> dict:
 @pytest.mark.cluster
 def test_an_account_is_made_and_read_with_its_token(client, redis_db):
     player, token = register(client, "  Ada Lovelace ")
-    assert player["name"] == "Ada Lovelace" and player["kind"] == "issued"
+    assert player["name"] == "Ada Lovelace"
+    assert player["kind"] == "issued"
     assert token.startswith(f"pl_{player['id']}_")
     me = client.get("/v1/players/me", headers=auth(token))
-    assert me.status_code == 200 and me.get_json() == player
+    assert me.status_code == 200
+    assert me.get_json() == player
     stored_profile = redis_db.hgetall(keys.player(player["id"]))
     assert token.encode() not in b"".join(stored_profile.values())  # only its hash
     assert "token" not in json.dumps(me.get_json())
@@ -102,7 +104,8 @@ def test_a_rotated_token_replaces_the_old_one_at_once(client):
     response = client.post("/v1/players/me/token", headers=auth(old))
     assert response.status_code == 200
     new = response.get_json()["player_token"]
-    assert new != old and response.get_json()["player"] == player
+    assert new != old
+    assert response.get_json()["player"] == player
     assert client.get("/v1/players/me", headers=auth(old)).status_code == 401
     assert client.get("/v1/players/me", headers=auth(new)).status_code == 200
     # The old token plays the player's game no more; the new one does.
@@ -155,7 +158,8 @@ def test_a_player_s_game_is_played_with_either_token_and_not_another_player_s(
     before = stored(redis_db, game["id"])
     for bearer in (theirs, "pl_" + "a" * 26 + "_" + "b" * 43):
         refused = play(client, game["id"], bearer, {"type": "resign"})
-        assert refused.status_code == 403 and refused.get_json()["code"] == "wrong_token"
+        assert refused.status_code == 403
+        assert refused.get_json()["code"] == "wrong_token"
         assert client.delete(f"/v1/games/{game['id']}", headers=auth(bearer)).status_code \
             == 403
     assert stored(redis_db, game["id"]) == before  # nothing changed
@@ -169,7 +173,8 @@ def test_a_player_s_game_is_played_with_either_token_and_not_another_player_s(
 def test_a_create_with_a_bad_player_token_is_refused(client, redis_db):
     response = client.post("/v1/games", json={"variant": "clock"},
                            headers=auth("pl_" + "a" * 26 + "_" + "b" * 43))
-    assert response.status_code == 401 and response.get_json()["code"] == "invalid_token"
+    assert response.status_code == 401
+    assert response.get_json()["code"] == "invalid_token"
     assert redis_db.keys("game:*") == []
 
 
@@ -189,7 +194,8 @@ def test_an_anonymous_game_is_claimed_once(client):
     assert response.get_json()["game"]["id"] == game["id"]
     assert client.get(f"/v1/games/{game['id']}").get_json()["version"] == game["version"]
     again = client.post("/v1/players/me/games", json=claim, headers=auth(other))
-    assert again.status_code == 409 and again.get_json()["code"] == "already_owned"
+    assert again.status_code == 409
+    assert again.get_json()["code"] == "already_owned"
     assert [item["id"] for item in walk(client, token)] == [game["id"]]
     assert walk(client, other) == []
     resign(client, game["id"], token)  # the player's token plays it now
@@ -229,12 +235,14 @@ def test_my_games_newest_first_with_filters_and_pages(client):
     everything = walk(client, token, limit=2)
     assert [game["id"] for game in everything] == [game["id"] for game in reversed(made)]
     first = my_games(client, token, limit=2)
-    assert len(first["games"]) == 2 and first["next_cursor"] is not None
+    assert len(first["games"]) == 2
+    assert first["next_cursor"] is not None
     assert [g["id"] for g in walk(client, token, variant="clock")] == \
         [made[4]["id"], made[2]["id"], made[0]["id"]]
     resigned = walk(client, token, status="resigned")
     assert [g["id"] for g in resigned] == [made[3]["id"], made[0]["id"]]
-    assert resigned[0]["ended"] is not None and resigned[0]["moves"] == 1
+    assert resigned[0]["ended"] is not None
+    assert resigned[0]["moves"] == 1
     assert [g["id"] for g in walk(client, token, variant="clock", status="playing")] == \
         [made[4]["id"], made[2]["id"]]
     summary = everything[0]
@@ -304,8 +312,10 @@ def test_statistics_of_known_games(app, client):
     assert four["win_rate"] == 2 / 3
     assert (four["current_streak"], four["longest_streak"]) == (1, 1)
     assert four["fewest_moves"] == won["moves_made"] == second["moves_made"] == 304
-    assert isinstance(four["fastest_win_ms"], int) and four["fastest_win_ms"] > 0
-    assert stats["clock"]["resigned"] == 1 and stats["clock"]["current_streak"] == 0
+    assert isinstance(four["fastest_win_ms"], int)
+    assert four["fastest_win_ms"] > 0
+    assert stats["clock"]["resigned"] == 1
+    assert stats["clock"]["current_streak"] == 0
     assert stats["salic-law"] == {"played": 0, "won": 0, "lost": 0, "resigned": 0,
                                   "in_play": 0, "win_rate": None, "current_streak": 0,
                                   "longest_streak": 0, "fewest_moves": None,
@@ -350,7 +360,8 @@ def test_export_is_everything_but_the_token(client):
     assert [item["id"] for item in body["games"]] == [game["id"]]
     assert next(row for row in body["stats"] if row["variant"] == "clock")["resigned"] == 1
     text = response.get_data(as_text=True)
-    assert token not in text and token.rsplit("_", 1)[1] not in text
+    assert token not in text
+    assert token.rsplit("_", 1)[1] not in text
 
 
 @pytest.mark.cluster
