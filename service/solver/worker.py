@@ -223,7 +223,7 @@ def main() -> int:
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})
     try:
-        Worker(analyses, projector_of(analyses.store)).run()
+        Worker(analyses, projector_of(analyses.games)).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:

@@ -383,3 +383,25 @@ def test_erasing_a_player_detaches_their_games(client, redis_db):
     claim = {"game_id": game["id"], "game_token": game_token}
     assert client.post("/v1/players/me/games", json=claim, headers=auth(other)).status_code \
         == 200
+
+
+# --- rate limits -------------------------------------------------------------------------
+def test_a_player_s_requests_count_under_the_player(redis_url, clean_redis):
+    from service.app import close_app
+    from tests.api.support import make_app
+
+    app = make_app(redis_url, RATELIMIT_ENABLED=True, RATELIMIT_APPLICATION="4 per minute")
+    try:
+        client = app.test_client()
+        _, first = register(client)  # 1 of the address's 4
+        _, second = register(client, "Second")  # 2
+        for token in (first, second):  # each player: a budget of their own
+            for _ in range(4):
+                assert client.get("/v1/players/me", headers=auth(token)).status_code == 200
+            assert client.get("/v1/players/me", headers=auth(token)).status_code == 429
+        # A token that is not valid counts under the address: 2 more, then refused.
+        bad = auth("pl_" + "a" * 26 + "_" + "b" * 43)
+        assert [client.get("/v1/players/me", headers=bad).status_code
+                for _ in range(3)] == [401, 401, 429]
+    finally:
+        close_app(app)
