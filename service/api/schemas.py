@@ -131,7 +131,7 @@ class GamesQuerySchema(Schema):
     status = fields.String(validate=validate.OneOf(("playing", "won", "lost", "resigned")),
                            load_default=None)
     limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=50)
-    cursor = fields.String(validate=validate.Regexp(r"^[0-9]{1,15}$"), load_default=None)
+    cursor = fields.String(validate=validate.Regexp(r"^[0-9]{1,18}$"), load_default=None)
 
 
 create_game_schema = CreateGameSchema()

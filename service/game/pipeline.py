@@ -198,6 +198,7 @@ def _outbox(game_id: str, change: Change, current: StoredGame | None
     payload = {
         "player": record.owner, "summary": record.summary(game_id, version),
         "variant": record.variant, "status": record.status, "moves": record.moves,
+        "created_ms": epoch_ms(record.created),
         "ended_ms": epoch_ms(record.updated) if over else None,
         "win_ms": epoch_ms(record.updated) - epoch_ms(record.started)
         if record.status == "won" and record.started else None,

@@ -76,7 +76,8 @@ class Projector:
             outcome = self.players.project(
                 player, game_id, event, orjson.dumps(data["summary"]),
                 variant=data["variant"], status=data["status"], moves=data["moves"],
-                ended_ms=data["ended_ms"], win_ms=data["win_ms"])
+                ended_ms=data["ended_ms"], win_ms=data["win_ms"],
+                created_ms=data.get("created_ms", 0))
             if outcome == "gone" and event != DELETED:  # the player was erased
                 self.detach(game_id, player)
             done.append(event)

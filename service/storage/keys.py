@@ -31,10 +31,10 @@ Every key of one player shares the hash tag ``{<player id>}`` (:mod:`service.pla
 - :func:`player` HASH: the profile (:data:`PLAYER_NAME`, :data:`PLAYER_CREATED`,
   :data:`PLAYER_TOKEN` the SHA-256 of the player token, absent once revoked,
   :data:`PLAYER_KIND`, :data:`PLAYER_ISSUER` and :data:`PLAYER_SUBJECT` for an
-  OpenID Connect identity, :data:`PLAYER_SEQUENCE` the last position given in
-  :func:`player_games`);
-- :func:`player_games` ZSET: the player's game ids, scored by the order they entered
-  the list (a sequence of the player's own);
+  OpenID Connect identity, :data:`PLAYER_SEQUENCE` a count of the games
+  entered in :func:`player_games`);
+- :func:`player_games` ZSET: the player's game ids, scored by creation order (the
+  creation time in ms, times 1000, plus the player's sequence modulo 1000);
 - :func:`player_summaries` HASH: game id -> the game's summary (JSON);
 - :func:`player_stats` HASH: the player's statistics, fields :func:`stat`;
 - :func:`player_results` ZSET, one per variant: ``<w|l|r>:<game id>`` scored by the

@@ -78,7 +78,7 @@ class PlayerStore:
     @storage_errors
     def project(self, player_id: str, game_id: str, event: str, summary: bytes, *,
                 variant: str, status: str, moves: int, ended_ms: int | None,
-                win_ms: int | None) -> str:
+                win_ms: int | None, created_ms: int = 0) -> str:
         """Apply an event of an owned game to its player's keys, once
         (:data:`~service.storage.scripts.PROJECT`): ``applied``, ``done`` (applied
         before) or ``gone`` (no such player)."""
@@ -86,7 +86,8 @@ class PlayerStore:
                  keys.player_summaries(player_id), keys.player_stats(player_id),
                  keys.player_results(player_id, variant), keys.player_applied(player_id)]
         args = (game_id, event, summary, variant, status, moves,
-                "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms)
+                "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms,
+                created_ms)
         return _text(self._write(_PROJECT, names, args))
 
     # --- reads ----------------------------------------------------------------------

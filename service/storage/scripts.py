@@ -140,7 +140,9 @@ return 1
 #       game's variant, 6 applied set
 # ARGV: 1 game id, 2 event (created, claimed, ended, deleted), 3 the game's summary
 #       (JSON), 4 variant, 5 status, 6 moves, 7 end time (ms, '' while playing),
-#       8 win duration (ms, '' unless won with a first move)
+#       8 win duration (ms, '' unless won with a first move), 9 the game's creation time
+#       (ms): its place in the list is creation order (the time, then the player's
+#       sequence modulo 1000 to part games of one millisecond)
 # Answers 'gone' (no such player: nothing written), 'done' (applied before: nothing
 # written) or 'applied'.  The marker of the event is written with its effect, so an
 # event counts once however often it is applied.  The summary in the list only moves
@@ -170,7 +172,7 @@ if event == 'deleted' then
 elseif not deleted then
   if not old then
     local seq = redis.call('HINCRBY', KEYS[1], '{keys.PLAYER_SEQUENCE}', 1)
-    redis.call('ZADD', KEYS[2], seq, id)
+    redis.call('ZADD', KEYS[2], tonumber(ARGV[9]) * 1000 + seq % 1000, id)
     redis.call('HSET', KEYS[3], id, ARGV[3])
     if playing then redis.call('HINCRBY', KEYS[4], in_play, 1) end
   elseif was_playing and not playing then
