@@ -14,6 +14,7 @@ from werkzeug.exceptions import RequestTimeout
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from service import api
+from service.api import identity
 from service.api.context import ServiceApp
 from service.api.docs import bp as docs_bp
 from service.api.meta import UNLIMITED
@@ -203,8 +204,14 @@ class _DeadlineInput:
 
 
 def client_address() -> str:
-    """The rate-limit key: the peer address (the proxy's client with TRUST_PROXY)."""
+    """The client's address: the peer (the proxy's client with TRUST_PROXY)."""
     return request.remote_addr or "unknown"
+
+
+def rate_limit_key() -> str:
+    """The rate-limit key: the player of a request with a valid player identity, else
+    the client's address (:func:`service.api.identity.rate_limit_key`)."""
+    return identity.rate_limit_key(client_address())
 
 
 def _init_limiter(app: Flask, services: Services) -> None:
@@ -229,6 +236,6 @@ def _init_limiter(app: Flask, services: Services) -> None:
     # name it, so that unknown paths (404) and wrong methods (405) count in the budget
     # and carry the RateLimit-* headers like every other answer.
     config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", lambda: request.endpoint or "unmatched")
-    limiter = Limiter(client_address, enabled=config["RATELIMIT_ENABLED"])
+    limiter = Limiter(rate_limit_key, enabled=config["RATELIMIT_ENABLED"])
     limiter.request_filter(lambda: request.endpoint in UNLIMITED)
     limiter.init_app(app)

@@ -6,7 +6,9 @@ or a Redis Cluster, chosen from ``REDIS_URL``: :func:`service.storage.backend.op
 with the game repository on it (:func:`service.game.application.open_store`), the solver's
 store, the solver's parts (the winnable
 deals, handed to :class:`~service.game.application.Games` through the game layer's own
-interface, and the analyses), the events feed, and the OpenAPI document.  The Flask app
+interface, and the analyses), the players (their store, the projection of owned games
+handed to ``Games`` the same way, and the accounts), the events feed, and the OpenAPI
+document.  The Flask app
 (:mod:`service.app`) holds the result as ``app.services`` (the views reach it by
 :func:`service.api.context.services`); the solver's worker
 (:mod:`service.solver.worker`) builds only the stores and the analyses, without Flask
@@ -25,6 +27,8 @@ from pathlib import Path
 from service.game.application import Games, open_store
 from service.game.record import StoredGame
 from service.live.feed import EventsFeed
+from service.players.accounts import Players
+from service.players.projection import Projector, projector_of
 from service.solver.features import Analyses, SolverSettings, Winnable
 from service.storage.backend import Backend
 from service.storage.connections import Connections
@@ -42,6 +46,8 @@ class Services:
     store: GameStore[StoredGame]
     solver_store: SolverStore
     games: Games
+    players: Players
+    projector: Projector
     analyses: Analyses
     events_feed: EventsFeed
     #: The OpenAPI document (``OPENAPI_PATH``), None if it cannot be read.
@@ -65,14 +71,20 @@ def build_services(config: Mapping) -> Services:
     backend = store.backend
     solver_store = SolverStore(backend)
     solver_settings = SolverSettings.from_config(config)
+    projector = projector_of(store)
     games = Games(store, secret_key=config["SECRET_KEY"], retries=config["WRITE_RETRIES"],
                   hint_seconds=config["HINT_SECONDS"],
-                  winnable=Winnable(solver_store, solver_settings))
+                  winnable=Winnable(solver_store, solver_settings), projection=projector)
+    # OpenID Connect: with OIDC_ISSUER set, the verifier of its tokens goes here
+    # (Players.identify is where it is called).
+    verifier = None
     return Services(
         backend=backend,
         store=store,
         solver_store=solver_store,
         games=games,
+        players=Players(projector.players, games, verifier=verifier),
+        projector=projector,
         analyses=Analyses(store, solver_store, solver_settings),
         events_feed=EventsFeed(store, backend.subscriber(), config),
         openapi_yaml=_read_openapi(config["OPENAPI_PATH"]),

@@ -94,6 +94,7 @@ def openapi() -> OpenAPI:
         "text/javascript": plain_loads,
         "text/css": plain_loads,
         "text/event-stream": plain_loads,
+        "application/x-ndjson": plain_loads,
     })
     return OpenAPI.from_dict(spec(), config=config)
 

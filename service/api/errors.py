@@ -28,6 +28,8 @@ TITLES = {
     "invalid_json": "The body is not a JSON object",
     "invalid_header": "A request header is not valid",
     "missing_token": "A player token is required",
+    "invalid_token": "The player token is not valid",
+    "already_owned": "The game belongs to a player already",
     "wrong_token": "This is not the player token of the game",
     "game_not_found": "No such game",
     "not_found": "No such resource",

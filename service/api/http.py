@@ -17,6 +17,7 @@ from werkzeug.exceptions import ClientDisconnected, RequestEntityTooLarge
 
 from service.api.context import services
 from service.api.errors import BadRequest
+from service.api.identity import current_player, request_identity
 from service.game.application import Games
 from service.game.errors import game_not_found
 from service.game.idempotency import Reply, request_hash
@@ -138,15 +139,25 @@ def write_request(kind: str, load: Callable[[dict], Any] | None = None, *,
                   optional: bool = False, token: bool = True) -> tuple[Write, Any]:
     """Check a write: token (401, unless ``token`` is false: a create), headers (400),
     body (415, 413, 400, through ``load``); return the :class:`Write` and what ``load``
-    made of the body (None without ``load``: no body)."""
+    made of the body (None without ``load``: no body).  A player token names the
+    player (``Write.player``): a game's token, or none, names nobody; a create with a
+    player token that is not valid is 401 ``invalid_token``."""
     bearer = bearer_token() if token else None
+    player = None
+    if token:
+        player = request_identity().player
+    elif "HTTP_AUTHORIZATION" in request.environ and request_identity().invalid:
+        current_player()  # raises: 401 invalid_token
+    elif "HTTP_AUTHORIZATION" in request.environ:
+        player = request_identity().player
+        bearer = bearer_token() if player is not None else None
     versions, key = (if_match() if token else None), idempotency_key()
     body = read_json(optional=optional) if load is not None else {}
     loaded = load(body) if load is not None else None
     # The body's hash tells a retry from another request with its Idempotency-Key: only
     # a write with one needs it.
     hashed = request_hash(kind, body) if key is not None else None
-    return Write(bearer, versions, key, hashed), loaded
+    return Write(bearer, versions, key, hashed, player), loaded
 
 
 # --- responses ----------------------------------------------------------------------

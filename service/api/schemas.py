@@ -1,7 +1,9 @@
 """Request bodies: marshmallow schemas, instantiated once (unknown fields are refused),
 and :func:`load_move`, where the engine checks the move."""
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+import unicodedata
+
+from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from service.engine import ALL_CARDS, MOVE, InvalidMoveError, Move, variants
 from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
@@ -78,5 +80,62 @@ class UndoSchema(StrictSchema):
     """``POST .../undo`` takes no field: an empty body or ``{}``."""
 
 
+#: Unicode categories a display name may not hold: controls, format characters (the
+#: invisible and bidirectional ones), line and paragraph separators, surrogates,
+#: private use and unassigned code points.
+REFUSED_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"))
+NAME_LENGTH = 40
+
+
+class DisplayName(fields.String):
+    """A player's display name: NFC-normalised (canonical equivalence only: what the
+    player typed, composed), trimmed, 1 to 40 characters, none of
+    :data:`REFUSED_CATEGORIES`.  Never used in a key."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if len(text) > 4 * NAME_LENGTH:  # before any normalisation: a long name is refused
+            raise ValidationError(f"At most {NAME_LENGTH} characters.")
+        text = unicodedata.normalize("NFC", text).strip()
+        if not 1 <= len(text) <= NAME_LENGTH:
+            raise ValidationError(f"1 to {NAME_LENGTH} characters, not counting the "
+                                  "spaces around them.")
+        if any(unicodedata.category(char) in REFUSED_CATEGORIES for char in text):
+            raise ValidationError("No control, format, separator, private-use or "
+                                  "unassigned characters.")
+        return text
+
+
+class NewPlayerSchema(StrictSchema):
+    """``POST /v1/players``."""
+
+    name = DisplayName(required=True)
+
+
+class ClaimSchema(StrictSchema):
+    """``POST /v1/players/me/games``: the game, and its own token, which proves it."""
+
+    game_id = fields.String(required=True, validate=validate.Regexp(r"^[A-Za-z0-9_-]{1,64}$"))
+    game_token = fields.String(required=True,
+                               validate=validate.Regexp(r"^[A-Za-z0-9._~+/-]{1,256}=*$"))
+
+
+class GamesQuerySchema(Schema):
+    """``GET /v1/players/me/games``'s query (other parameters are ignored)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    variant = fields.String(validate=validate.OneOf([variant.id for variant in variants()]),
+                            load_default=None)
+    status = fields.String(validate=validate.OneOf(("playing", "won", "lost", "resigned")),
+                           load_default=None)
+    limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=50)
+    cursor = fields.String(validate=validate.Regexp(r"^[0-9]{1,18}$"), load_default=None)
+
+
 create_game_schema = CreateGameSchema()
+games_query_schema = GamesQuerySchema()
+new_player_schema = NewPlayerSchema()
+claim_schema = ClaimSchema()
 undo_schema = UndoSchema()

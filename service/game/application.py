@@ -20,12 +20,12 @@ from service.engine.moves import Move
 from service.game import commands
 from service.game.errors import game_not_found
 from service.game.idempotency import IdempotencyRecords, Reply
-from service.game.pipeline import Pipeline, Write
+from service.game.pipeline import Pipeline, Projection, Write
 from service.game.record import StoredGame
 from service.game.replay import replay
 from service.storage import keys
 from service.storage.backend import client_options, open_backend
-from service.storage.game_store import GameStore
+from service.storage.game_store import CONFLICT, GameStore
 
 _STAT_NAMES = ("created", "won", "lost", "resigned")
 
@@ -61,10 +61,11 @@ class Games:
 
     def __init__(self, store: GameStore[StoredGame], *, secret_key: str, retries: int = 16,
                  hint_seconds: float = DEFAULT_BUDGET.seconds,
-                 winnable: WinnableDeals | None = None):
+                 winnable: WinnableDeals | None = None, projection: Projection | None = None):
         self.store = store
         self.hint_budget = replace(DEFAULT_BUDGET, seconds=hint_seconds)
-        self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries)
+        self.pipeline = Pipeline(store, IdempotencyRecords(secret_key), retries=retries,
+                                 projection=projection)
         #: Where the seeds of winnable deals come from (:class:`WinnableDeals`).
         self.winnable = winnable
 
@@ -135,7 +136,8 @@ class Games:
         earlier one, so a retry takes no second seed out of the pool."""
         def create(_game, _journal, at):
             proved = self.winnable.seed(get_variant(variant_id)) if winnable else None
-            return commands.create(variant_id, seed, undo, at, winnable_seed=proved)
+            return commands.create(variant_id, seed, undo, at, winnable_seed=proved,
+                                   owner=write.player)
 
         return self.pipeline.create(write, create)
 
@@ -154,3 +156,27 @@ class Games:
     def delete(self, game_id: str, write: Write) -> Reply:
         return self.pipeline.write(
             game_id, write, lambda game, _journal, _at: commands.delete(game))
+
+    def claim(self, game_id: str, write: Write, player_id: str) -> Reply:
+        """The anonymous game made ``player_id``'s; ``write.token`` is the game's own
+        token, which proves it."""
+        return self.pipeline.write(
+            game_id, write, lambda game, _journal, _at: commands.claim(game, player_id))
+
+    def detach(self, game_id: str, owner: str) -> None:
+        detach(self.store, game_id, owner, retries=self.pipeline.retries)
+
+
+def detach(store: GameStore[StoredGame], game_id: str, owner: str, *, retries: int = 16
+           ) -> None:
+    """The game made anonymous again if ``owner`` owns it (its player is erased): still
+    playable with its own token.  Not a change a client sees: the same version, nothing
+    published, no outbox event."""
+    for _attempt in range(retries):
+        game = store.load(game_id)
+        if game is None or game.record.owner != owner:
+            return
+        result = store.commit(game_id, expected=game.version, version=game.version,
+                              record=game.record.replace(owner=None).to_json())
+        if result.outcome != CONFLICT:
+            return

@@ -25,6 +25,7 @@ from service.game.replay import replay
 
 #: Kinds of change (the metrics tell them apart).
 CREATE, MOVE, UNDO_MOVE, AUTOPLAY, DELETE = "create", "move", "undo", "autoplay", "delete"
+CLAIM = "claim"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,10 +59,11 @@ def _ended(before: State, after: State) -> str | None:
 
 
 def create(variant_id: str, seed: int | None, undo: str, at: str, *,
-           winnable_seed: int | None = None) -> Change:
+           winnable_seed: int | None = None, owner: str | None = None) -> Change:
     """A new game at version 0: the deal numbered ``seed`` (None: a secret random one,
     or ``winnable_seed``, a secret seed the solver proved winnable), a random salt and a
-    random player token, of which only the hash is stored."""
+    random player token, of which only the hash is stored; ``owner``: the player who
+    owns it (None: an anonymous game)."""
     variant = get_variant(variant_id)
     chosen = seed is not None
     if winnable_seed is not None:
@@ -74,7 +76,7 @@ def create(variant_id: str, seed: int | None, undo: str, at: str, *,
         variant=variant.id, seed=seed, chosen=chosen, salt=salt,
         commitment=deal_commitment(variant.id, seed, salt), token=token_hash(token),
         undo=undo, undos=0, moves=0, created=at, updated=at,
-        state=variant.deal(seed).to_dict(), winnable=winnable_seed is not None)
+        state=variant.deal(seed).to_dict(), winnable=winnable_seed is not None, owner=owner)
     return Change(CREATE, variant.id, 0, record, stat="created", token=token)
 
 
@@ -89,7 +91,7 @@ def move(game: StoredGame, played: Move, at: str, *, card: str | None = None) ->
     return Change(
         MOVE, record.variant, game.version + 1,
         record.replace(state=after.to_dict_after(record.state, step),
-                       moves=record.moves + 1, updated=at),
+                       moves=record.moves + 1, updated=at, started=record.started or at),
         journal=journal_token(state.variant, played),
         events=[event.to_dict() for event in step.events],
         stat=_ended(state, after), moves=1)
@@ -141,7 +143,8 @@ def autoplay(game: StoredGame, at: str) -> Change:
         return Change(AUTOPLAY, record.variant, game.version, record)
     return Change(
         AUTOPLAY, record.variant, game.version + len(steps),
-        record.replace(state=after.to_dict(), moves=record.moves + len(steps), updated=at),
+        record.replace(state=after.to_dict(), moves=record.moves + len(steps), updated=at,
+                       started=record.started or at),
         journal="".join(journal_token(state.variant, step.move) for step in steps),
         events=[event.to_dict() for step in steps for event in step.events],
         stat=_ended(state, after), moves=len(steps))
@@ -149,3 +152,12 @@ def autoplay(game: StoredGame, at: str) -> Change:
 
 def delete(game: StoredGame) -> Change:
     return Change(DELETE, game.record.variant, None, None)
+
+
+def claim(game: StoredGame, player_id: str) -> Change:
+    """The anonymous game made the player's: the same version (the Game a client sees
+    does not change), its record naming its owner.  A game owned already is 409
+    ``already_owned``."""
+    if game.record.owner is not None:
+        raise GameError(409, "already_owned", "this game belongs to a player already")
+    return Change(CLAIM, game.record.variant, game.version, game.record.replace(owner=player_id))

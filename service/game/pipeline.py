@@ -22,6 +22,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import orjson
 
@@ -29,7 +30,7 @@ from service.game import commands
 from service.game.commands import Change
 from service.game.errors import game_not_found, version_mismatch, write_conflict, wrong_token
 from service.game.idempotency import IdempotencyRecords, Reply
-from service.game.record import StoredGame, now, token_hash
+from service.game.record import StoredGame, epoch_ms, now, token_hash
 from service.observability import metrics
 from service.storage import keys
 from service.storage.game_store import ANSWERED, CONFLICT, MISSING, OK, GameStore, WriteView
@@ -43,20 +44,41 @@ Command = Callable[[StoredGame | None, str, str], Change]
 class Write:
     """The parts of a write request that every write shares."""
 
-    token: str | None  # the bearer token; None for a create
+    token: str | None  # the bearer token; None for an anonymous create
     if_match: frozenset[int] | None  # None: no If-Match (or ``*``)
     idempotency_key: str | None
     request_hash: str | None  # of the body, with an idempotency key (else None)
+    #: The player the bearer token identifies (None: the game's own token, or none):
+    #: a player plays the games they own with their own token.
+    player: str | None = None
+
+
+#: The events of an owned game that its player's keys follow (docs/players.md).
+CREATED, CLAIMED, ENDED, DELETED = "created", "claimed", "ended", "deleted"
+
+
+class Projection(Protocol):
+    """Where the events of owned games go once their write is stored: the players'
+    keys (:class:`service.players.projection.Projector`, given by the composition
+    root).  The write script has put each event in its game's outbox first."""
+
+    def apply(self, game_id: str, event: str, payload: bytes, *, confirm: bool) -> None:
+        """Apply the event; ``confirm``: raise StorageUnavailable unless it is applied
+        (else a failure leaves it in the outbox, for the sweeper)."""
+
+    def finish(self, game_id: str, *, confirm: bool) -> None:
+        """Apply whatever the game's outbox still holds (a retried write)."""
 
 
 class Pipeline:
     """Runs commands against the games of a :class:`GameStore`."""
 
     def __init__(self, store: GameStore[StoredGame], records: IdempotencyRecords, *,
-                 retries: int = 16):
+                 retries: int = 16, projection: Projection | None = None):
         self.store = store
         self.records = records
         self.retries = max(1, retries)
+        self.projection = projection
 
     def create(self, write: Write, command: Command) -> Reply:
         """Store the new game of ``command`` under a fresh random id (with an
@@ -72,7 +94,8 @@ class Pipeline:
     def _run(self, game_id: str | None, write: Write, command: Command, *,
              journal: bool) -> Reply:
         creating = game_id is None
-        hashed_token = None if creating else token_hash(write.token)
+        # A player's create is answered again to that player only.
+        hashed_token = None if creating and write.player is None else token_hash(write.token)
         key = write.idempotency_key
         for _attempt in range(self.retries):
             if creating:  # 128 random bits; with a key, the id its first request claimed
@@ -83,13 +106,15 @@ class Pipeline:
                 view = self.store.load_for_write(game_id, key, journal=journal)
             scope = None if creating else game_id  # of the idempotency record
             if view.first_response is not None:
-                return self._again(view.first_response, scope, write, hashed_token)
+                return self._again(view.first_response, scope, write, hashed_token,
+                                   game_id, creating)
             current = None if creating else self._admit(game_id, write, view.game,
                                                         hashed_token)
             change = command(current, view.journal, now())
             if creating and key is not None:  # a change to store: claim its id for the key
                 game_id = self.store.create_target(key, game_id)
             reply = _reply(game_id, change)
+            outbox = _outbox(game_id, change, current)
             first = None
             if key is not None:
                 first = self.records.seal(reply, game_id=scope, idempotency_key=key,
@@ -101,12 +126,17 @@ class Pipeline:
                 journal=change.journal,
                 idempotency_key=key, first_response=first,
                 stat=keys.stat(change.variant, change.stat) if change.stat else None,
-                create=creating)
+                create=creating, outbox=outbox)
             if result.outcome == OK:
                 _count(change)
+                if outbox is not None and self.projection is not None:
+                    # A create or a claim is answered once its player's list has it.
+                    self.projection.apply(game_id, outbox[0], outbox[1],
+                                          confirm=outbox[0] in (CREATED, CLAIMED))
                 return reply
             if result.outcome == ANSWERED:  # a racing request with the same key came first
-                return self._again(result.first_response, scope, write, hashed_token)
+                return self._again(result.first_response, scope, write, hashed_token,
+                                   game_id, creating)
             if result.outcome == MISSING:
                 raise game_not_found(game_id)
             if result.outcome != CONFLICT:
@@ -123,23 +153,66 @@ class Pipeline:
         """The game, if it exists, the token is its player's and If-Match names it."""
         if game is None:
             raise game_not_found(game_id)
-        if not secrets.compare_digest(game.record.token, hashed_token):
+        owner = game.record.owner
+        if not (write.player is not None and owner is not None
+                and secrets.compare_digest(owner, write.player)) \
+                and not secrets.compare_digest(game.record.token, hashed_token):
             raise wrong_token()
         if write.if_match is not None and game.version not in write.if_match:
             raise version_mismatch(f"the game is at version {game.version}")
         return game
 
     def _again(self, record: bytes, game_id: str | None, write: Write,
-               hashed_token: str | None) -> Reply:
-        """The first answer to a write with this Idempotency-Key, for a retry of it."""
-        return self.records.open(record, game_id=game_id, idempotency_key=write.idempotency_key,
-                                 request=write.request_hash, token=hashed_token)
+               hashed_token: str | None, target: str, creating: bool) -> Reply:
+        """The first answer to a write with this Idempotency-Key, for a retry of it; a
+        player's retry first finishes what the first request left in the outbox of the
+        game (``target``): a create is answered once its player's list has it."""
+        reply = self.records.open(record, game_id=game_id,
+                                  idempotency_key=write.idempotency_key,
+                                  request=write.request_hash, token=hashed_token)
+        if write.player is not None and self.projection is not None:
+            self.projection.finish(target, confirm=creating)
+        return reply
+
+
+def _outbox(game_id: str, change: Change, current: StoredGame | None
+            ) -> tuple[str, bytes] | None:
+    """The outbox event of an owned game's change, and its payload (None: no event,
+    and every anonymous game's change)."""
+    record = change.record if change.record is not None else \
+        (current.record if current is not None else None)
+    if record is None or record.owner is None:
+        return None
+    if change.kind == commands.CREATE:
+        event = CREATED
+    elif change.kind == commands.CLAIM:
+        event = CLAIMED
+    elif change.kind == commands.DELETE:
+        event = DELETED
+    elif change.stat is not None:
+        event = ENDED
+    else:
+        return None
+    version = change.version if change.version is not None else current.version
+    over = record.is_over
+    payload = {
+        "player": record.owner, "summary": record.summary(game_id, version),
+        "variant": record.variant, "status": record.status, "moves": record.moves,
+        "created_ms": epoch_ms(record.created),
+        "ended_ms": epoch_ms(record.updated) if over else None,
+        "win_ms": epoch_ms(record.updated) - epoch_ms(record.started)
+        if record.status == "won" and record.started else None,
+    }
+    return event, orjson.dumps(payload)
 
 
 def _reply(game_id: str, change: Change) -> Reply:
     """The answer to a stored change."""
     if change.record is None:
         return Reply(204, b"")
+    if change.kind == commands.CLAIM:
+        return Reply(200, orjson.dumps({"game": change.record.summary(game_id,
+                                                                      change.version)}))
     game = change.record.public(game_id, change.version)
     if change.kind == commands.CREATE:
         return Reply(201, orjson.dumps({"game": game, "player_token": change.token}),

@@ -36,6 +36,11 @@ def deal_commitment(variant_id: str, seed: int, salt: str) -> str:
     return hashlib.sha256(f"{variant_id}:{seed}:{salt}".encode()).hexdigest()
 
 
+def epoch_ms(at: str) -> int:
+    """A time of :func:`now` as milliseconds since 1970."""
+    return round(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() * 1000)
+
+
 def token_hash(token: str) -> str:
     """How a player token is stored: its SHA-256, never the token."""
     return hashlib.sha256(token.encode()).hexdigest()
@@ -62,6 +67,11 @@ class GameRecord:
     updated: str
     state: dict
     winnable: bool = False  # dealt from a seed the solver proved winnable
+    owner: str | None = None  # the player who owns the game (docs/players.md)
+    started: str | None = None  # the time of its first move
+
+    #: Fields stored only when set: a record without them reads as before.
+    _OPTIONAL = ("owner", "started")
 
     # --- stored form ----------------------------------------------------------------
     @classmethod
@@ -72,7 +82,8 @@ class GameRecord:
             raise CorruptGame(f"a stored game record has the wrong fields: {error}") from None
 
     def to_json(self) -> dict:
-        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)
+                if field.name not in self._OPTIONAL or getattr(self, field.name) is not None}
 
     def replace(self, **changes) -> GameRecord:
         return dataclasses.replace(self, **changes)
@@ -96,6 +107,12 @@ class GameRecord:
             return State.from_dict(self.state)
         except (InvalidMoveError, KeyError, TypeError) as error:
             raise CorruptGame(f"a stored game snapshot is corrupt: {error!r}") from None
+
+    def summary(self, game_id: str, version: int) -> dict:
+        """What a player's list holds of the game (docs/players.md): no secret."""
+        return {"id": game_id, "variant": self.variant, "status": self.status,
+                "version": version, "moves": self.moves, "created": self.created,
+                "ended": self.updated if self.is_over else None}
 
     def public(self, game_id: str, version: int) -> dict:
         """The Game of ``openapi.yaml``, without anything secret: the snapshot's piles

@@ -45,6 +45,10 @@ A lost Redis is waited for; a stop signal ends the process at once (an analysis 
 short is queued again by the next request once its claim lapses; a search cut short
 loses nothing).
 
+Every couple of seconds (:data:`SWEEP_EVERY`) it also sweeps the outboxes of owned
+games: the events a request could not apply to their players' keys
+(:mod:`service.players.projection`) are applied then, once.
+
 It logs JSON lines on stderr and never a seed.
 """
 
@@ -61,12 +65,15 @@ from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
 from service.game.application import open_store
 from service.observability.telemetry import configure_logging
+from service.players.projection import Projector, projector_of
 from service.solver.features import Analyses, SolverSettings, try_deal
 from service.storage.game_store import StorageUnavailable
 from service.storage.solver import SolverStore
 
 #: Seconds between two looks at the job list when there is nothing to do.
 IDLE_WAIT = 0.5
+#: Seconds between two sweeps of the owned games' outboxes.
+SWEEP_EVERY = 2.0
 
 log = logging.getLogger("patience.worker")
 
@@ -108,8 +115,10 @@ class CpuShare:
 class Worker:
     """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
-    def __init__(self, analyses: Analyses):
+    def __init__(self, analyses: Analyses, projector: Projector | None = None):
         self.analyses = analyses
+        self.projector = projector
+        self._swept = 0.0
         self.store = analyses.store
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
@@ -120,6 +129,10 @@ class Worker:
 
     def step(self) -> str:
         """Do the most urgent thing there is: what it did, in a word."""
+        if self.projector is not None and time.monotonic() - self._swept >= SWEEP_EVERY:
+            self._swept = time.monotonic()
+            if self.projector.sweep():
+                return "sweep"
         job = self.store.next_analysis()
         if job is not None:
             return self._analyse(job)
@@ -210,7 +223,7 @@ def main() -> int:
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})
     try:
-        Worker(analyses).run()
+        Worker(analyses, projector_of(analyses.games)).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:

@@ -2,7 +2,8 @@
 
 :mod:`.game_store` is the repository (:class:`~.game_store.GameStore`, and the one error every
 Redis failure becomes, :class:`~.game_store.StorageUnavailable`); :mod:`.solver` keeps the
-solver's pools, jobs and analyses beside the games.  Both talk to Redis through a
+solver's pools, jobs and analyses beside the games; :mod:`.player_store` the players'
+profiles, lists and statistics (docs/players.md).  They talk to Redis through a
 :class:`~.backend.Backend`: one Redis or a Redis Cluster, chosen once from the URL
 (:func:`~.backend.open_backend`), which also runs every Lua script
 (:class:`~.backend.Script`).  Under them: :mod:`.keys` names every key and channel,

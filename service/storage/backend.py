@@ -7,8 +7,9 @@ the URL's scheme.
 A backend gives the stores what differs between the two modes: the connections of the
 request path (:class:`~.connections.Connections`), the redis-py client of the commands
 off it, ``ping``, the statistics hash of a game's slot and the read of every
-statistics counter, the number of replicas a write waits for by default, the
-connections of the live feed's subscription, and ``close``.
+statistics counter (and of every set sharded the same way: the pending outboxes), the
+number of replicas a write waits for by default, the connections of the live feed's
+subscription, and ``close``.
 
 :class:`Script` runs a Lua script by its SHA1 (``EVALSHA``) and sends its source
 (``EVAL``) only when Redis answers that it does not have it (a new or restarted Redis:
@@ -101,6 +102,9 @@ class Backend(Protocol):
     def read_stats(self, prefix: str) -> dict[bytes, int]:
         """Every statistics counter, summed over the hashes of :meth:`stats_key`."""
 
+    def read_members(self, prefix: str) -> list[bytes]:
+        """The members of every set sharded like the statistics (:meth:`stats_key`)."""
+
     def subscriber(self) -> Callable[[], redis.Redis]:
         """What makes the connection of a pub/sub subscription (a new one each call:
         after a loss, the next call may go to another node)."""
@@ -135,6 +139,9 @@ class SingleRedis:
 
     def read_stats(self, prefix: str) -> dict[bytes, int]:
         return {field: int(value) for field, value in self.client.hgetall(prefix).items()}
+
+    def read_members(self, prefix: str) -> list[bytes]:
+        return list(self.client.smembers(prefix))
 
     def subscriber(self) -> Callable[[], redis.Redis]:
         url, options = self.url, _subscription_options(self.options)
@@ -173,6 +180,9 @@ class ClusterRedis:
 
     def read_stats(self, prefix: str) -> dict[bytes, int]:
         return cluster.read_stats(self._cluster, prefix)
+
+    def read_members(self, prefix: str) -> list[bytes]:
+        return cluster.read_members(self._cluster, prefix)
 
     def subscriber(self) -> Callable[[], redis.Redis]:
         """The listed nodes in turn, the next one after each failure: ``PUBLISH``

@@ -350,25 +350,47 @@ def stats_key(prefix: str, key_in_slot: str) -> str:
     return f"{prefix}:{{{_slot_tags()[key_slot(key_in_slot.encode())]}}}"
 
 
-_READS: dict[str, list[bytes]] = {}
+_READS: dict[tuple[str, bytes], list[bytes]] = {}
 
 
-def _stats_reads(prefix: str) -> list[bytes]:
-    """For every slot, its statistics hash's HGETALL, packed (made once)."""
-    reads = _READS.get(prefix)
+def _stats_reads(prefix: str, command: bytes = b"HGETALL") -> list[bytes]:
+    """For every slot, ``command`` (HGETALL of its statistics hash, SMEMBERS of a set
+    sharded the same way) of its key, packed (made once)."""
+    reads = _READS.get((prefix, command))
     if reads is None:
         reads = []
         for tag in _slot_tags():
             key = f"{prefix}:{{{tag}}}".encode()
-            reads.append(b"*2\r\n$7\r\nHGETALL\r\n$%d\r\n%s\r\n" % (len(key), key))
-        _READS[prefix] = reads
+            reads.append(b"*2\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
+                         % (len(command), command, len(key), key))
+        _READS[(prefix, command)] = reads
     return reads
 
 
 def read_stats(connections: ClusterConnections, prefix: str) -> dict[bytes, int]:
     """The sum of every slot's statistics hash: one round trip per master, each sending
     the HGETALLs of the slots it serves."""
-    reads = _stats_reads(prefix)
+    totals: dict[bytes, int] = {}
+    for reply in _read_every_slot(connections, prefix, b"HGETALL"):
+        pairs = (reply.items() if isinstance(reply, dict)  # RESP3 or RESP2
+                 else zip(reply[::2], reply[1::2], strict=True))
+        for field, value in pairs:
+            totals[field] = totals.get(field, 0) + int(value)
+    return totals
+
+
+def read_members(connections: ClusterConnections, prefix: str) -> list[bytes]:
+    """The members of every slot's set ``<prefix>:{<tag>}`` (sharded like the
+    statistics): one round trip per master."""
+    found: list[bytes] = []
+    for reply in _read_every_slot(connections, prefix, b"SMEMBERS"):
+        found.extend(reply)
+    return found
+
+
+def _read_every_slot(connections: ClusterConnections, prefix: str, command: bytes):
+    """The non-empty replies of ``command`` on every slot's key of ``prefix``."""
+    reads = _stats_reads(prefix, command)
     manager = connections.client.nodes_manager
     by_node: dict[str, tuple[ClusterNode, list[int]]] = {}
     # The slot map, read once for the 16384 slots: a copy of the map (redis-py replaces
@@ -380,20 +402,14 @@ def read_stats(connections: ClusterConnections, prefix: str) -> dict[bytes, int]
             connections.refresh()
             raise SlotNotCoveredError(f"slot {slot} is not covered by the cluster")
         by_node.setdefault(nodes[0].name, (nodes[0], []))[1].append(slot)
-    totals: dict[bytes, int] = {}
     for node, slots in by_node.values():
         replies = connections.send_packed(node, [b"".join(reads[slot] for slot in slots)],
                                           len(slots))
         for slot, reply in zip(slots, replies, strict=True):
             if isinstance(reply, Exception):  # its slot moved meanwhile
                 key = f"{prefix}:{{{_slot_tags()[slot]}}}"
-                reply = connections.run(key, [("HGETALL", key)])[0]
+                reply = connections.run(key, [(command.decode(), key)])[0]
                 if isinstance(reply, Exception):
                     raise reply
-            if not reply:
-                continue
-            pairs = (reply.items() if isinstance(reply, dict)  # RESP3 or RESP2
-                     else zip(reply[::2], reply[1::2], strict=True))
-            for field, value in pairs:
-                totals[field] = totals.get(field, 0) + int(value)
-    return totals
+            if reply:
+                yield reply

@@ -43,7 +43,7 @@ from redis.exceptions import RedisClusterException
 
 from service.storage import keys
 from service.storage.backend import Backend, Script
-from service.storage.scripts import CLAIM, COMMIT, TOUCH
+from service.storage.scripts import CLAIM, CLEAR_OUTBOX, COMMIT, TOUCH
 
 __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView", "storage_errors"]
 
@@ -51,6 +51,7 @@ __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView", "stor
 OK, CONFLICT, ANSWERED, MISSING = "ok", "conflict", "answered", "missing"
 
 _COMMIT, _TOUCH, _CLAIM = Script(COMMIT), Script(TOUCH), Script(CLAIM)
+_CLEAR_OUTBOX = Script(CLEAR_OUTBOX)
 
 #: What the store gives back for a game: made by the store's ``decode`` from the stored
 #: version and record (the game layer's :class:`service.game.record.StoredGame`).
@@ -191,6 +192,7 @@ class GameStore(Generic[Game]):
         first_response: bytes | None = None,
         stat: str | None = None,
         create: bool = False,
+        outbox: tuple[str, bytes] | None = None,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
         game must not exist yet).  ``version`` None deletes the game; else ``record``
@@ -201,9 +203,13 @@ class GameStore(Generic[Game]):
         already stored under that key is returned (ANSWERED) instead of writing.
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
-        game's channel (a delete: ``deleted``)."""
+        game's channel (a delete: ``deleted``).  ``outbox`` (an owned game's event and
+        its payload) is written to the game's outbox with the write, and the game's id
+        to the pending set of its slot (:meth:`pending_outboxes`)."""
         game_key = keys.game(game_id)
         names = [game_key, self.backend.stats_key(keys.STATS, game_key)]
+        if outbox is not None:
+            names += [keys.outbox(game_id), self.backend.stats_key(keys.OUTBOX, game_key)]
         if idempotency_key is not None:
             names.append(keys.create_idempotency(game_id, idempotency_key) if create
                          else keys.write_idempotency(game_id, idempotency_key))
@@ -218,6 +224,7 @@ class GameStore(Generic[Game]):
             stat or "",
             keys.channel(game_id),
             "1" if self.wait_replicas else "",
+            *(("", "", "") if outbox is None else (outbox[0], outbox[1], game_id)),
         )
         if not self.wait_replicas:
             outcome, value = _COMMIT.run(self._fast, names, args)
@@ -227,22 +234,40 @@ class GameStore(Generic[Game]):
         return CommitResult(outcome, value if outcome == ANSWERED else None)
 
     def _confirmed(self, script: Script, names: list, args: tuple):
-        """The reply of ``script``, sent with a WAIT on the same connection in one round
-        trip: raises StorageUnavailable unless ``wait_replicas`` replicas confirm it
-        within ``wait_timeout_ms``.  Then the write may well be on the master (and on
-        some replicas) without being acknowledged: a retry with the same
-        Idempotency-Key answers its first answer, once confirmed in turn, and never
-        applies it twice."""
-        reply, confirmed = script.run_then(self._fast, names, args,
-                                           ("WAIT", self.wait_replicas, self.wait_timeout_ms))
-        for value in (reply, confirmed):
-            if isinstance(value, Exception):
-                raise value
-        if confirmed < self.wait_replicas:
-            raise StorageUnavailable(
-                f"the write reached {confirmed} of {self.wait_replicas} replicas within "
-                f"{self.wait_timeout_ms} ms")
-        return reply
+        """The reply of ``script`` with a WAIT (:func:`confirmed`).  Then the write may
+        well be on the master (and on some replicas) without being acknowledged: a
+        retry with the same Idempotency-Key answers its first answer, once confirmed in
+        turn, and never applies it twice."""
+        return confirmed(self._fast, script, names, args, self.wait_replicas,
+                         self.wait_timeout_ms)
+
+    def _run(self, script: Script, names: list, args: tuple):
+        """``script``'s reply, confirmed by the replicas when writes wait for them."""
+        if self.wait_replicas:
+            return self._confirmed(script, names, args)
+        return script.run(self._fast, names, args)
+
+    # --- the outboxes of owned games --------------------------------------------------
+    @storage_errors
+    def outbox(self, game_id: str) -> dict[str, bytes]:
+        """The events of the game's outbox not applied yet: event -> payload."""
+        found = self._fast.execute("HGETALL", keys.outbox(game_id))
+        if isinstance(found, dict):
+            return {name.decode(): value for name, value in found.items()}
+        return {found[i].decode(): found[i + 1] for i in range(0, len(found), 2)}
+
+    @storage_errors
+    def clear_outbox(self, game_id: str, events: list[str]) -> None:
+        """Take ``events`` (applied) out of the game's outbox."""
+        box = keys.outbox(game_id)
+        _CLEAR_OUTBOX.run(self._fast, [box, self.backend.stats_key(keys.OUTBOX, box)],
+                          (game_id, *events))
+
+    @storage_errors
+    def pending_outboxes(self) -> list[str]:
+        """The ids of the games whose outbox holds events: every slot's pending set,
+        read in one round trip per master."""
+        return sorted({member.decode() for member in self.backend.read_members(keys.OUTBOX)})
 
     def _confirm_record(self, key: str) -> None:
         """Before a stored first answer is answered again: have the replicas confirm
@@ -284,3 +309,18 @@ class GameStore(Generic[Game]):
         if first is not None:
             self._confirm_record(record_key)
         return first
+
+
+def confirmed(connections, script: Script, names: list, args: tuple, replicas: int,
+              timeout_ms: int):
+    """The reply of ``script``, sent with a WAIT on the same connection in one round
+    trip: raises StorageUnavailable unless ``replicas`` replicas confirm it within
+    ``timeout_ms``."""
+    reply, count = script.run_then(connections, names, args, ("WAIT", replicas, timeout_ms))
+    for value in (reply, count):
+        if isinstance(value, Exception):
+            raise value
+    if count < replicas:
+        raise StorageUnavailable(
+            f"the write reached {count} of {replicas} replicas within {timeout_ms} ms")
+    return reply

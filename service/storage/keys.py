@@ -19,7 +19,28 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
 - :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
   one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
   (:func:`service.storage.cluster.stats_key`);
-- :func:`channel`: the game's pub/sub channel (no key, no memory).
+- :func:`channel`: the game's pub/sub channel (no key, no memory);
+- :func:`outbox` HASH: an owned game's events not yet applied to its player's keys, a
+  field per event (``created``, ``claimed``, ``ended``, ``deleted``), written by the
+  game's write script; with the game's id in :data:`OUTBOX` SET (on a Redis Cluster one
+  such set per hash slot, ``outbox:{<tag>}`` in the slot of its games, like
+  :data:`STATS`).
+
+Every key of one player shares the hash tag ``{<player id>}`` (:mod:`service.players`):
+
+- :func:`player` HASH: the profile (:data:`PLAYER_NAME`, :data:`PLAYER_CREATED`,
+  :data:`PLAYER_TOKEN` the SHA-256 of the player token, absent once revoked,
+  :data:`PLAYER_KIND`, :data:`PLAYER_ISSUER` and :data:`PLAYER_SUBJECT` for an
+  OpenID Connect identity, :data:`PLAYER_SEQUENCE` a count of the games
+  entered in :func:`player_games`);
+- :func:`player_games` ZSET: the player's game ids, scored by creation order (the
+  creation time in ms, times 1000, plus the player's sequence modulo 1000);
+- :func:`player_summaries` HASH: game id -> the game's summary (JSON);
+- :func:`player_stats` HASH: the player's statistics, fields :func:`stat`;
+- :func:`player_results` ZSET, one per variant: ``<w|l|r>:<game id>`` scored by the
+  time the game ended (ms), from which the streaks are counted;
+- :func:`player_applied` SET: ``<game id>:<event>`` for every event applied, so that
+  an event applied twice counts once.
 
 The solver's keys (:mod:`service.storage.solver`), each used by one-key commands only:
 
@@ -36,6 +57,11 @@ import hashlib
 VERSION, RECORD, JOURNAL, ANALYSIS = "v", "d", "j", "a"
 #: The statistics counters of every variant.
 STATS = "stats"
+#: The games whose outbox holds events not yet applied (sharded by slot like STATS).
+OUTBOX = "outbox"
+#: Fields of a player's profile hash.
+PLAYER_NAME, PLAYER_CREATED, PLAYER_TOKEN, PLAYER_KIND = "name", "created", "token", "kind"
+PLAYER_ISSUER, PLAYER_SUBJECT, PLAYER_SEQUENCE = "iss", "sub", "seq"
 #: A ``SCAN MATCH`` pattern for every key of every game (its hash and its idempotency
 #: records), the game id between the braces.
 GAME_KEYS = "game:{*"
@@ -47,6 +73,34 @@ def game(game_id: str) -> str:
 
 def channel(game_id: str) -> str:
     return f"game:{{{game_id}}}:feed"
+
+
+def outbox(game_id: str) -> str:
+    return f"game:{{{game_id}}}:outbox"
+
+
+def player(player_id: str) -> str:
+    return f"player:{{{player_id}}}"
+
+
+def player_games(player_id: str) -> str:
+    return f"player:{{{player_id}}}:games"
+
+
+def player_summaries(player_id: str) -> str:
+    return f"player:{{{player_id}}}:summaries"
+
+
+def player_stats(player_id: str) -> str:
+    return f"player:{{{player_id}}}:stats"
+
+
+def player_results(player_id: str, variant_id: str) -> str:
+    return f"player:{{{player_id}}}:results:{variant_id}"
+
+
+def player_applied(player_id: str) -> str:
+    return f"player:{{{player_id}}}:applied"
 
 
 def key_digest(idempotency_key: str) -> str:

@@ -8,26 +8,36 @@
 - :data:`KEEP_ANALYSIS`: an analysis kept with its game
   (:meth:`~service.storage.solver.SolverStore.keep_analysis`);
 - :data:`RATE_COUNT`: a request counted by the rate limiter
-  (:mod:`service.storage.rate_limits`).
+  (:mod:`service.storage.rate_limits`);
+- :data:`CLEAR_OUTBOX`: an applied event taken out of its game's outbox;
+- the player's (:mod:`service.storage.player_store`): :data:`NEW_PLAYER`,
+  :data:`PROJECT` (an owned game's event applied to its player's keys, once),
+  :data:`GAMES_PAGE` (a page of "my games"), :data:`SET_TOKEN`, :data:`DROP_PLAYER`.
 """
 
 from service.storage import keys
 
-# KEYS: game hash, stats hash, [idempotency record]
+# KEYS: game hash, stats hash, [outbox hash, pending outbox set], [idempotency record]
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
 #       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
 #       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
-#       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas
+#       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas,
+#       11 the outbox event of an owned game ('' = none: no outbox keys), 12 its payload,
+#       13 the game's id (for the pending set)
+# The outbox entry is written with the game, so an owned game's event is never lost
+# between the game's write and its player's (the player's keys are in another slot).
 # A stored first answer, answered again while writes wait for replicas, first has its
 # record's expiry written again: the replicas confirm that write, and with it the first
 # one, which came before it.
 COMMIT = """
+local idem = KEYS[3]
+if ARGV[11] ~= '' then idem = KEYS[5] end
 if ARGV[5] ~= '' then
-  local first = redis.call('GET', KEYS[3])
+  local first = redis.call('GET', idem)
   if first then
     if ARGV[10] == '1' then
-      local ttl = redis.call('PTTL', KEYS[3])
-      if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+      local ttl = redis.call('PTTL', idem)
+      if ttl > 0 then redis.call('PEXPIRE', idem, ttl) end
     end
     return {'answered', first}
   end
@@ -55,7 +65,11 @@ if ARGV[8] ~= '' then
   redis.call('HINCRBY', KEYS[2], ARGV[8], 1)
 end
 if ARGV[5] ~= '' then
-  redis.call('SET', KEYS[3], ARGV[5], 'EX', ARGV[6])
+  redis.call('SET', idem, ARGV[5], 'EX', ARGV[6])
+end
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[3], ARGV[11], ARGV[12])
+  redis.call('SADD', KEYS[4], ARGV[13])
 end
 if ARGV[2] == '' then
   redis.call('PUBLISH', ARGV[9], 'deleted')
@@ -104,4 +118,165 @@ if tonumber(current) == amount then
   redis.call('EXPIRE', KEYS[1], ARGV[1])
 end
 return {current, redis.call('PTTL', KEYS[1])}
+"""
+
+
+# KEYS: the outbox hash, the pending set.  ARGV: 1 the game id, 2.. the events applied.
+# Takes them out of the outbox; the game leaves the pending set once none is left.
+CLEAR_OUTBOX = """
+for i = 2, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('SREM', KEYS[2], ARGV[1]) end
+return 1
+"""
+
+# KEYS: the player's profile.  ARGV: field, value pairs.  1: made; 0: it exists already.
+NEW_PLAYER = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+"""
+
+# KEYS: 1 profile, 2 games zset, 3 summaries hash, 4 stats hash, 5 results zset of the
+#       game's variant, 6 applied set
+# ARGV: 1 game id, 2 event (created, claimed, ended, deleted), 3 the game's summary
+#       (JSON), 4 variant, 5 status, 6 moves, 7 end time (ms, '' while playing),
+#       8 win duration (ms, '' unless won with a first move), 9 the game's creation time
+#       (ms): its place in the list is creation order (the time, then the player's
+#       sequence modulo 1000 to part games of one millisecond)
+# Answers 'gone' (no such player: nothing written), 'done' (applied before: nothing
+# written) or 'applied'.  The marker of the event is written with its effect, so an
+# event counts once however often it is applied.  The summary in the list only moves
+# forward (playing -> over); a game's result counts once (marker '<id>:result'),
+# whichever event brings it (ended, or the claim of a finished game); a deleted game
+# leaves the list and never enters it again.  Streaks: in order of end time; a result
+# that lands before the latest one counted has them counted again from the results.
+PROJECT = f"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
+local id, event = ARGV[1], ARGV[2]
+local marker = id .. ':' .. event
+if redis.call('SISMEMBER', KEYS[6], marker) == 1 then return 'done' end
+redis.call('SADD', KEYS[6], marker)
+local variant, status = ARGV[4], ARGV[5]
+local playing = status == 'playing'
+local deleted = redis.call('SISMEMBER', KEYS[6], id .. ':deleted') == 1
+local old = redis.call('HGET', KEYS[3], id)
+local was_playing = false
+if old then was_playing = cjson.decode(old)['status'] == 'playing' end
+local in_play = variant .. ':in_play'
+if event == 'deleted' then
+  if old then
+    redis.call('HDEL', KEYS[3], id)
+    redis.call('ZREM', KEYS[2], id)
+    if was_playing then redis.call('HINCRBY', KEYS[4], in_play, -1) end
+  end
+elseif not deleted then
+  if not old then
+    local seq = redis.call('HINCRBY', KEYS[1], '{keys.PLAYER_SEQUENCE}', 1)
+    redis.call('ZADD', KEYS[2], tonumber(ARGV[9]) * 1000 + seq % 1000, id)
+    redis.call('HSET', KEYS[3], id, ARGV[3])
+    if playing then redis.call('HINCRBY', KEYS[4], in_play, 1) end
+  elseif was_playing and not playing then
+    redis.call('HSET', KEYS[3], id, ARGV[3])
+    redis.call('HINCRBY', KEYS[4], in_play, -1)
+  end
+end
+if (not playing) and event ~= 'deleted'
+    and redis.call('SISMEMBER', KEYS[6], id .. ':result') == 0 then
+  redis.call('SADD', KEYS[6], id .. ':result')
+  redis.call('HINCRBY', KEYS[4], variant .. ':' .. status, 1)
+  local won = status == 'won'
+  if won then
+    local moves = tonumber(ARGV[6])
+    local fewest = tonumber(redis.call('HGET', KEYS[4], variant .. ':fewest_moves'))
+    if not fewest or moves < fewest then
+      redis.call('HSET', KEYS[4], variant .. ':fewest_moves', moves)
+    end
+    if ARGV[8] ~= '' then
+      local took = tonumber(ARGV[8])
+      local fastest = tonumber(redis.call('HGET', KEYS[4], variant .. ':fastest_ms'))
+      if not fastest or took < fastest then
+        redis.call('HSET', KEYS[4], variant .. ':fastest_ms', ARGV[8])
+      end
+    end
+  end
+  local at = tonumber(ARGV[7])
+  local latest = redis.call('ZREVRANGE', KEYS[5], 0, 0, 'WITHSCORES')
+  local letter = 'l'
+  if won then letter = 'w' elseif status == 'resigned' then letter = 'r' end
+  redis.call('ZADD', KEYS[5], at, letter .. ':' .. id)
+  local streak_key, longest_key = variant .. ':streak', variant .. ':longest_streak'
+  if #latest == 0 or tonumber(latest[2]) <= at then
+    local streak = 0
+    if won then streak = tonumber(redis.call('HGET', KEYS[4], streak_key) or '0') + 1 end
+    redis.call('HSET', KEYS[4], streak_key, streak)
+    local longest = tonumber(redis.call('HGET', KEYS[4], longest_key) or '0')
+    if streak > longest then redis.call('HSET', KEYS[4], longest_key, streak) end
+  else
+    local streak, longest = 0, 0
+    for _, member in ipairs(redis.call('ZRANGE', KEYS[5], 0, -1)) do
+      if string.sub(member, 1, 1) == 'w' then
+        streak = streak + 1
+        if streak > longest then longest = streak end
+      else
+        streak = 0
+      end
+    end
+    redis.call('HSET', KEYS[4], streak_key, streak, longest_key, longest)
+  end
+end
+return 'applied'
+"""
+
+# KEYS: 1 games zset, 2 summaries hash.  ARGV: 1 the cursor (the position after which
+# to go on, '' from the top), 2 the most items, 3 variant ('' any), 4 status ('' any),
+# 5 the most positions to look at.
+# Answers {next cursor ('' at the end), summary, summary, ...}: newest first, from the
+# cursor on, the summaries that match, at most ARGV[2] of them, having looked at
+# ARGV[5] positions at most (then the next cursor says where to go on).
+GAMES_PAGE = """
+local top = '+inf'
+if ARGV[1] ~= '' then top = '(' .. ARGV[1] end
+local want, budget = tonumber(ARGV[2]), tonumber(ARGV[5])
+local found, last = {}, nil
+local seen = 0
+while #found < want and seen < budget do
+  local batch = math.min(budget - seen, 100)
+  local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
+                         'LIMIT', 0, batch)
+  if #ids == 0 then return {'', unpack(found)} end
+  for i = 1, #ids, 2 do
+    seen = seen + 1
+    last = ids[i + 1]
+    local summary = redis.call('HGET', KEYS[2], ids[i])
+    if summary then
+      local fields = cjson.decode(summary)
+      if (ARGV[3] == '' or fields['variant'] == ARGV[3])
+          and (ARGV[4] == '' or fields['status'] == ARGV[4]) then
+        found[#found + 1] = summary
+        if #found == want then break end
+      end
+    end
+  end
+  top = '(' .. last
+end
+local more = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. last, '-inf', 'LIMIT', 0, 1)
+if #more == 0 then return {'', unpack(found)} end
+return {last, unpack(found)}
+"""
+
+# KEYS: every key of a player.  Deletes them all.
+DROP_PLAYER = """
+return redis.call('DEL', unpack(KEYS))
+"""
+
+# KEYS: the player's profile.  ARGV: 1 the token's field, 2 the new token's hash ('' =
+# revoke).  0: no such player (nothing written).
+SET_TOKEN = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+if ARGV[2] == '' then
+  redis.call('HDEL', KEYS[1], ARGV[1])
+else
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+end
+return 1
 """

@@ -1,0 +1,94 @@
+"""The projection of owned games onto their players' keys, exactly once.
+
+A game's keys and its player's keys are in different hash slots (of a Redis Cluster),
+so no script can write both.  The game's write script puts each event of an owned game
+(created, claimed, ended, deleted) in the game's outbox, atomically with the game, and
+the game's id in the pending set of its slot.  Then :class:`Projector` applies it to
+the player's keys with one script on the player's slot, which writes a marker of the
+(game, event) with its effect, so applying it again changes nothing; once the player's
+write is confirmed, the event leaves the outbox.  Whatever a failure leaves in an
+outbox, :meth:`Projector.sweep` applies later (the solver's worker calls it every
+couple of seconds).  docs/players.md says why an event thus counts once and only once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import orjson
+
+from service.game.application import detach
+from service.game.pipeline import CLAIMED, CREATED, DELETED, ENDED
+from service.game.record import StoredGame
+from service.storage.game_store import GameStore, StorageUnavailable
+from service.storage.player_store import PlayerStore
+
+log = logging.getLogger("patience.players")
+
+#: The order in which a game's pending events are applied.
+_ORDER = {CREATED: 0, CLAIMED: 0, ENDED: 1, DELETED: 2}
+
+
+class Projector:
+    """Applies the outbox events of owned games (:class:`service.game.pipeline.Projection`).
+    ``detach(game_id, owner)``: what to do with a game whose player is gone (make it
+    anonymous again)."""
+
+    def __init__(self, games: GameStore, players: PlayerStore,
+                 detach: Callable[[str, str], None]):
+        self.games = games
+        self.players = players
+        self.detach = detach
+
+    def apply(self, game_id: str, event: str, payload: bytes, *, confirm: bool) -> None:
+        try:
+            self._apply(game_id, {event: payload})
+        except StorageUnavailable as error:
+            if confirm:
+                raise
+            log.warning("projection left in the outbox",
+                        extra={"game_id": game_id, "event": event, "error": str(error)})
+
+    def finish(self, game_id: str, *, confirm: bool) -> None:
+        try:
+            events = self.games.outbox(game_id)
+            if events:
+                self._apply(game_id, events)
+        except StorageUnavailable:
+            if confirm:
+                raise
+
+    def sweep(self) -> int:
+        """Apply every event left in an outbox (one read per master for the pending
+        sets, then per game its outbox and its player's write): how many."""
+        applied = 0
+        for game_id in self.games.pending_outboxes():
+            events = self.games.outbox(game_id)
+            applied += self._apply(game_id, events)
+        return applied
+
+    def _apply(self, game_id: str, events: dict[str, bytes]) -> int:
+        done = []
+        for event in sorted(events, key=lambda name: _ORDER.get(name, 3)):
+            data = orjson.loads(events[event])
+            player = data["player"]
+            outcome = self.players.project(
+                player, game_id, event, orjson.dumps(data["summary"]),
+                variant=data["variant"], status=data["status"], moves=data["moves"],
+                ended_ms=data["ended_ms"], win_ms=data["win_ms"],
+                created_ms=data.get("created_ms", 0))
+            if outcome == "gone" and event != DELETED:  # the player was erased
+                self.detach(game_id, player)
+            done.append(event)
+        self.games.clear_outbox(game_id, done)
+        return len(done)
+
+
+def projector_of(store: GameStore[StoredGame]) -> Projector:
+    """The projection of owned games onto their players' keys, on the game store's
+    backend and with its replicas to wait for (the app's, and the solver's worker's,
+    which sweeps the outboxes)."""
+    players = PlayerStore(store.backend, wait_replicas=store.wait_replicas,
+                          wait_timeout_ms=store.wait_timeout_ms)
+    return Projector(store, players, lambda game_id, owner: detach(store, game_id, owner))
