@@ -28,6 +28,7 @@ from service.game.application import Games, open_store
 from service.game.record import StoredGame
 from service.live.feed import EventsFeed
 from service.players.accounts import Players
+from service.players.oidc import verifier_from_config
 from service.players.projection import Projector, projector_of
 from service.solver.features import Analyses, SolverSettings, Winnable
 from service.storage.backend import Backend
@@ -75,9 +76,9 @@ def build_services(config: Mapping) -> Services:
     games = Games(store, secret_key=config["SECRET_KEY"], retries=config["WRITE_RETRIES"],
                   hint_seconds=config["HINT_SECONDS"],
                   winnable=Winnable(solver_store, solver_settings), projection=projector)
-    # OpenID Connect: with OIDC_ISSUER set, the verifier of its tokens goes here
-    # (Players.identify is where it is called).
-    verifier = None
+    # OpenID Connect: with OIDC_ISSUER set, the verifier of its tokens (called by
+    # Players.identify alone).
+    verifier = verifier_from_config(config)
     return Services(
         backend=backend,
         store=store,

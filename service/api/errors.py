@@ -18,6 +18,7 @@ from werkzeug.exceptions import HTTPException
 from service.engine import RULE_CODES, IllegalMoveError, InvalidMoveError
 from service.game.errors import GameError
 from service.observability import telemetry
+from service.players.accounts import IdentityProviderUnavailable
 from service.storage.game_store import StorageUnavailable
 
 PROBLEM_JSON = "application/problem+json"
@@ -131,6 +132,13 @@ def _storage_unavailable(error: StorageUnavailable) -> Response:
                    headers={"Retry-After": "1"})
 
 
+def _identity_provider_unavailable(error: IdentityProviderUnavailable) -> Response:
+    log.warning("identity provider unavailable: %s", error)
+    return problem(503, "identity_provider_unavailable",
+                   "the identity provider's keys cannot be read; retry soon",
+                   headers={"Retry-After": "5"})
+
+
 def _http_error(error: HTTPException) -> Response:
     status = error.code or 500
     code = HTTP_CODES.get(status) or error.name.lower().replace(" ", "_").replace("'", "")
@@ -162,5 +170,6 @@ def register_error_handlers(app: Flask) -> None:
     app.register_error_handler(GameError, _game_error)
     app.register_error_handler(BadRequest, _bad_request)
     app.register_error_handler(StorageUnavailable, _storage_unavailable)
+    app.register_error_handler(IdentityProviderUnavailable, _identity_provider_unavailable)
     app.register_error_handler(HTTPException, _http_error)
     app.register_error_handler(Exception, _last_resort)

@@ -25,6 +25,7 @@ from service.game.errors import GameError
 from service.game.idempotency import Reply
 from service.game.pipeline import Write
 from service.game.record import now, token_hash
+from service.players.oidc import PROVIDER_UNAVAILABLE, InvalidIdentity
 from service.storage import keys
 from service.storage.player_store import PlayerStore
 
@@ -40,18 +41,15 @@ STATUSES = ("playing", "won", "lost", "resigned")
 STREAM_CHUNK = 250
 
 
-class InvalidIdentity(Exception):
-    """A bearer token that names no identity (raised by a verifier)."""
-
-    def __init__(self, code: str, detail: str):
-        super().__init__(detail)
-        self.code, self.detail = code, detail
-
-
 class IdentityVerifier(Protocol):
     """What checks an OpenID Connect token: (issuer, subject), or InvalidIdentity."""
 
     def verify(self, token: str) -> tuple[str, str]: ...
+
+
+class IdentityProviderUnavailable(Exception):
+    """The identity provider's keys could not be read: the token can be neither taken
+    nor refused now (503, like storage that cannot be reached)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +110,8 @@ class Players:
             try:
                 issuer, subject = self.verifier.verify(bearer)
             except InvalidIdentity as error:
+                if error.code == PROVIDER_UNAVAILABLE:  # no answer about the token: 503
+                    raise IdentityProviderUnavailable(error.detail) from None
                 return Identity(invalid=error.detail)
             player = oidc_player_id(issuer, subject)
             self.store.create(player, {keys.PLAYER_NAME: "Player", keys.PLAYER_CREATED: now(),

@@ -407,41 +407,6 @@ def test_a_player_s_requests_count_under_the_player(redis_url, clean_redis):
         close_app(app)
 
 
-# --- an OpenID Connect verifier, plugged in ------------------------------------------------
-class _Verifier:
-    """Stands in for the OpenID Connect verifier: ``<subject>.<anything>.ok`` is valid."""
-
-    def verify(self, token: str) -> tuple[str, str]:
-        from service.players.accounts import InvalidIdentity
-
-        subject, _, proof = token.rpartition(".")
-        if proof != "ok":
-            raise InvalidIdentity("invalid_signature", "the token's signature is wrong")
-        return "https://issuer.example", subject.split(".")[0]
-
-
-def test_an_openid_connect_identity_is_a_player_made_on_first_use(app, client, redis_db,
-                                                                  monkeypatch):
-    from service.players.accounts import oidc_player_id
-
-    monkeypatch.setattr(app.services.players, "verifier", _Verifier())
-    token = "alice.payload.ok"
-    me = client.get("/v1/players/me", headers=auth(token))
-    assert me.status_code == 200
-    player = me.get_json()
-    assert player["id"] == oidc_player_id("https://issuer.example", "alice")
-    assert player["id"].startswith("oidc-")
-    assert (player["kind"], player["issuer"], player["subject"]) == \
-        ("oidc", "https://issuer.example", "alice")
-    game = new_game(client, token)
-    resign(client, game["id"], token)
-    assert [item["id"] for item in walk(client, token)] == [game["id"]]
-    assert client.get("/v1/players/me", headers=auth(token)).get_json() == player  # the same
-    refused = client.get("/v1/players/me", headers=auth("alice.payload.forged"))
-    assert refused.status_code == 401
-    assert refused.get_json()["code"] == "invalid_token"
-
-
 def test_without_a_verifier_a_jwt_is_just_a_bad_token(client):
     game, game_token, _ = create(client)
     jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"
