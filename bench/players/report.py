@@ -52,8 +52,9 @@ def goals_table(outcome: Outcome, connections: int) -> str:
     if outcome.exports:
         rates = [done.rate for done in outcome.exports]
         worst = max(outcome.exports, key=lambda done: done.growth_mb)
+        spread = f" ({min(rates):,.0f}–{max(rates):,.0f})" if len(rates) > 1 else ""
         lines.append(f"| NDJSON export, games/s (median of {len(rates)}; lowest–highest) | "
-                     f"{statistics.median(rates):,.0f} ({min(rates):,.0f}–{max(rates):,.0f}) "
+                     f"{statistics.median(rates):,.0f}{spread} "
                      f"| ≥ {GOAL_EXPORT_RATE:,.0f} | "
                      f"{_met(statistics.median(rates) >= GOAL_EXPORT_RATE)} |")
         lines.append(f"| NDJSON export, growth of the serving process's RSS (largest of "
