@@ -42,7 +42,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--games", type=int, default=10_000,
                         help="games of the player, made through the API (default 10,000)")
     parser.add_argument("--resigned", type=float, default=0.25,
-                        help="share of the games resigned through the API (default 0.25)")
+                        help="share of the games resigned through the API: one in every "
+                             "round(1 / SHARE) (default 0.25, one in 4)")
     parser.add_argument("--duration", type=int, default=12,
                         help="seconds of measurement per endpoint, over all rounds "
                              "(default 12)")
