@@ -64,9 +64,9 @@ def my_games():
     if accepted and accepted.best_match([JSON, NDJSON]) == NDJSON:
         lines = players().every(player, variant=query["variant"], status=query["status"])
         return Response(lines, 200, mimetype=NDJSON)
-    return json_response(players().page(player, variant=query["variant"],
-                                         status=query["status"], limit=query["limit"],
-                                         cursor=cursor))
+    return Response(players().page(player, variant=query["variant"],
+                                   status=query["status"], limit=query["limit"],
+                                   cursor=cursor), 200, mimetype=JSON)
 
 
 @bp.post("/me/games")

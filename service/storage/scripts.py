@@ -237,24 +237,28 @@ GAMES_PAGE = """
 local top = '+inf'
 if ARGV[1] ~= '' then top = '(' .. ARGV[1] end
 local want, budget = tonumber(ARGV[2]), tonumber(ARGV[5])
+-- The summaries are the server's own compact JSON: a filter is a plain substring.
+local variant, status = nil, nil
+if ARGV[3] ~= '' then variant = '"variant":"' .. ARGV[3] .. '"' end
+if ARGV[4] ~= '' then status = '"status":"' .. ARGV[4] .. '"' end
 local found, last = {}, nil
 local seen = 0
 while #found < want and seen < budget do
-  local batch = math.min(budget - seen, 100)
+  local batch = math.min(budget - seen, variant == nil and status == nil and want or 100)
   local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
                          'LIMIT', 0, batch)
   if #ids == 0 then return {'', unpack(found)} end
-  for i = 1, #ids, 2 do
+  local names = {}
+  for i = 1, #ids, 2 do names[#names + 1] = ids[i] end
+  local summaries = redis.call('HMGET', KEYS[2], unpack(names))
+  for i = 1, #names do
     seen = seen + 1
-    last = ids[i + 1]
-    local summary = redis.call('HGET', KEYS[2], ids[i])
-    if summary then
-      local fields = cjson.decode(summary)
-      if (ARGV[3] == '' or fields['variant'] == ARGV[3])
-          and (ARGV[4] == '' or fields['status'] == ARGV[4]) then
-        found[#found + 1] = summary
-        if #found == want then break end
-      end
+    last = ids[2 * i]
+    local summary = summaries[i]
+    if summary and (variant == nil or string.find(summary, variant, 1, true))
+        and (status == nil or string.find(summary, status, 1, true)) then
+      found[#found + 1] = summary
+      if #found == want then break end
     end
   end
   top = '(' .. last
