@@ -76,7 +76,8 @@ def stats_shown(page, variant: str) -> dict:
 
 
 # --- the tests ----------------------------------------------------------------------------
-def test_the_first_game_makes_a_guest_account_and_keeps_its_token(pages, live_server):
+def test_the_first_game_makes_a_guest_account_and_keeps_its_token(pages, live_server,
+                                                                  artifacts):
     base = live_server.url
     page = pages.new()
     page.goto(base + "/")
@@ -85,6 +86,7 @@ def test_the_first_game_makes_a_guest_account_and_keeps_its_token(pages, live_se
     # Before the account is made: its name, a guest's by default, may be changed.
     assert page.is_visible("#name-field")
     assert re.fullmatch(r"Guest \d{4}", page.input_value("#new-name"))
+    page.screenshot(path=str(artifacts / "players-first-visit.png"))
     game_id = deal(page, base, "clock", name="  Ada  ")
 
     token = stored_token(page)
@@ -114,10 +116,12 @@ def test_the_first_game_makes_a_guest_account_and_keeps_its_token(pages, live_se
     assert "Ada" in page.text_content("#mygames-who")
 
 
-def test_my_games_filter_and_more_and_a_second_device_resumes_a_game(pages, live_server):
+def test_my_games_filter_and_more_and_a_second_device_resumes_a_game(pages, live_server,
+                                                                     artifacts):
     base = live_server.url
     laptop = pages.new()
     first = deal(laptop, base, "four-corners", seed=109)
+    laptop.screenshot(path=str(artifacts / "players-game.png"))
     laptop.click("#deal-btn")  # a move: the game is in play, version 1
     settle(laptop, 1, first)
     token = stored_token(laptop)
@@ -143,6 +147,7 @@ def test_my_games_filter_and_more_and_a_second_device_resumes_a_game(pages, live
     assert laptop.is_hidden("#mygames-more")
     ids = laptop.eval_on_selector_all("#mygames-list li", "ls => ls.map(l => l.dataset.game)")
     assert ids == made[::-1]
+    laptop.screenshot(path=str(artifacts / "players-my-games.png"), full_page=True)
     laptop.select_option("#filter-variant", "four-corners")
     wait_until(laptop, "document.querySelectorAll('#mygames-list li').length === 1")
     assert laptop.get_attribute("#mygames-list li", "data-game") == first
@@ -158,6 +163,7 @@ def test_my_games_filter_and_more_and_a_second_device_resumes_a_game(pages, live
     laptop.click("#account-show")
     assert laptop.get_attribute("#account-token", "type") == "text"
     assert laptop.input_value("#account-token") == token
+    laptop.screenshot(path=str(artifacts / "players-account.png"), full_page=True)
 
     phone = pages.new()
     phone.goto(base + "/#account")
@@ -197,7 +203,7 @@ def test_my_games_filter_and_more_and_a_second_device_resumes_a_game(pages, live
     assert phone.is_hidden("#readonly")
 
 
-def test_the_statistics_show_a_resigned_and_a_won_game(pages, live_server):
+def test_the_statistics_show_a_resigned_and_a_won_game(pages, live_server, artifacts):
     base = live_server.url
     page = pages.new()
     page.goto(base + "/#stats")
@@ -242,6 +248,7 @@ def test_the_statistics_show_a_resigned_and_a_won_game(pages, live_server):
     assert row["fewest_moves"] == str(figures["fewest_moves"]) == str(won["moves_made"])
     assert figures["fastest_win_ms"] is not None
     assert re.fullmatch(r"\d+\.\d s|\d+ min \d+ s|\d+ h \d+ min", row["fastest_win"])
+    page.screenshot(path=str(artifacts / "players-statistics.png"), full_page=True)
     clock = stats_shown(page, "clock")
     assert (clock["played"], clock["win_rate"], clock["fewest_moves"]) == ("0", "\u2013", "\u2013")
     shown = my_games_shown(page)
