@@ -61,7 +61,20 @@ export const paths = {
   hint: (id) => `/v1/games/${enc(id)}/hint`,
   autoplay: (id) => `/v1/games/${enc(id)}/autoplay`,
   analysis: (id) => `/v1/games/${enc(id)}/analysis`,
+  players: () => "/v1/players",
+  me: () => "/v1/players/me",
+  myGames: (query) => `/v1/players/me/games?${query}`,
+  myStats: () => "/v1/players/me/stats",
 };
+
+// The query of a page of "My games": limit, then the filters and the cursor when given.
+export function myGamesQuery({ limit = 20, variant, status, cursor } = {}) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (variant) query.set("variant", variant);
+  if (status) query.set("status", status);
+  if (cursor) query.set("cursor", cursor);
+  return query.toString();
+}
 
 // One HTTP exchange. Resolves {status, data, etag, retryAfter}; rejects with ApiError (an answer
 // that is not 2xx/304) or NetworkError (no answer at all).
@@ -160,14 +173,15 @@ export class Api {
     return this.get(paths.variants());
   }
 
-  createGame({ variant, seed, undo, winnable }) {
+  // The player token, when given, makes the game the player's (listed in "My games").
+  createGame({ variant, seed, undo, winnable, playerToken }) {
     // The seed is sent as written (up to 2**64-1 does not fit a JS number).
     let raw = `{"variant":${JSON.stringify(variant)}`;
     if (seed !== null && seed !== undefined && seed !== "") raw += `,"seed":${seed}`;
     if (winnable) raw += `,"winnable":true`;
     if (undo) raw += `,"undo":${JSON.stringify(undo)}`;
     raw += "}";
-    return this.write("POST", paths.games(), { rawBody: raw });
+    return this.write("POST", paths.games(), { rawBody: raw, token: playerToken || undefined });
   }
 
   game(id, ifNoneMatch) {
@@ -206,6 +220,25 @@ export class Api {
 
   remove(id, token) {
     return this.write("DELETE", paths.game(id), { token });
+  }
+
+  // --- the player's account: its token is sent only as a bearer token, never in a URL ---
+  createPlayer(name) {
+    return this.write("POST", paths.players(), { body: { name } });
+  }
+
+  me(playerToken) {
+    return this.get(paths.me(), { token: playerToken });
+  }
+
+  // A page of the player's games, newest first: {games, next_cursor}.
+  myGames(playerToken, { limit, variant, status, cursor } = {}) {
+    return this.get(paths.myGames(myGamesQuery({ limit, variant, status, cursor })),
+      { token: playerToken });
+  }
+
+  myStats(playerToken) {
+    return this.get(paths.myStats(), { token: playerToken });
   }
 
   eventsSince(id, after) {

@@ -54,6 +54,18 @@ const saved = {
     saved.remove(`patience.token.${id}`);
     saved.set("patience.games", JSON.stringify(saved.recent().filter((g) => g.id !== id)));
   },
+  // The player's account: its token is a secret, kept here and sent only as a bearer
+  // token (never in a URL, never logged); its name only to show it.
+  playerToken: () => saved.get("patience.player.token"),
+  playerName: () => saved.get("patience.player.name"),
+  keepPlayer(token, name) {
+    saved.set("patience.player.token", token);
+    saved.set("patience.player.name", name || "");
+  },
+  forgetPlayer() {
+    saved.remove("patience.player.token");
+    saved.remove("patience.player.name");
+  },
 };
 
 // --- state -----------------------------------------------------------------------------
@@ -80,6 +92,13 @@ const S = {
   analysis: null,
   // The replay of the winning line: {gameId, line, index, states, events, busy, id, token}.
   replay: null,
+  // Games known to be the player's (listed in "My games" or dealt here): the player token
+  // plays them on a device that does not hold their own token.
+  mine: new Set(),
+  // The account being made (one at a time), and "My games" as listed: {games, cursor}.
+  making: null,
+  list: null,
+  listSeq: 0,
 };
 
 const api = new Api({
@@ -167,9 +186,24 @@ function gameIdFromHash() {
   return id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : null;
 }
 
+const VIEWS = ["lobby", "game", "mygames", "stats", "account"];
+
+function showSection(name) {
+  for (const view of VIEWS) $(view).hidden = view !== name;
+  const current = { mygames: "nav-games", stats: "nav-stats", account: "nav-account" }[name];
+  for (const id of ["nav-games", "nav-stats", "nav-account"]) {
+    if (id === current) $(id).setAttribute("aria-current", "page");
+    else $(id).removeAttribute("aria-current");
+  }
+}
+
 function route() {
   const id = gameIdFromHash();
+  const hash = window.location.hash.replace(/^#/, "");
   if (id) openGame(id);
+  else if (hash === "games") showMyGames();
+  else if (hash === "stats") showStats();
+  else if (hash === "account") showAccount();
   else showLobby();
 }
 
@@ -235,9 +269,10 @@ function showLobby(errorText) {
   S.analysis = null;
   S.seq += 1;
   document.title = "Patience";
-  $("game").hidden = true;
-  $("lobby").hidden = false;
+  showSection("lobby");
   $("new-game-top").hidden = true;
+  $("name-field").hidden = Boolean(saved.playerToken());
+  if (!$("new-name").value) $("new-name").value = guestName();
   setConn("", "");
   const err = $("lobby-error");
   err.textContent = errorText || "";
@@ -269,17 +304,26 @@ async function startGame(event) {
   const button = $("start");
   button.disabled = true;
   try {
+    const playerToken = await ensurePlayer($("new-name").value);
     const { data } = await api.createGame({
       variant: variant.id,
       seed: seedText ? BigInt(seedText).toString() : null,
       undo: $("undo").value,
       winnable,
+      playerToken,
     });
     saved.remember(data.game, data.player_token);
+    S.mine.add(data.game.id);
     S.preloaded = data.game;
     window.location.hash = `game=${data.game.id}`;
   } catch (error) {
-    err.textContent = error instanceof ApiError ? error.detail : "The server cannot be reached: try again in a moment.";
+    if (refused(error)) {
+      // The account's token was revoked or the account erased: the next game makes another.
+      err.textContent = "This device's account is no longer valid on this server: deal again to play as a new guest.";
+      $("name-field").hidden = false;
+    } else {
+      err.textContent = error instanceof ApiError ? error.detail : "The server cannot be reached: try again in a moment.";
+    }
     err.hidden = false;
   } finally {
     button.disabled = false;
@@ -298,10 +342,10 @@ async function openGame(id) {
   const seq = (S.seq += 1);
   Object.assign(S, {
     game: null, variant: null, moves: [], movesVersion: null, selected: null, hint: null,
-    busy: false, token: saved.token(id), analysis: null,
+    busy: false, token: saved.token(id) || (S.mine.has(id) ? saved.playerToken() : null),
+    analysis: null,
   });
-  $("lobby").hidden = true;
-  $("game").hidden = false;
+  showSection("game");
   $("new-game-top").hidden = false;
   say("");
   $("banner").hidden = true;
@@ -330,6 +374,7 @@ async function openGame(id) {
   S.game = game;
   document.title = `${S.variant.name} \u2013 Patience`;
   renderGame();
+  if (!S.token) checkMine(seq, game);
   await loadMoves(seq);
   if (seq !== S.seq) return;
   follow(seq);
@@ -971,6 +1016,376 @@ function closeReplay({ redraw = true } = {}) {
   if (redraw) renderGame();
 }
 
+// --- the player's account -------------------------------------------------------------------
+function guestName() {
+  const bytes = new Uint16Array(1);
+  crypto.getRandomValues(bytes);
+  return `Guest ${String(1000 + (bytes[0] % 9000))}`;
+}
+
+function cleanName(text) {
+  const name = String(text || "").trim();
+  return name || guestName();
+}
+
+function showPlayer() {
+  const name = saved.playerToken() ? saved.playerName() : "";
+  $("player-name").textContent = name ? `: ${name}` : "";
+  $("nav-account").title = name ? `Your account (${name})` : "Your account";
+}
+
+// The player's token, the account made first if this device has none (once, even when
+// asked twice at the same time).
+async function ensurePlayer(name) {
+  const token = saved.playerToken();
+  if (token) return token;
+  if (!S.making) {
+    S.making = (async () => {
+      try {
+        const { data } = await api.createPlayer(cleanName(name));
+        saved.keepPlayer(data.player_token, data.player.name);
+        showPlayer();
+        return data.player_token;
+      } finally {
+        S.making = null;
+      }
+    })();
+  }
+  return S.making;
+}
+
+// An account whose token the server refuses (revoked, or the account erased) is
+// forgotten here: the next game makes a new one.
+function refused(error) {
+  if (error instanceof ApiError && error.status === 401) {
+    saved.forgetPlayer();
+    showPlayer();
+    return true;
+  }
+  return false;
+}
+
+async function checkAccount() {
+  const token = saved.playerToken();
+  if (!token) return;
+  try {
+    const { data } = await api.me(token);
+    if (saved.playerToken() !== token) return;
+    saved.keepPlayer(token, data.name);
+    showPlayer();
+  } catch (error) {
+    if (saved.playerToken() === token) refused(error);
+  }
+}
+
+// A game opened without its own token (a link, another device): the player's if it is in
+// their list (a few pages of that variant are looked at).
+async function checkMine(seq, game) {
+  const token = saved.playerToken();
+  if (!token) return;
+  let cursor = null;
+  try {
+    for (let page = 0; page < 3; page += 1) {
+      const { data } = await api.myGames(token, { limit: 100, variant: game.variant, cursor });
+      if (seq !== S.seq) return;
+      for (const g of data.games) S.mine.add(g.id);
+      if (S.mine.has(game.id) || !data.next_cursor) break;
+      cursor = data.next_cursor;
+    }
+  } catch {
+    return;
+  }
+  if (seq !== S.seq || !S.game || S.game.id !== game.id || !S.mine.has(game.id)) return;
+  S.token = token;
+  renderGame();
+}
+
+function leaveGame() {
+  stopFollowing();
+  closeReplay({ redraw: false });
+  S.game = null;
+  S.analysis = null;
+  S.seq += 1;
+  setConn("", "");
+  $("new-game-top").hidden = false;
+}
+
+function noAccountText(what) {
+  return `This device has no account yet: it is made when you deal your first game. ${what}`;
+}
+
+// --- My games ---------------------------------------------------------------------------------
+const STATUS_LABELS = { playing: "In play", won: "Won", lost: "Lost", resigned: "Resigned" };
+
+function variantName(id) {
+  const variant = S.byId.get(id);
+  return variant ? variant.name : id;
+}
+
+function fillVariantFilter() {
+  const select = $("filter-variant");
+  if (select.options.length > 1) return;
+  for (const variant of S.variants) {
+    const option = document.createElement("option");
+    option.value = variant.id;
+    option.textContent = variant.name;
+    select.append(option);
+  }
+}
+
+function showMyGames() {
+  leaveGame();
+  document.title = "My games \u2013 Patience";
+  showSection("mygames");
+  fillVariantFilter();
+  loadMyGames(false);
+}
+
+async function loadMyGames(more) {
+  const token = saved.playerToken();
+  const seq = (S.listSeq += 1);
+  const list = $("mygames-list");
+  $("mygames-error").hidden = true;
+  $("mygames-who").textContent = token ? `Playing as ${saved.playerName()}.` : "";
+  if (!token) {
+    list.replaceChildren();
+    $("mygames-more").hidden = true;
+    $("mygames-empty").textContent = noAccountText("Your games are listed here, on every device you use.");
+    $("mygames-empty").hidden = false;
+    return;
+  }
+  if (!more) {
+    S.list = { games: [], cursor: null };
+    list.replaceChildren();
+    list.dataset.loaded = "0";
+  }
+  $("mygames-more").disabled = true;
+  try {
+    const { data } = await api.myGames(token, {
+      limit: 20,
+      variant: $("filter-variant").value,
+      status: $("filter-status").value,
+      cursor: more ? S.list.cursor : null,
+    });
+    if (seq !== S.listSeq) return;
+    for (const game of data.games) {
+      S.mine.add(game.id);
+      S.list.games.push(game);
+      list.append(myGameItem(game));
+    }
+    S.list.cursor = data.next_cursor;
+    $("mygames-more").hidden = !data.next_cursor;
+    const filtered = $("filter-variant").value || $("filter-status").value;
+    $("mygames-empty").textContent = filtered ? "No game of yours matches." : "You have no game yet: deal one!";
+    $("mygames-empty").hidden = S.list.games.length > 0 || Boolean(data.next_cursor);
+    list.dataset.loaded = "1";
+  } catch (error) {
+    if (seq !== S.listSeq) return;
+    if (refused(error)) {
+      loadMyGames(false);
+      return;
+    }
+    $("mygames-error").textContent = `Your games could not be read: ${error.message}`;
+    $("mygames-error").hidden = false;
+  } finally {
+    $("mygames-more").disabled = false;
+  }
+}
+
+function myGameItem(game) {
+  const item = document.createElement("li");
+  item.className = `mygame ${game.status}`;
+  item.dataset.game = game.id;
+  item.dataset.status = game.status;
+  const link = document.createElement("a");
+  link.href = `#game=${game.id}`;
+  link.className = "mygame-link";
+  const name = document.createElement("strong");
+  name.textContent = variantName(game.variant);
+  const status = document.createElement("span");
+  status.className = "mygame-status";
+  status.textContent = STATUS_LABELS[game.status] || game.status;
+  const detail = document.createElement("span");
+  detail.className = "mygame-detail";
+  // A summary's figures are those of its last listed event: its moves once it ended.
+  const dealt = game.created ? `dealt ${new Date(game.created).toLocaleString()}` : "";
+  detail.textContent = game.ended
+    ? `${plural(game.moves || 0, "move")}, ended ${new Date(game.ended).toLocaleString()}` : dealt;
+  const action = document.createElement("span");
+  action.className = "mygame-action";
+  action.textContent = game.status === "playing" ? "Resume" : "Open";
+  link.append(name, status, detail, action);
+  item.append(link);
+  return item;
+}
+
+// --- Statistics -------------------------------------------------------------------------------
+function duration(ms) {
+  if (ms === null || ms === undefined) return "\u2013";
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)} s`;
+  const minutes = Math.floor(seconds / 60);
+  const rest = Math.round(seconds - minutes * 60);
+  return minutes < 60 ? `${minutes} min ${rest} s` : `${Math.floor(minutes / 60)} h ${minutes % 60} min`;
+}
+
+function showStats() {
+  leaveGame();
+  document.title = "Statistics \u2013 Patience";
+  showSection("stats");
+  loadStats();
+}
+
+async function loadStats() {
+  const token = saved.playerToken();
+  const seq = (S.listSeq += 1);
+  $("stats-error").hidden = true;
+  $("stats-who").textContent = token ? `Playing as ${saved.playerName()}.` : "";
+  $("stats-table").hidden = !token;
+  $("stats-empty").hidden = Boolean(token);
+  if (!token) {
+    $("stats-empty").textContent = noAccountText("Your results are counted here, game by game.");
+    return;
+  }
+  try {
+    const { data } = await api.myStats(token);
+    if (seq !== S.listSeq) return;
+    const body = $("stats-body");
+    body.replaceChildren();
+    for (const row of data.variants) body.append(statsRow(row));
+    body.dataset.loaded = "1";
+  } catch (error) {
+    if (seq !== S.listSeq) return;
+    if (refused(error)) {
+      loadStats();
+      return;
+    }
+    $("stats-error").textContent = `Your statistics could not be read: ${error.message}`;
+    $("stats-error").hidden = false;
+  }
+}
+
+function statsRow(row) {
+  const tr = document.createElement("tr");
+  tr.dataset.variant = row.variant;
+  const none = "\u2013";
+  const cells = {
+    variant: variantName(row.variant),
+    played: row.played,
+    won: row.won,
+    lost: row.lost,
+    resigned: row.resigned,
+    in_play: row.in_play,
+    win_rate: row.win_rate === null || row.win_rate === undefined ? none : `${Math.round(row.win_rate * 100)}%`,
+    current_streak: row.current_streak,
+    longest_streak: row.longest_streak,
+    fewest_moves: row.fewest_moves ?? none,
+    fastest_win: duration(row.fastest_win_ms),
+  };
+  for (const [key, value] of Object.entries(cells)) {
+    const cell = document.createElement(key === "variant" ? "th" : "td");
+    if (key === "variant") cell.scope = "row";
+    cell.dataset.stat = key;
+    cell.textContent = String(value);
+    tr.append(cell);
+  }
+  return tr;
+}
+
+// --- the account view: take it to another device ------------------------------------------
+function showAccount() {
+  leaveGame();
+  document.title = "Your account \u2013 Patience";
+  showSection("account");
+  renderAccount();
+}
+
+function renderAccount() {
+  const token = saved.playerToken();
+  $("account-who").textContent = token ? `Playing as ${saved.playerName()}.` : "";
+  $("account-create").hidden = Boolean(token);
+  if (!token && !$("account-name").value) $("account-name").value = $("new-name").value || guestName();
+  $("account-share").hidden = !token;
+  $("account-token").value = token || "";
+  $("account-token").type = "password";
+  $("account-show").textContent = "Show";
+  $("account-take-note").textContent = token
+    ? " (keep this device's key first if you want to come back to it: it is replaced)" : "";
+  $("account-paste").value = "";
+  $("account-error").hidden = true;
+}
+
+async function createAccount(event) {
+  event.preventDefault();
+  $("account-create-btn").disabled = true;
+  try {
+    await ensurePlayer($("account-name").value);
+    renderAccount();
+  } catch (error) {
+    $("account-error").textContent = `The account could not be made: ${error.message}`;
+    $("account-error").hidden = false;
+  } finally {
+    $("account-create-btn").disabled = false;
+  }
+}
+
+async function takeAccount(event) {
+  event.preventDefault();
+  const token = $("account-paste").value.trim();
+  const err = $("account-error");
+  err.hidden = true;
+  if (!/^[A-Za-z0-9._~+/=-]{10,4096}$/.test(token)) {
+    err.textContent = "That is not an account key: copy the whole key shown on your other device.";
+    err.hidden = false;
+    return;
+  }
+  $("account-use").disabled = true;
+  try {
+    const { data } = await api.me(token);
+    saved.keepPlayer(token, data.name);
+    S.mine.clear();
+    showPlayer();
+    window.location.hash = "games";
+  } catch (error) {
+    err.textContent = error instanceof ApiError && error.status === 401
+      ? "The server does not know that key (it may have been replaced or revoked)."
+      : `The key could not be checked: ${error.message}`;
+    err.hidden = false;
+  } finally {
+    $("account-use").disabled = false;
+  }
+}
+
+function wireAccount() {
+  $("filter-variant").addEventListener("change", () => loadMyGames(false));
+  $("filter-status").addEventListener("change", () => loadMyGames(false));
+  $("mygames-filters").addEventListener("submit", (e) => e.preventDefault());
+  $("mygames-more").addEventListener("click", () => loadMyGames(true));
+  $("account-create").addEventListener("submit", createAccount);
+  $("account-take").addEventListener("submit", takeAccount);
+  $("account-show").addEventListener("click", () => {
+    const input = $("account-token");
+    const shown = input.type === "text";
+    input.type = shown ? "password" : "text";
+    $("account-show").textContent = shown ? "Show" : "Hide";
+  });
+  $("account-copy").addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText($("account-token").value);
+      $("account-copy").textContent = "Copied";
+    } catch {
+      $("account-token").type = "text";
+      $("account-token").select();
+      $("account-copy").textContent = "Press Ctrl+C";
+    }
+    setTimeout(() => { $("account-copy").textContent = "Copy"; }, 1500);
+  });
+  // Another tab of this device took or made an account.
+  window.addEventListener("storage", (event) => {
+    if (event.key && event.key.startsWith("patience.player.")) showPlayer();
+  });
+}
+
 // --- start ---------------------------------------------------------------------------------
 function wire() {
   table = new TableView($("table"), {
@@ -1032,6 +1447,7 @@ function wire() {
     if (event.key === "Escape") cancel();
   });
   window.addEventListener("hashchange", route);
+  wireAccount();
 }
 
 async function boot() {
@@ -1047,6 +1463,8 @@ async function boot() {
   }
   $("boot").hidden = true;
   buildLobby();
+  showPlayer();
+  checkAccount();
   route();
 }
 

@@ -6,7 +6,8 @@ Playwright's own browser downloads are never used (no ``playwright install``): t
 drive ``/usr/bin/chromium`` (``CHROMIUM`` overrides the path).  Without it, or without
 the ``playwright`` package, every browser test is SKIPPED with a loud reason, never
 passed.  Each page records every request it makes; a test fails if one of them is not
-a path of the public contract (openapi.yaml), ``/healthz``, ``/`` or ``/web/...``.
+a path of the public contract (openapi.yaml), ``/healthz``, ``/`` or ``/web/...``, or if a
+player token (``pl_...``) shows in one.
 """
 
 from __future__ import annotations
@@ -36,10 +37,17 @@ GAME = r"/v1/games/[A-Za-z0-9_-]+"
 ALLOWED_PATHS = [re.compile(f"^{pattern}$") for pattern in (
     r"/", r"/web/[A-Za-z0-9_-][A-Za-z0-9._-]*", r"/healthz", r"/v1/variants",
     r"/v1/games", GAME, GAME + r"/(moves|undo|history|hint|autoplay|events|analysis)", r"/v1/stats",
-    r"/v1/openapi\.yaml",
+    r"/v1/openapi\.yaml", r"/v1/players", r"/v1/players/me", r"/v1/players/me/(games|stats)",
 )]
-#: Query strings: only the events feed takes one (?after=<version>).
-ALLOWED_QUERY = {GAME + "/events": re.compile(r"^after=\d+$")}
+#: Query strings: the events feed (?after=<version>) and a page of the player's games.
+ALLOWED_QUERY = {
+    GAME + "/events": re.compile(r"^after=\d+$"),
+    "/v1/players/me/games": re.compile(
+        r"^limit=\d+(&variant=[a-z-]+)?(&status=[a-z]+)?(&cursor=\d+)?$"),
+}
+
+#: A player token (docs/players.md): it must never show in a URL.
+PLAYER_TOKEN = re.compile(r"pl_[a-z2-7]{26}_")
 
 SKIP_REASON: list[str] = []
 
@@ -144,6 +152,9 @@ class Pages:
         for url in self.requests:
             parts = urlsplit(url)
             if (parts.scheme, parts.netloc) != (base.scheme, base.netloc):
+                bad.append(url)
+                continue
+            if PLAYER_TOKEN.search(url):  # a player token is a secret: never in a URL
                 bad.append(url)
                 continue
             if not any(p.match(parts.path) for p in ALLOWED_PATHS):

@@ -8,7 +8,9 @@ to its end against a real gunicorn, through the generated functions only: it fol
 the server's hints (or deals, draws, refills when the hint says so), sends each card
 move with its ``card``, reads each answer's ``ETag`` and sends it back as ``If-Match``,
 lets autoplay play now and then, and meets a refused move, a wrong ``card``, a stale
-``If-Match`` and a ``304`` as typed answers.
+``If-Match`` and a ``304`` as typed answers.  A player, too, through the generated
+functions only: the account made, games created with the player token, the list of the
+player's games (filters, pages by cursor) and the statistics read.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class _Api:
         "list_variants": "variants", "create_game": "games", "get_game": "games",
         "delete_game": "games", "play_move": "play", "get_history": "play",
         "get_hint": "help_", "autoplay": "help_",
+        "create_player": "players", "get_player": "players", "list_player_games": "players",
+        "get_player_stats": "players",
     }
 
     def __init__(self, package):
@@ -183,3 +187,75 @@ def _play_to_the_end(client, anyone, player, variant, created) -> bool:
     gone = client.get_game.sync_detailed(game.id, client=anyone)
     assert (gone.status_code, gone.parsed.code) == (404, m.ProblemCode.GAME_NOT_FOUND)
     return checked_card
+
+
+@pytest.mark.timeout(120)
+def test_a_generated_client_keeps_a_players_games_and_statistics(client_package, api):
+    client = _Api(client_package)
+    m = client.m
+    with client_package.Client(base_url=api.base, raise_on_unexpected_status=True) as anyone:
+        made = client.create_player.sync_detailed(client=anyone, body=m.NewPlayer(name=" Ada "))
+        assert made.status_code == 201
+        assert isinstance(made.parsed, m.PlayerCreated)
+        assert made.parsed.player.name == "Ada"
+        assert made.parsed.player.kind == m.PlayerKind.ISSUED
+        assert made.headers["Location"] == "/v1/players/me"
+        token = made.parsed.player_token
+        assert token.startswith(f"pl_{made.parsed.player.id}_")
+    forged = "pl_" + "a" * 26 + "_" + "b" * 43
+    with client_package.AuthenticatedClient(base_url=api.base, token=forged) as stranger:
+        refused = client.get_player.sync_detailed(client=stranger)
+        assert (refused.status_code, refused.parsed.code) == (401, m.ProblemCode.INVALID_TOKEN)
+
+    with client_package.AuthenticatedClient(base_url=api.base, token=token,
+                                            raise_on_unexpected_status=True) as player:
+        me = client.get_player.sync_detailed(client=player)
+        assert (me.status_code, me.parsed.id, me.parsed.name) == (200, made.parsed.player.id, "Ada")
+        # Games created with the player token are the player's: two Clocks, a Four Corners.
+        created = []
+        for variant, seed in (("clock", 7), ("four-corners", 109), ("clock", 8)):
+            answer = client.create_game.sync_detailed(
+                client=player, body=m.CreateGame(variant=m.VariantId(variant), seed=seed),
+                idempotency_key=f"player-{variant}-{seed}")
+            assert answer.status_code == 201
+            created.append(answer.parsed)
+        # The player resigns the Four Corners with the player token.
+        corners = created[1].game
+        resigned = client.play_move.sync_detailed(
+            corners.id, client=player, body=m.ResignMove(type_="resign"),
+            if_match=f'"{corners.version}"')
+        assert resigned.status_code == 200
+        assert resigned.parsed.game.status == m.GameStatus.RESIGNED
+
+        # My games, newest first, a page at a time.
+        ids = [c.game.id for c in created][::-1]
+        first = client.list_player_games.sync_detailed(client=player, limit=2)
+        assert first.status_code == 200
+        assert isinstance(first.parsed, m.PlayerGames)
+        assert [g.id for g in first.parsed.games] == ids[:2]
+        assert isinstance(first.parsed.next_cursor, str)
+        rest = client.list_player_games.sync_detailed(client=player, limit=2,
+                                                      cursor=first.parsed.next_cursor)
+        assert [g.id for g in rest.parsed.games] == ids[2:]
+        assert rest.parsed.next_cursor is None
+        summary = first.parsed.games[1]
+        assert isinstance(summary, m.GameSummary)
+        assert (summary.id, summary.variant, summary.status) == (
+            corners.id, m.VariantId.FOUR_CORNERS, m.GameStatus.RESIGNED)
+        assert summary.ended is not None
+        clocks = client.list_player_games.sync_detailed(
+            client=player, variant=m.VariantId.CLOCK, status=m.GameStatus.PLAYING)
+        assert [g.id for g in clocks.parsed.games] == [ids[0], ids[2]]
+        assert all(g.ended is None for g in clocks.parsed.games)
+
+        # The statistics, per variant in the order of the variants.
+        stats = client.get_player_stats.sync_detailed(client=player)
+        assert stats.status_code == 200
+        assert isinstance(stats.parsed, m.PlayerStats)
+        rows = {row.variant.value: row for row in stats.parsed.variants}
+        assert list(rows) == ["clock", "salic-law", "four-corners"]
+        four = rows["four-corners"]
+        assert (four.played, four.won, four.lost, four.resigned, four.in_play) == (1, 0, 0, 1, 0)
+        assert (four.win_rate, four.current_streak, four.fewest_moves) == (0.0, 0, None)
+        clock = rows["clock"]
+        assert (clock.played, clock.in_play, clock.win_rate) == (0, 2, None)
