@@ -1464,7 +1464,10 @@ async function boot() {
   $("boot").hidden = true;
   buildLobby();
   showPlayer();
-  checkAccount();
+  // A first visit makes this device's guest player (its token kept in the browser); a
+  // later one checks the account it keeps.
+  if (saved.playerToken()) checkAccount();
+  else ensurePlayer(guestName()).then(() => { $("name-field").hidden = true; }).catch(() => {});
   route();
 }
 
