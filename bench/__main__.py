@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "winnable": "bench.winnable",
     "cluster": "bench.cluster",
     "idle": "bench.idle",
+    "limiter": "bench.limiter",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"
