@@ -8,12 +8,15 @@ of :mod:`bench.walks`) on each service in turn, the two services in alternating 
 with wrk (:mod:`bench.http.wrk`); the CPU time of gunicorn's processes and of Redis is
 read from ``/proc`` before and after each run.  It prints, per endpoint, the CPU per
 request off and on (the median of the rounds), what the limiter adds, and that as a
-share of a move's CPU with the limiter off (docs/performance.md: at most 0.15).  It
-writes nothing: a run worth keeping goes into bench/RESULTS.md by hand."""
+share of a move's CPU with the limiter off (docs/performance.md: at most 0.15).  With
+``--control``, a third service with the limiter off is loaded like the others: what the
+limiter seems to add to it is the noise of the method on that machine.  It writes
+nothing: a run worth keeping goes into bench/RESULTS.md by hand."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shlex
 import statistics
@@ -59,6 +62,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="games each connection plays in turn (default 4)")
     parser.add_argument("--persistence", choices=("always", "off"), default="off",
                         help="Redis persistence (default off: the fsync wait hides no CPU)")
+    parser.add_argument("--control", action="store_true",
+                        help="a third service, the limiter off too, loaded in each round "
+                             "like the others: what it 'adds' is the noise of the method")
     args = parser.parse_args(argv)
     args.threads = min(args.connections, os.cpu_count() or 1)
     if min(args.rounds, args.duration, args.connections, args.games_per_connection) < 1 \
@@ -102,13 +108,16 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         bench = Bench(wrk, args.threads, args.connections, args.duration, args.warmup, work,
                       rounds=args.rounds)
-        with Service(work, args.persistence, name="off") as off, \
-                Service(work, args.persistence, name="on", rate_limit=True) as on:
-            print(f"gunicorn: {describe_workers(off.settings)}", flush=True)
-            loaded = {"off": _Loaded(off, walks, args.threads, work / "games-off"),
-                      "on": _Loaded(on, walks, args.threads, work / "games-on")}
+        with contextlib.ExitStack() as stack:
+            names = ("off", "on", "control") if args.control else ("off", "on")
+            loaded = {}
+            for name in names:
+                service = stack.enter_context(Service(work, args.persistence, name=name,
+                                                      rate_limit=name == "on"))
+                loaded[name] = _Loaded(service, walks, args.threads, work / f"games-{name}")
+            print(f"gunicorn: {describe_workers(service.settings)}", flush=True)
             for number in range(1, args.rounds + 1):
-                order = ("off", "on") if number % 2 else ("on", "off")
+                order = names if number % 2 else names[::-1]
                 for limiter in order:
                     target = loaded[limiter]
                     for key, label in ENDPOINTS:
@@ -137,11 +146,15 @@ def report(cpu: dict[tuple[str, str], list[float]], args, command: str) -> str:
              "| endpoint | limiter off | limiter on | the limiter adds | over a move's CPU "
              f"(target ≤ {TARGET_SHARE_OF_MOVE:.2f}) |",
              "|---|---|---|---|---|"]
+    versus = [("on", "")] + ([("control", " (control: the limiter off)")]
+                             if args.control else [])
     for key, label in ENDPOINTS:
-        off, on = statistics.median(cpu["off", key]), statistics.median(cpu["on", key])
-        # The rounds' own differences (each round measures both), their median.
-        added = statistics.median(b - a for a, b in zip(cpu["off", key], cpu["on", key],
-                                                        strict=True))
-        lines.append(f"| {label} | {off:,.0f} µs | {on:,.0f} µs | {added:,.0f} µs | "
-                     f"{added / move:.2f} |")
+        off = statistics.median(cpu["off", key])
+        for other, note in versus:
+            on = statistics.median(cpu[other, key])
+            # The rounds' own differences (each round measures both), their median.
+            added = statistics.median(b - a for a, b in zip(cpu["off", key], cpu[other, key],
+                                                            strict=True))
+            lines.append(f"| {label}{note} | {off:,.0f} µs | {on:,.0f} µs | {added:,.0f} µs | "
+                         f"{added / move:.2f} |")
     return "\n".join(lines)
