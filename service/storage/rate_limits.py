@@ -63,7 +63,7 @@ RETRY_SECONDS = 1.0
 #: Seconds by which a reply's window must end later than the one known to be a new one.
 _NEW_COUNTER = 0.05
 
-#: Windows kept in a process before the ended ones are dropped.
+#: Windows kept in a process before the ended ones are first dropped.
 _SWEEP_SIZE = 4096
 
 
@@ -108,6 +108,7 @@ class RateCounters:
         self._windows: dict[str, _Window] = {}
         self._lock = threading.Lock()
         self._down_until = 0.0
+        self._sweep_at = _SWEEP_SIZE
         self._local: dict[str, tuple[int, float]] = {}  # without Redis: count, end
 
     def hit(self, client: str) -> Verdict | None:
@@ -133,7 +134,7 @@ class RateCounters:
         with self._lock:
             window = self._windows.get(key)
             if window is None or now >= window.end:
-                if len(self._windows) >= _SWEEP_SIZE:
+                if len(self._windows) >= self._sweep_at:
                     self._sweep(now)
                 window = self._windows[key] = _Window(now + item.get_expiry())
             elif (window.known >= amount and self._sync_hits > 1
@@ -189,7 +190,9 @@ class RateCounters:
         return count + amount, int((end - now) * 1000)
 
     def _sweep(self, now: float) -> None:
+        """Drop the windows that ended; the next sweep once twice as many are kept."""
         for key in [key for key, window in self._windows.items() if window.end <= now]:
             del self._windows[key]
         for key in [key for key, (_count, end) in self._local.items() if end <= now]:
             del self._local[key]
+        self._sweep_at = max(_SWEEP_SIZE, 2 * len(self._windows))

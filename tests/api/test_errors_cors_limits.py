@@ -6,6 +6,7 @@ import time
 import pytest
 
 from devtools.redis_server import free_port
+from service.storage import rate_limits
 from service.storage.rate_limits import SHARE, RateCounters
 from tests.api.support import auth, create, make_app, snapshot, stored, stored_history
 
@@ -298,6 +299,16 @@ def test_the_counters_fail_open_and_come_back(redis_server, redis_url, clean_red
     assert counters.hit("c").allowed  # the count survived in Redis (1, now 2)
     assert not counters.hit("c").allowed
     assert RateCounters("3 per minute", None).hit("c").remaining == 2  # memory://
+
+
+def test_the_counters_forget_the_windows_that_ended(monkeypatch):
+    monkeypatch.setattr(rate_limits, "_SWEEP_SIZE", 8)
+    counters = RateCounters("5 per second", None)
+    for i in range(8):
+        assert counters.hit(f"10.0.0.{i}").remaining == 4
+    time.sleep(1.05)
+    assert counters.hit("10.0.1.1").remaining == 4
+    assert len(counters._windows) == 1  # the eight ended windows went
 
 
 def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(redis_url, redis_db):
