@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
           f"computing {count} walks of {length} legal moves ...", flush=True)
     walks = long_walks(list(VARIANTS), count, length)
     cpu: dict[tuple[str, str], list[float]] = {}
+    failed = []
     with tempfile.TemporaryDirectory(prefix="bench-limiter-") as tmp:
         work = Path(tmp)
         bench = Bench(wrk, args.threads, args.connections, args.duration, args.warmup, work,
@@ -130,9 +131,13 @@ def main(argv: list[str] | None = None) -> int:
                         print(f" {run.rps:,.0f} requests/s, {used:,.0f} µs CPU a request"
                               f"{', ' + run.detail if run.detail else ''}", flush=True)
                         cpu.setdefault((limiter, key), []).append(used)
+                        if run.errors or run.detail:
+                            failed.append(f"limiter {limiter}, {label}: {run.detail}")
     print()
     print(report(cpu, args, command))
-    return 0
+    for failure in failed:  # an answer not as expected: the figures are not the limiter's
+        print(f"bench limiter: {failure}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def report(cpu: dict[tuple[str, str], list[float]], args, command: str) -> str:
