@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "cluster": "bench.cluster",
     "idle": "bench.idle",
     "players": "bench.players",
+    "limiter": "bench.limiter",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

@@ -9,8 +9,7 @@ import time
 from flask import Flask, request
 from flask.sessions import SessionInterface
 from flask_cors import CORS
-from flask_limiter import Limiter
-from werkzeug.exceptions import RequestTimeout
+from werkzeug.exceptions import RequestTimeout, TooManyRequests
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from service import api
@@ -22,8 +21,8 @@ from service.api.web import bp as web_bp
 from service.config import read_config
 from service.observability import telemetry
 from service.services import Services, build_services
-from service.storage.backend import client_options
-from service.storage.rate_limits import storage_uri
+from service.storage.backend import client_options, open_backend
+from service.storage.rate_limits import RateCounters
 
 CORS_ALLOW_HEADERS = ["Authorization", "Content-Type", "If-Match", "If-None-Match",
                       "Idempotency-Key", "X-Request-ID", "Last-Event-ID"]
@@ -215,27 +214,70 @@ def rate_limit_key() -> str:
 
 
 def _init_limiter(app: Flask, services: Services) -> None:
-    """Per-client limits counted in Redis, so all processes and replicas share them.
+    """Per-client limits (``RATELIMIT_APPLICATION``: one budget per client for every
+    route but the probes), counted in each process and reconciled with Redis in batches,
+    so that every process and replica shares them
+    (:class:`~service.storage.rate_limits.RateCounters`, whose docstring says how exact
+    they are).  Every counted answer carries ``RateLimit-Limit``, ``-Remaining`` and
+    ``-Reset``; a client past its budget gets 429 ``rate_limited``.
 
-    Fail open: if the limiter's Redis cannot be reached, flask-limiter logs the error
-    and lets the request through (RATELIMIT_SWALLOW_ERRORS); a request that needs the
-    game store then answers 503 from the store, while /healthz, /v1/variants and the
-    OpenAPI document keep working.  A Redis outage never turns into a 500 or a 429.
+    Fail open: while the counters' Redis cannot be reached, requests go on uncounted and
+    without the headers; a request that needs the game store then answers 503 from the
+    store, while /healthz, /v1/variants and the OpenAPI document keep working.  A Redis
+    outage never turns into a 500 or a 429, and nothing connects when the app is made.
     """
     config = app.config
+    if not config["RATELIMIT_ENABLED"]:
+        return
+    if config["RATELIMIT_STRATEGY"] != "fixed-window":
+        raise RuntimeError("RATELIMIT_STRATEGY: the rate limits count fixed windows "
+                           f"(`fixed-window`), not {config['RATELIMIT_STRATEGY']!r}")
     own = config.get("RATELIMIT_STORAGE_URI")
-    # On Redis, one round trip a request counts it and reads its headers' figures; in
-    # the games' Redis, over the backend's connections (service/storage/rate_limits.py).
-    config["RATELIMIT_STORAGE_URI"] = storage_uri(own or config["REDIS_URL"])
-    options = dict(client_options(config))
-    options.update(config.get("RATELIMIT_STORAGE_OPTIONS") or {})
-    if not own or own == config["REDIS_URL"]:
-        options["connections"] = services.limiter_connections
-    config["RATELIMIT_STORAGE_OPTIONS"] = options
-    # flask-limiter leaves alone a request that matched no route (its endpoint is None):
-    # name it, so that unknown paths (404) and wrong methods (405) count in the budget
-    # and carry the RateLimit-* headers like every other answer.
-    config.setdefault("RATELIMIT_REQUEST_IDENTIFIER", lambda: request.endpoint or "unmatched")
-    limiter = Limiter(rate_limit_key, enabled=config["RATELIMIT_ENABLED"])
-    limiter.request_filter(lambda: request.endpoint in UNLIMITED)
-    limiter.init_app(app)
+    if own == "memory://":
+        connections = None  # this process alone
+    elif not own or own == config["REDIS_URL"]:
+        connections = services.limiter_connections
+    else:
+        connections = open_backend(own, client_options(config)).connections
+    counters = RateCounters(config["RATELIMIT_APPLICATION"], connections,
+                            prefix=config["RATELIMIT_KEY_PREFIX"],
+                            sync_hits=config["RATELIMIT_SYNC_HITS"],
+                            sync_seconds=config["RATELIMIT_SYNC_SECONDS"])
+    limit_header, remaining_header, reset_header = (
+        config["RATELIMIT_HEADER_LIMIT"], config["RATELIMIT_HEADER_REMAINING"],
+        config["RATELIMIT_HEADER_RESET"])
+
+    @app.before_request
+    def count_request():
+        if request.endpoint in UNLIMITED:
+            return
+        verdict = counters.hit(rate_limit_key())
+        if verdict is None:
+            return
+        request.environ[_VERDICT] = verdict
+        if not verdict.allowed:
+            raise TooManyRequests(str(verdict.limit))
+
+    @app.after_request
+    def rate_limit_headers(response):
+        verdict = request.environ.get(_VERDICT)
+        if verdict is None:
+            return response
+        headers = response.headers
+        reset = int(verdict.reset)
+        headers.add(limit_header, str(verdict.limit.amount))
+        headers.add(remaining_header, str(verdict.remaining))
+        # A timestamp: the telemetry layer turns it into seconds from now.
+        headers.add(reset_header, str(reset))
+        if response.status_code in (429, 503):
+            # Retry when the window ends, or later if the answer says so.
+            now = time.time()
+            retry = headers.get("Retry-After")
+            if retry is not None and retry.isdigit():
+                reset = max(reset, int(now + int(retry)))
+            headers["Retry-After"] = str(max(0, int(reset - now)))
+        return response
+
+
+#: Where a request keeps its rate-limit verdict for its answer's headers.
+_VERDICT = "patience.rate_limit"

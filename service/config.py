@@ -181,20 +181,30 @@ SETTINGS: dict[str, Setting] = {
         "Prometheus metrics up for `/metrics`; unset: each group's arbiter makes one when "
         "it starts"),
 
-    # --- Flask-Limiter settings (per client address) -----------------------------------
+    # --- the rate limiter (per client address) -----------------------------------------
     "RATELIMIT_ENABLED": Setting(env_bool, True, APP, "per-client rate limits on or off"),
-    # flask-limiter's "application" limit; its per-route RATELIMIT_DEFAULT stays unset.
+    # One budget for every route together (the probes excepted: service/api/meta.py).
     "RATELIMIT_APPLICATION": Setting(
         env_str, "1200 per minute", APP,
         "one budget per client address for all routes together "
         "(the `limits` package's notation)", "RATELIMIT_DEFAULT"),
     "RATELIMIT_STORAGE_URI": Setting(
         env_str, None, APP,
-        "where the rate-limit counters live; unset: `REDIS_URL`, so that every process and "
-        "replica shares them"),
+        "where the rate-limit counters live (a Redis or Redis Cluster URL, or `memory://`: "
+        "each process its own); unset: `REDIS_URL`, so that every process and replica "
+        "shares them"),
     "RATELIMIT_STRATEGY": Setting(
         env_str, "fixed-window", APP,
-        "the rate limits' strategy: or `moving-window`, `sliding-window-counter`"),
+        "the rate limits' strategy: `fixed-window` (the only one the counters keep)"),
+    # A client spread over N processes (replicas x processes) gets at most
+    # limit + N x (RATELIMIT_SYNC_HITS - 1) requests through in a window.
+    "RATELIMIT_SYNC_HITS": Setting(
+        env_int, 16, APP,
+        "requests of one client a process counts on its own at most before it adds them "
+        "to the shared count in Redis (1: every request goes to Redis)"),
+    "RATELIMIT_SYNC_SECONDS": Setting(
+        env_float, 0.2, APP,
+        "and seconds at most since it last did, for a client that keeps sending requests"),
 
     # --- players: their identities (service/players/oidc.py) ---------------------------
     "OIDC_ISSUER": Setting(
@@ -336,13 +346,9 @@ FIXED: dict[str, Any] = {
     #: A body over 16 KiB is refused with 413 (also a chunked one).
     "MAX_CONTENT_LENGTH": 16 * 1024,
     "RATELIMIT_KEY_PREFIX": "ratelimit",
-    "RATELIMIT_HEADERS_ENABLED": True,
     "RATELIMIT_HEADER_LIMIT": "RateLimit-Limit",
     "RATELIMIT_HEADER_REMAINING": "RateLimit-Remaining",
     "RATELIMIT_HEADER_RESET": "RateLimit-Reset",
-    # Fail open: when the limiter's Redis is unreachable the request goes on unlimited
-    # (and, if it needs storage, answers 503 from the game store) instead of failing.
-    "RATELIMIT_SWALLOW_ERRORS": True,
 }
 
 

@@ -72,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="requests of each kind profiled in-process (0: no profile)")
     parser.add_argument("--rate-limit", action="store_true",
                         help="the service with its rate limiter on (a limit no client "
-                             "reaches: every request pays the limiter's Redis round trip); "
+                             "reaches: every request pays the limiter's work); "
                              "the reference endpoints have none either way")
     parser.add_argument("--no-toy", dest="toy", action="store_false",
                         help="skip the reference endpoints of bench/toy.py")

@@ -249,10 +249,10 @@ def configuration_section(args, settings: dict) -> list[str]:
         f"**{describe_workers(settings)}** (worker class `{settings['worker_class']}`, "
         f"keep-alive {settings['keepalive']} s); "
         + (f"**the rate limiter on** (`--rate-limit`: `RATELIMIT_ENABLED=true`, "
-           f"`RATELIMIT_DEFAULT={RATE_LIMIT}`: a Redis round trip more per request, "
-           "never a 429)" if args.rate_limit else
-           "`RATELIMIT_ENABLED=false` (the limiter adds its own Redis round trip to every "
-           "request: `--rate-limit` measures it on)")
+           f"`RATELIMIT_DEFAULT={RATE_LIMIT}`: every request counted, a Redis round trip "
+           "every few, never a 429)" if args.rate_limit else
+           "`RATELIMIT_ENABLED=false` (the limiter's own work does not count: "
+           "`--rate-limit` measures it on, `python -m bench limiter` its cost alone)")
         + ", everything else the "
         "production defaults: `LOG_LEVEL=INFO` (one JSON line per request, to a file), "
         "Prometheus metrics shared by the workers (`PROMETHEUS_MULTIPROC_DIR`).",

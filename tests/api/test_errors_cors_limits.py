@@ -6,7 +6,8 @@ import time
 import pytest
 
 from devtools.redis_server import free_port
-from service.storage.rate_limits import OneTripRedisStorage, storage_uri
+from service.storage import rate_limits
+from service.storage.rate_limits import SHARE, RateCounters
 from tests.api.support import auth, create, make_app, snapshot, stored, stored_history
 
 PROBLEM_KEYS = {"type", "title", "status", "detail", "code"}
@@ -235,15 +236,79 @@ def test_the_limiter_counts_a_request_and_reads_its_figures_in_one_round_trip(
     assert calls.get("get", 0) == calls.get("ttl", 0) == 0
 
 
-def test_the_limiter_storage_reads_redis_for_a_key_it_did_not_just_count(redis_url, redis_db):
-    storage = OneTripRedisStorage(storage_uri(redis_url))
-    assert storage.incr("k", 60) == 1
-    assert storage.get("k") == 1
-    assert 59 <= storage.get_expiry("k") - time.time() <= 60
-    redis_db.incrby("LIMITS:k", 5)  # another replica's requests
-    assert storage.get("k") == 6  # what incr read is used up by get_expiry
-    assert storage.get("other") == 0
-    assert storage_uri("memory://") == "memory://"
+def _evals(redis_db) -> int:
+    calls = {name.removeprefix("cmdstat_"): stats["calls"]
+             for name, stats in redis_db.info("commandstats").items()}
+    return calls.get("evalsha", 0) + calls.get("eval", 0)
+
+
+def test_the_counters_send_a_busy_client_to_redis_once_every_sync_hits(redis_url, redis_db):
+    app = make_app(redis_url)
+    counters = RateCounters("100000 per minute", app.services.limiter_connections,
+                            sync_hits=8, sync_seconds=60)
+    counters.hit("warm")  # the script is loaded
+    redis_db.config_resetstat()
+    remaining = [counters.hit("1.2.3.4").remaining for _ in range(80)]
+    assert remaining == list(range(99999, 99999 - 80, -1))  # the local count shows
+    assert _evals(redis_db) == 10  # the first request, then every 8th
+    key = next(key for key in redis_db.keys("ratelimit:*") if b"1.2.3.4" in key)
+    assert int(redis_db.get(key)) == 73  # the last 7 wait for the next round trip
+    assert 59_000 <= redis_db.pttl(key) <= 60_000
+
+
+def test_the_counters_are_exact_near_the_limit_and_refuse_past_it_without_redis(
+        redis_url, redis_db):
+    limit = 4 * SHARE
+    counters = RateCounters(f"{limit} per minute", make_app(redis_url).services
+                            .limiter_connections, sync_hits=16, sync_seconds=60)
+    verdicts = [counters.hit("c") for _ in range(limit)]
+    assert all(verdict.allowed for verdict in verdicts)
+    assert [v.remaining for v in verdicts] == list(range(limit - 1, -1, -1))
+    assert int(redis_db.get("ratelimit:c:128/1minute")) == limit  # the last ones sent
+    redis_db.config_resetstat()
+    for _ in range(20):  # the last count read from Redis is the limit
+        refused = counters.hit("c")
+        assert (refused.allowed, refused.remaining) == (False, 0)
+    assert _evals(redis_db) == 0  # the refusals asked no Redis
+
+
+def test_counters_shared_by_processes_let_a_client_past_its_limit_by_the_stated_margin(
+        redis_url, redis_db):
+    """Three processes' counters on one Redis, a client's requests round robin over
+    them: no fewer than the limit get through, and no more than limit + 3 x (hits - 1)."""
+    limit, hits = 600, 16
+    connections = make_app(redis_url).services.limiter_connections
+    processes = [RateCounters(f"{limit} per minute", connections, sync_hits=hits,
+                              sync_seconds=60) for _ in range(3)]
+    allowed = sum(processes[i % 3].hit("c").allowed for i in range(2 * limit))
+    assert limit <= allowed <= limit + 3 * (hits - 1)
+    assert not any(process.hit("c").allowed for process in processes)
+
+
+def test_the_counters_fail_open_and_come_back(redis_server, redis_url, clean_redis):
+    counters = RateCounters("2 per minute", make_app(redis_url).services
+                            .limiter_connections)
+    assert counters.hit("c").allowed
+    redis_server.kill()
+    try:
+        assert counters.hit("c") is None  # uncounted: the request goes on
+        assert counters.hit("c") is None  # and the counters are left alone a while
+    finally:
+        redis_server.start()
+    time.sleep(1.1)
+    assert counters.hit("c").allowed  # the count survived in Redis (1, now 2)
+    assert not counters.hit("c").allowed
+    assert RateCounters("3 per minute", None).hit("c").remaining == 2  # memory://
+
+
+def test_the_counters_forget_the_windows_that_ended(monkeypatch):
+    monkeypatch.setattr(rate_limits, "_SWEEP_SIZE", 8)
+    counters = RateCounters("5 per second", None)
+    for i in range(8):
+        assert counters.hit(f"10.0.0.{i}").remaining == 4
+    time.sleep(1.05)
+    assert counters.hit("10.0.1.1").remaining == 4
+    assert len(counters._windows) == 1  # the eight ended windows went
 
 
 def test_forwarded_for_is_ignored_unless_the_proxy_is_trusted(redis_url, redis_db):

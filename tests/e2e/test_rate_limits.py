@@ -19,9 +19,12 @@ RATE_HEADERS = ("RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset")
 def limited(redis_server, tmp_path_factory):
     log = tmp_path_factory.mktemp("limited") / "gunicorn.log"
     # Keep-alive longer than connections_on_distinct_workers may search on a busy machine:
-    # the connections it found first must still be open when the test uses them.
+    # the connections it found first must still be open when the test uses them.  Every
+    # request goes to Redis (no count kept in a process): each test starts on an empty
+    # Redis (tests/e2e/test_limiter_replicas.py counts in batches).
     with Gunicorn(redis_server.url, log, WEB_CONCURRENCY="3", GUNICORN_THREADS="2",
-                  GUNICORN_KEEPALIVE="60", RATELIMIT_DEFAULT=f"{LIMIT} per minute") as server:
+                  GUNICORN_KEEPALIVE="60", RATELIMIT_DEFAULT=f"{LIMIT} per minute",
+                  RATELIMIT_SYNC_HITS="1") as server:
         yield server
 
 
