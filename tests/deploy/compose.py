@@ -14,6 +14,7 @@ import ipaddress
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
@@ -169,36 +170,52 @@ class Deployment:
     def execute(self, service: str, *command: str, timeout: float = 30) -> str:
         return docker("exec", self.container(service), *command, timeout=timeout).stdout
 
+    def _death(self, container: str, kill: Callable[[], object]) -> float:
+        """Runs ``kill`` and returns the time (monotonic) at which the engine saw the
+        container die: its ``die`` event, from ``docker events`` started before."""
+        since = time.time()
+        events = subprocess.Popen(
+            ["docker", "events", "--since", f"{since:.6f}", "--filter",
+             f"container={container}", "--filter", "event=die", "--format", "{{.TimeNano}}"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            kill()
+            ready, _, _ = select.select([events.stdout], [], [], 30)
+            line = events.stdout.readline().strip() if ready else ""
+        finally:
+            events.kill()
+            events.wait()
+            events.stdout.close()
+        if not line.isdigit():
+            raise DeployError(f"{self.project}: no die event of {container} within 30 s")
+        return int(line) / 1e9 - time.time() + time.monotonic()
+
     def kill_for_good(self, service: str) -> float:
         """SIGKILL the service's container and leave it dead, as a host that died: its
-        restart policy is turned off first.  The time of the kill (monotonic)."""
+        restart policy is turned off first.  When it died (monotonic), as the engine
+        reports it."""
         container = self.container(service)
         docker("update", "--restart=no", container)
-        killed = time.monotonic()
-        docker("kill", "--signal", "KILL", container)
-        return killed
+        return self._death(container, lambda: docker("kill", "--signal", "KILL", container))
 
     def kill(self, service: str) -> float:
         """``docker kill --signal KILL``: the engine counts it as stopped by the operator,
-        so its restart policy leaves it down.  The time of the kill (monotonic)."""
+        so its restart policy leaves it down.  When it died (monotonic), as the engine
+        reports it."""
         container = self.container(service)
-        killed = time.monotonic()
-        docker("kill", "--signal", "KILL", container)
-        return killed
+        return self._death(container, lambda: docker("kill", "--signal", "KILL", container))
 
     def start(self, service: str) -> None:
         self.compose("start", service)
 
     def crash(self, service: str) -> float:
         """SIGKILL the main process of the service's container from the host (it
-        crashed): the engine did not stop it, so its restart policy brings it back.  The
-        time of the kill (monotonic)."""
+        crashed): the engine did not stop it, so its restart policy brings it back.  When
+        it died (monotonic), as the engine reports it."""
         pid = self.inspect(service)["State"]["Pid"]
         if not pid:
             raise DeployError(f"{service} is not running")
-        killed = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
-        return killed
+        return self._death(self.container(service), lambda: os.kill(pid, signal.SIGKILL))
 
     def restart_count(self, service: str) -> int:
         return self.inspect(service)["RestartCount"]
