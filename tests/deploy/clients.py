@@ -116,6 +116,8 @@ class Answer:
     #: Sent a second time: the first went on a kept-alive connection that closed before
     #: any byte of its answer arrived.
     resent: bool = False
+    #: (Its last sending) went on a connection kept alive from an earlier request.
+    kept_alive: bool = False
 
     @property
     def ok(self) -> bool:
@@ -263,13 +265,14 @@ class Player(threading.Thread):
                         and self.connection.bytes_received == 0):
                     continue
                 answer = Answer(started, time.monotonic(), game.id, kind, None,
-                                error=f"{type(error).__name__}: {error}", resent=resent)
+                                error=f"{type(error).__name__}: {error}", resent=resent,
+                                kept_alive=reused)
             else:
                 answer = Answer(started, time.monotonic(), game.id, kind, response.status,
                                 response.getheader("Retry-After"),
                                 None if response.status == 200
                                 else content.decode(errors="replace")[:300],
-                                resent=resent)
+                                resent=resent, kept_alive=reused)
             break
         self.answers.append(answer)
         return answer
@@ -347,6 +350,10 @@ def summary(answers: list[Answer]) -> dict:
         "failed": len(failed),
         "answered_503_with_retry_after": sum(a.acceptable_failure for a in failed),
         "sent_again": sum(a.resent for a in answers),
+        # The share of requests that went on a kept-alive connection: the only ones
+        # that may be sent again.
+        "kept_alive_share": round(sum(a.kept_alive for a in answers) / len(answers), 2)
+                            if answers else None,
         "other_failures": [f"{a.kind} {a.status} {a.error}" for a in failed
                            if not a.acceptable_failure][:10],
         "max_latency_s": round(latencies[-1], 3) if latencies else None,

@@ -295,6 +295,7 @@ def test_a_rolling_restart_of_the_api_replicas_costs_a_playing_client_nothing(cl
         "rolling_restart: requests": (figures["requests"], at_least(50)),
         "rolling_restart: failed": (figures["failed"], equal(0)),
         "rolling_restart: sent_again": (figures["sent_again"], equal(0)),
+        "rolling_restart: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
         "rolling_restart: max_latency_s": (figures["max_latency_s"], at_most(LATENCY_WITHIN)),
         "rolling_restart: median_latency_s": (figures["median_latency_s"], at_most(0.5)),
     })
@@ -442,6 +443,9 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
             sum(a.resent for a in healthy_answers), equal(0)),
         "master_lost: sent_again_on_lost_shard": (sum(a.resent for a in lost_answers),
                                                   equal(0)),
+        # HAProxy keeps the players' connections alive: resending was possible.
+        "master_lost: kept_alive_share": (summary(answers)["kept_alive_share"],
+                                          at_least(0.9)),
         "master_lost: answers_other_than_200_or_503_with_retry_after": (
             sum(not a.ok and not a.acceptable_failure for a in answers), equal(0)),
         # Back, game by game: the first success after the game's last failure.
@@ -483,6 +487,7 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
         "api_replica_killed: requests_after_the_kill": (since_kill["requests"], at_least(20)),
         "api_replica_killed: failed": (figures["failed"], equal(0)),
         "api_replica_killed: sent_again": (figures["sent_again"], equal(0)),
+        "api_replica_killed: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
         "api_replica_killed: max_latency_after_the_kill_s": (since_kill["max_latency_s"],
                                                              at_most(LATENCY_WITHIN)),
     })

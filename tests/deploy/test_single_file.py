@@ -13,12 +13,17 @@ published port.
 from __future__ import annotations
 
 import contextlib
+import socket
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 import requests
 
 from tests.deploy.clients import (
+    Game,
+    Player,
     auth,
     create,
     play_followed_game,
@@ -125,6 +130,7 @@ def test_a_redis_crash_answers_503_then_every_move_is_back(single):
         "redis_crash: answers_other_than_200_or_503_with_retry_after": (
             len(figures["other_failures"]), equal(0)),
         "redis_crash: sent_again": (figures["sent_again"], equal(0)),
+        "redis_crash: kept_alive_share": (figures["kept_alive_share"], at_least(0.5)),
         "redis_crash: games_whose_requests_failed": (
             len(set(back["read"]) | set(back["write"])), between(1, len(games))),
         "redis_crash: games_never_back": (
@@ -177,3 +183,79 @@ def test_down_and_up_keep_the_games(single):
             answer = session.get(f"{base}/v1/games/{game_id}", timeout=10)
             assert answer.status_code == 200, answer.text
             assert answer.json()["version"] == version
+
+
+@contextlib.contextmanager
+def _scripted_server(script: list[str]) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 that handles each request it reads as ``script`` says,
+    in turn: ``answer`` (200, kept alive), ``close`` (the connection closed unanswered)
+    or ``partial`` (the start of a status line, then closed).  Its base URL."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.1)
+    done = threading.Event()
+
+    def serve():
+        steps = iter(script)
+        with contextlib.suppress(OSError, StopIteration):
+            while not done.is_set():
+                try:
+                    connection, _ = listener.accept()
+                except TimeoutError:
+                    continue
+                connection.settimeout(10)
+                with connection:
+                    while True:
+                        head = b""
+                        while b"\r\n\r\n" not in head:
+                            data = connection.recv(65536)
+                            if not data:
+                                break
+                            head += data
+                        if not head:
+                            break
+                        step = next(steps)
+                        if step == "answer":
+                            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+                                               b"Content-Type: application/json\r\n\r\n{}")
+                            continue
+                        if step == "partial":
+                            connection.sendall(b"HTTP/1.1 2")
+                        break
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(10)
+        listener.close()
+
+
+@pytest.mark.parametrize(("script", "expected"), [
+    # A kept-alive connection closed before any byte of the answer: sent again (on a
+    # new connection).
+    (["answer", "close", "answer"], (200, True, False, None)),
+    # Part of an answer arrived: not sent again, a failure.
+    (["answer", "partial", "answer"], (None, False, True, "BadStatusLine")),
+])
+def test_the_players_send_again_only_what_a_kept_alive_connection_lost_unanswered(
+        script, expected):
+    game = Game("game", "token")
+    with _scripted_server(script) as base:
+        player = Player(base, [game], threading.Event(), timeout=5)
+        first, second = player.read(game), player.read(game)
+        player.connection.close()
+    assert (first.status, first.resent, first.kept_alive) == (200, False, False)
+    assert (second.status, second.resent, second.kept_alive,
+            (second.error or "").split(":")[0] or None) == expected
+
+
+def test_the_players_never_send_again_on_a_new_connection():
+    game = Game("game", "token")
+    with _scripted_server(["close", "answer"]) as base:
+        player = Player(base, [game], threading.Event(), timeout=5)
+        answer = player.read(game)
+        player.connection.close()
+    assert (answer.status, answer.resent, answer.kept_alive) == (None, False, False)
+    assert answer.error.startswith("RemoteDisconnected")
