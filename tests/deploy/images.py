@@ -55,7 +55,7 @@ from pathlib import Path
 #: ``${VARIABLE:-default}``.
 NAMED_IN = ("Dockerfile", "docker-compose.yml", "docker-compose.cluster.yml")
 #: Seconds a ``docker pull`` of an official image may take before the stand-in is used.
-PULL_TIMEOUT = 120
+PULL_TIMEOUT = 60
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("DEBIAN_MIRROR") or "http://deb.debian.org/debian"

@@ -100,7 +100,8 @@ def test_a_redis_crash_answers_503_then_every_move_is_back(single):
     restarts = deployment.restart_count("redis")
     stop, players = run_players(base, games, 2, pause=0.02)
     time.sleep(1.0)  # the players are under way when Redis dies
-    killed = deployment.crash("redis")
+    death = deployment.crash("redis")
+    killed = death.reported
     deployment.wait_for(lambda: deployment.restart_count("redis") == restarts + 1, 30,
                         "the restart policy restarting redis")
     restarted = time.monotonic()
@@ -123,10 +124,13 @@ def test_a_redis_crash_answers_503_then_every_move_is_back(single):
     back_max, back_median = spread(backs)
     record(SECTION, **{
         # The outage was seen, and nothing but 503 with Retry-After meanwhile.
+        "redis_crash: kill_issued_to_death_reported_s": (round(killed - death.issued, 2),
+                                                         at_most(2.0)),
         "redis_crash: 503s_with_retry_after": (figures["answered_503_with_retry_after"],
                                                at_least(1)),
         "redis_crash: failed_before_the_kill": (
-            sum(not a.ok for a in answers if a.ended < killed), equal(0)),
+            sum(not a.ok for a in answers if a.ended < death.issued),
+            equal(0)),
         "redis_crash: answers_other_than_200_or_503_with_retry_after": (
             len(figures["other_failures"]), equal(0)),
         "redis_crash: sent_again": (figures["sent_again"], equal(0)),
