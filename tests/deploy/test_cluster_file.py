@@ -40,7 +40,7 @@ from tests.deploy.clients import (
     summary,
     versions,
 )
-from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
+from tests.deploy.compose import ROOT, DeployError, Deployment, docker, free_prefix
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, between, equal, record
 from tests.sse import messages
@@ -424,7 +424,16 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
                                       if t is not None])
     writes_max, writes_median = spread([t - promoted for t in back["write"].values()
                                         if t is not None])
-    record(SECTION, **{
+    # The requests of the game back last, from the kill on (in the failure's message, and
+    # in tests/artifacts/deploy-master-lost.txt).
+    slowest = max(((t, game) for found in back.values() for game, t in found.items()
+                   if t is not None), default=(None, None))[1]
+    detail = "the game back last, its requests (seconds from the promotion): " + ", ".join(
+        f"{a.kind} {a.status or a.error} {a.started - promoted:+.2f}..{a.ended - promoted:+.2f}"
+        for a in answers if a.game == slowest and a.ended > killed)
+    (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
+    (ROOT / "tests" / "artifacts" / "deploy-master-lost.txt").write_text(detail + "\n")
+    record(SECTION, detail=detail[:2000], **{
         "master_lost: kill_issued_to_death_reported_s": (round(killed - death.issued, 2),
                                                          at_most(2.0)),
         "master_lost: kill_to_promotion_s": (round(promoted - killed, 2),
