@@ -291,7 +291,7 @@ def test_a_rolling_restart_of_the_api_replicas_costs_a_playing_client_nothing(cl
     finally:
         answers = stop_players(stop, players)
     figures = summary(answers)
-    record(SECTION, **{
+    record(SECTION, detail=figures["other_failures"], **{
         "rolling_restart: total_s": (round(time.monotonic() - started, 1), at_most(180.0)),
         **{f"rolling_restart: {name}": (step, at_most(STEP_WITHIN))
            for name, step in steps.items()},
@@ -426,7 +426,7 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
                                         if t is not None])
     # The requests of the game back last, from the kill on (in the failure's message, and
     # in tests/artifacts/deploy-master-lost.txt).
-    slowest = max(((t, game) for found in back.values() for game, t in found.items()
+    slowest = max(((t, game) for per_game in back.values() for game, t in per_game.items()
                    if t is not None), default=(None, None))[1]
     detail = "the game back last, its requests (seconds from the promotion): " + ", ".join(
         f"{a.kind} {a.status or a.error} {a.started - promoted:+.2f}..{a.ended - promoted:+.2f}"
@@ -499,7 +499,9 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
         answers = stop_players(stop, players)
     after = [answer for answer in answers if answer.started >= killed]
     figures, since_kill = summary(answers), summary(after)
-    record(SECTION, **{
+    failures = [f"{a.kind} {a.status} {a.error} {a.started - killed:+.2f}..{a.ended - killed:+.2f} "
+                f"s from the kill" for a in answers if not a.ok]
+    record(SECTION, detail=failures[:10], **{
         "api_replica_killed: out_of_rotation_after_the_kill_s": (round(out, 1),
                                                                  at_most(10.0)),
         "api_replica_killed: requests_after_the_kill": (since_kill["requests"], at_least(20)),
