@@ -34,8 +34,8 @@ NOT_SETTINGS = {
     "EVENTS_NOFILE": "docker-compose.cluster.yml", "LB_NOFILE": "docker-compose.cluster.yml",
     "REDIS_NETWORK": "docker-compose.cluster.yml",
     "REDIS_CLUSTER_NODE_TIMEOUT": "docker-compose.cluster.yml",
-    # the test runner's (Makefile)
-    "TEST_PROCESSES": "Makefile",
+    # the test runner's (Makefile), and the deploy tests' (set by .ci/run)
+    "TEST_PROCESSES": "Makefile", "REQUIRE_DOCKER": "tests/deploy/conftest.py",
     # no environment variables: a resource limit and a Linux capability
     "RLIMIT_NOFILE": None, "CAP_SYS_RESOURCE": None,
 }

@@ -1,25 +1,32 @@
 """Clients of a deployment, through its published port only: a player who plays a whole
 game, and players who keep writing (each write with an Idempotency-Key, retried with the
 same key after a 503) and reading while the deployment loses parts, recording every
-answer with its time."""
+answer with its time; and what those records say of an outage, game by game
+(:func:`recoveries`)."""
 
 from __future__ import annotations
 
+import http.client
 import itertools
+import json
+import statistics
 import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import requests
 
-from tests.deploy.figures import record
+from tests.deploy.figures import at_most, between, one_of, record
 from tests.e2e.test_events_e2e import Follower
 
 #: A Clock deal that the player of :func:`play_whole_game` takes to its end (lost, after
 #: 74 moves: the twelve foundations stall) in about 80 requests.
 WHOLE_GAME = {"variant": "clock", "seed": 38}
 MAX_MOVES = 400
+#: Seconds the player may take for that game (about 160 requests; 2 to 5 s measured).
+WHOLE_GAME_WITHIN = 60.0
 
 
 def auth(token: str, **headers: str) -> dict:
@@ -80,10 +87,11 @@ def play_followed_game(session: requests.Session, base: str,
     assert follower.opened.wait(15), "the stream did not open"
     started = time.monotonic()
     final, moves = play_whole_game(session, base, game_id, token)
-    record(section, whole_game=f"{WHOLE_GAME['variant']} seed {WHOLE_GAME['seed']}: "
-                               f"{final['status']} after {moves} moves in "
-                               f"{time.monotonic() - started:.1f} s")
-    assert final["status"] in ("won", "lost")
+    name = f"whole_game ({WHOLE_GAME['variant']} seed {WHOLE_GAME['seed']})"
+    record(section, **{f"{name}: status": (final["status"], one_of("won", "lost")),
+                       f"{name}: moves": (moves, between(1, MAX_MOVES)),
+                       f"{name}: seconds": (round(time.monotonic() - started, 1),
+                                            at_most(WHOLE_GAME_WITHIN))})
     follower.join(30)
     assert not follower.is_alive(), "the stream did not end with the game"
     assert follower.error is None, repr(follower.error)
@@ -105,8 +113,11 @@ class Answer:
     status: int | None  # None: no HTTP answer (the error says why)
     retry_after: str | None = None
     error: str | None = None
-    #: Sent a second time: the connection closed before any answer to the first.
+    #: Sent a second time: the first went on a kept-alive connection that closed before
+    #: any byte of its answer arrived.
     resent: bool = False
+    #: (Its last sending) went on a connection kept alive from an earlier request.
+    kept_alive: bool = False
 
     @property
     def ok(self) -> bool:
@@ -142,6 +153,67 @@ def salic_law_games(session: requests.Session, base: str, count: int) -> list[Ga
     return games
 
 
+class _Counted:
+    """A response's file object that counts the bytes read from it."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.count = 0
+
+    def _counted(self, data):
+        self.count += len(data)
+        return data
+
+    def readline(self, *args):
+        return self._counted(self.raw.readline(*args))
+
+    def read(self, *args):
+        return self._counted(self.raw.read(*args))
+
+    def read1(self, *args):
+        return self._counted(self.raw.read1(*args))
+
+    def readinto(self, buffer):
+        size = self.raw.readinto(buffer)
+        self.count += size or 0
+        return size
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
+class Connection(http.client.HTTPConnection):
+    """One HTTP/1.1 connection, kept alive between requests, that tells of its last
+    request how many bytes of the answer arrived (:attr:`received`, even when reading
+    the answer failed)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.received: _Counted | None = None
+
+    def response_class(self, sock, *args, **kwargs):
+        response = http.client.HTTPResponse(sock, *args, **kwargs)
+        self.received = response.fp = _Counted(response.fp)
+        return response
+
+    @property
+    def kept_alive(self) -> bool:
+        """The next request goes on the connection of an earlier one."""
+        return self.sock is not None
+
+    def exchange(self, method: str, path: str, body: bytes | None,
+                 headers: dict) -> tuple[http.client.HTTPResponse, bytes]:
+        """Sends one request: the response and its body."""
+        self.received = None
+        self.request(method, path, body=body, headers=headers)
+        response = self.getresponse()
+        return response, response.read()
+
+    @property
+    def bytes_received(self) -> int:
+        return 0 if self.received is None else self.received.count
+
+
 class Player(threading.Thread):
     """Plays ``games`` in turn until ``stop`` is set: reads the game, then writes (a
     ``deal``, then its undo, and so on), every write with an Idempotency-Key.  A write not
@@ -155,7 +227,8 @@ class Player(threading.Thread):
         self.base, self.games, self.stop, self.pause = base, games, stop, pause
         self.timeout = timeout
         self.answers: list[Answer] = []
-        self.session = requests.Session()
+        address = urlsplit(base)
+        self.connection = Connection(address.hostname, address.port, timeout=timeout)
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -167,29 +240,39 @@ class Player(threading.Thread):
                 self.write(game)
         except BaseException as error:  # the test reports it
             self.error = error
+        finally:
+            self.connection.close()
 
-    def _request(self, game: Game, kind: str, method: str, path: str, **kwargs) -> Answer:
-        """One request; sent once more, as browsers do, if its kept-alive connection
-        closed before any answer (a read, or a write with its Idempotency-Key: safe to
-        send again).  Such a close is HTTP's own race, not a refusal: a connection may
-        be closed at any time between requests, and a request sent as it closes gets no
-        answer.  The answer says whether it was sent again."""
+    def _request(self, game: Game, kind: str, method: str, path: str,
+                 body: dict | None = None, headers: dict | None = None) -> Answer:
+        """One request; sent once more, as browsers do, only if it went on a kept-alive
+        connection that closed before any byte of its answer arrived (a read, or a write
+        with its Idempotency-Key: safe to send again).  Such a close is HTTP's own race,
+        not a refusal: either side may close an idle connection at any time, and a
+        request sent as it closes gets no answer.  Anything else (a new connection
+        refused or closed, a timeout, a partial answer) is a failure.  The answer says
+        whether it was sent again."""
         started = time.monotonic()
+        data = None if body is None else json.dumps(body).encode()
+        headers = {**(headers or {}), **({"Content-Type": "application/json"} if data else {})}
         for resent in (False, True):
+            reused = self.connection.kept_alive
             try:
-                response = self.session.request(method, f"{self.base}{path}",
-                                                timeout=self.timeout, **kwargs)
-            except requests.RequestException as error:
-                if (not resent and isinstance(error, requests.ConnectionError)
-                        and "Connection aborted" in str(error)):
+                response, content = self.connection.exchange(method, path, data, headers)
+            except (OSError, http.client.HTTPException) as error:
+                self.connection.close()
+                if (not resent and reused and isinstance(error, ConnectionError)
+                        and self.connection.bytes_received == 0):
                     continue
                 answer = Answer(started, time.monotonic(), game.id, kind, None,
-                                error=f"{type(error).__name__}: {error}", resent=resent)
+                                error=f"{type(error).__name__}: {error}", resent=resent,
+                                kept_alive=reused)
             else:
-                answer = Answer(started, time.monotonic(), game.id, kind,
-                                response.status_code, response.headers.get("Retry-After"),
-                                None if response.status_code == 200 else response.text[:300],
-                                resent=resent)
+                answer = Answer(started, time.monotonic(), game.id, kind, response.status,
+                                response.getheader("Retry-After"),
+                                None if response.status == 200
+                                else content.decode(errors="replace")[:300],
+                                resent=resent, kept_alive=reused)
             break
         self.answers.append(answer)
         return answer
@@ -203,7 +286,7 @@ class Player(threading.Thread):
         headers = auth(game.token, **{"Idempotency-Key": key})
         if game.next_write == "deal":
             answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/moves",
-                                   json={"type": "deal"}, headers=headers)
+                                   body={"type": "deal"}, headers=headers)
         else:
             answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/undo",
                                    headers=headers)
@@ -266,9 +349,38 @@ def summary(answers: list[Answer]) -> dict:
         "requests": len(answers),
         "failed": len(failed),
         "answered_503_with_retry_after": sum(a.acceptable_failure for a in failed),
-        "sent_again_after_a_closed_connection": sum(a.resent for a in answers),
+        "sent_again": sum(a.resent for a in answers),
+        # The share of requests that went on a kept-alive connection: the only ones
+        # that may be sent again.
+        "kept_alive_share": round(sum(a.kept_alive for a in answers) / len(answers), 2)
+                            if answers else None,
         "other_failures": [f"{a.kind} {a.status} {a.error}" for a in failed
                            if not a.acceptable_failure][:10],
         "max_latency_s": round(latencies[-1], 3) if latencies else None,
         "median_latency_s": round(latencies[len(latencies) // 2], 4) if latencies else None,
     }
+
+
+def recoveries(answers: list[Answer], games: set[str], kind: str) -> dict[str, float | None]:
+    """Game by game (of ``games``) whose requests of ``kind`` failed, from its own
+    requests: when (monotonic) they were answered again, the end of its first success
+    after its last failure (None: no success after it).  A game whose requests of
+    ``kind`` never failed is left out."""
+    logs: dict[str, list[Answer]] = {}
+    for answer in sorted(answers, key=lambda answer: answer.started):
+        if answer.game in games and answer.kind == kind:
+            logs.setdefault(answer.game, []).append(answer)
+    found = {}
+    for game, log in logs.items():
+        failures = [number for number, answer in enumerate(log) if not answer.ok]
+        if failures:
+            found[game] = next((answer.ended for answer in log[failures[-1] + 1:]
+                                if answer.ok), None)
+    return found
+
+
+def spread(seconds: list[float]) -> tuple[float | None, float | None]:
+    """The largest and the median of ``seconds``, rounded (None, None for none)."""
+    if not seconds:
+        return None, None
+    return round(max(seconds), 2), round(statistics.median(seconds), 2)

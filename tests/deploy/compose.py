@@ -14,11 +14,14 @@ import ipaddress
 import json
 import os
 import secrets
+import select
 import shutil
 import signal
 import subprocess
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -26,6 +29,29 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 class DeployError(RuntimeError):
     """A docker or compose command failed (the message has its output)."""
+
+
+@dataclass(frozen=True)
+class Death:
+    """A container killed: when the kill was issued, and when the engine says the
+    container died (monotonic; the engine's report comes tens to hundreds of
+    milliseconds after the kill on a loaded machine)."""
+
+    issued: float
+    reported: float
+
+
+def _wall_seconds(text: str) -> float | None:
+    """``2026-12-04T17:11:07.123456789Z`` (the engine's times) in seconds since the epoch;
+    None for the engine's zero time or anything else."""
+    whole, _, fraction = text.rstrip("Z").partition(".")
+    try:
+        moment = datetime.fromisoformat(whole).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+    if moment.year < 2000:
+        return None
+    return moment.timestamp() + float(f"0.{fraction or 0}")
 
 
 def compose_command() -> list[str] | None:
@@ -169,36 +195,56 @@ class Deployment:
     def execute(self, service: str, *command: str, timeout: float = 30) -> str:
         return docker("exec", self.container(service), *command, timeout=timeout).stdout
 
-    def kill_for_good(self, service: str) -> float:
+    def _death(self, container: str, kill: Callable[[], object]) -> Death:
+        """Runs ``kill``; when it was issued, and when the engine says the container
+        died: the earlier of its ``die`` event (from ``docker events`` started before)
+        and its ``State.FinishedAt`` (the exit as the engine recorded it)."""
+        since = time.time()
+        events = subprocess.Popen(
+            ["docker", "events", "--since", f"{since:.6f}", "--filter",
+             f"container={container}", "--filter", "event=die", "--format", "{{.TimeNano}}"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            issued = time.monotonic()
+            kill()
+            ready, _, _ = select.select([events.stdout], [], [], 30)
+            line = events.stdout.readline().strip() if ready else ""
+        finally:
+            events.kill()
+            events.wait()
+            events.stdout.close()
+        if not line.isdigit():
+            raise DeployError(f"{self.project}: no die event of {container} within 30 s")
+        reported = int(line) / 1e9
+        finished = _wall_seconds(docker("inspect", "--format", "{{.State.FinishedAt}}",
+                                        container).stdout.strip())
+        if finished is not None and since <= finished < reported:
+            reported = finished
+        return Death(issued, reported - time.time() + time.monotonic())
+
+    def kill_for_good(self, service: str) -> Death:
         """SIGKILL the service's container and leave it dead, as a host that died: its
-        restart policy is turned off first.  The time of the kill (monotonic)."""
+        restart policy is turned off first."""
         container = self.container(service)
         docker("update", "--restart=no", container)
-        killed = time.monotonic()
-        docker("kill", "--signal", "KILL", container)
-        return killed
+        return self._death(container, lambda: docker("kill", "--signal", "KILL", container))
 
-    def kill(self, service: str) -> float:
+    def kill(self, service: str) -> Death:
         """``docker kill --signal KILL``: the engine counts it as stopped by the operator,
-        so its restart policy leaves it down.  The time of the kill (monotonic)."""
+        so its restart policy leaves it down."""
         container = self.container(service)
-        killed = time.monotonic()
-        docker("kill", "--signal", "KILL", container)
-        return killed
+        return self._death(container, lambda: docker("kill", "--signal", "KILL", container))
 
     def start(self, service: str) -> None:
         self.compose("start", service)
 
-    def crash(self, service: str) -> float:
+    def crash(self, service: str) -> Death:
         """SIGKILL the main process of the service's container from the host (it
-        crashed): the engine did not stop it, so its restart policy brings it back.  The
-        time of the kill (monotonic)."""
+        crashed): the engine did not stop it, so its restart policy brings it back."""
         pid = self.inspect(service)["State"]["Pid"]
         if not pid:
             raise DeployError(f"{service} is not running")
-        killed = time.monotonic()
-        os.kill(pid, signal.SIGKILL)
-        return killed
+        return self._death(self.container(service), lambda: os.kill(pid, signal.SIGKILL))
 
     def restart_count(self, service: str) -> int:
         return self.inspect(service)["RestartCount"]

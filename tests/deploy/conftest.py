@@ -1,7 +1,10 @@
 """Fixtures of the deploy tests: the Docker Engine (or the reason they are skipped), the
-stand-in base images (tests/deploy/images.py, cached between runs) and the service's image
-built once per session from the Dockerfile.  The figures the tests measure are
-tests/deploy/figures.py's.
+base images (tests/deploy/images.py: the official ones where ``docker pull`` gets them,
+else stand-ins, cached between runs) and the service's image built once per session from
+the Dockerfile.  The figures the tests measure are tests/deploy/figures.py's.
+
+With ``REQUIRE_DOCKER=1`` in the environment (``.ci/run`` sets it), what would skip them
+(no Docker Engine, no compose, no debootstrap for the stand-ins) fails them instead.
 
 The deploy tests run last (under pytest-xdist, all on one worker, first), and the images they
 need are built from the start of the session in a thread of their own while the other
@@ -21,7 +24,7 @@ import pytest
 
 from tests.deploy import images
 from tests.deploy.compose import Deployment, docker, engine_problem
-from tests.deploy.figures import record, worker
+from tests.deploy.figures import at_most, record, starts_with, worker
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 HERE = Path(__file__).resolve().parent
@@ -29,6 +32,8 @@ HERE = Path(__file__).resolve().parent
 #: (the dependencies' layer is reused while pyproject.toml does not change).
 APP_REPOSITORY = "patience-server-test"
 CACHE_TAG = f"{APP_REPOSITORY}:cache"
+#: Seconds the service's image may take to build (the compose build's own limit).
+BUILD_WITHIN = 1200
 
 def project_name(kind: str) -> str:
     """A compose project name of this run alone."""
@@ -61,26 +66,27 @@ class Preparation(threading.Thread):
             return
         try:
             started = time.monotonic()
-            if images.up_to_date():
-                record("images", standins="cached")
-                self.tags = dict(images.TAGS)
-            else:
-                self.tags = images.build()
-                record("images", standins_built_s=round(time.monotonic() - started, 1))
+            self.tags, sources = images.resolve()
+            record("images", base_images_ready_s=(round(time.monotonic() - started, 1),
+                                                  at_most(BUILD_WITHIN)),
+                   **{variable: (source, starts_with("official ", "stand-in "))
+                      for variable, source in sources.items()})
             started = time.monotonic()
             tag = f"{APP_REPOSITORY}:{project_name('image').removeprefix('patience-test-')}"
             builder = Deployment("docker-compose.yml", project_name("build"),
                                  {**self.tags, "APP_IMAGE": tag, "SECRET_KEY": "x" * 43})
-            builder.compose("build", "api", timeout=1200)
+            builder.compose("build", "api", timeout=BUILD_WITHIN)
             self.app_image = tag
-            record("images", app_image_build_s=round(time.monotonic() - started, 1))
+            record("images", app_image_build_s=(round(time.monotonic() - started, 1),
+                                                at_most(BUILD_WITHIN)))
         except BaseException as error:  # the fixtures report it
             self.error = error
 
     def result(self) -> Preparation:
         started = time.monotonic()
         self.join()
-        record("images", waited_for_them_s=round(time.monotonic() - started, 1))
+        record("images", waited_for_them_s=(round(time.monotonic() - started, 1),
+                                            at_most(BUILD_WITHIN)))
         return self
 
 
@@ -106,26 +112,34 @@ def prepared() -> Preparation:
         _PREPARATION[0].start()
     preparation = _PREPARATION[0].result()
     if preparation.problem:
-        pytest.skip(f"deploy tests need a Docker Engine and compose: {preparation.problem}")
+        _cannot_run(f"deploy tests need a Docker Engine and compose: {preparation.problem}")
     error = preparation.error
     if isinstance(error, images.StandinError) and (
             "not installed" in str(error) or "needs root" in str(error)):
-        pytest.skip(f"deploy tests: the stand-in base images cannot be built: {error}")
+        _cannot_run(f"deploy tests: the stand-in base images cannot be built: {error}")
     if error is not None:
         raise error
     return preparation
 
 
+def _cannot_run(reason: str) -> None:
+    """Skips the test, or fails it where ``REQUIRE_DOCKER`` is set (other than 0)."""
+    if os.environ.get("REQUIRE_DOCKER", "") not in ("", "0"):
+        pytest.fail(f"REQUIRE_DOCKER is set: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def base_images(prepared) -> dict[str, str]:
-    """The stand-ins' tags by variable (PYTHON_IMAGE, REDIS_IMAGE, HAPROXY_IMAGE)."""
+    """The base images by variable (PYTHON_IMAGE, REDIS_IMAGE, HAPROXY_IMAGE): official
+    or stand-in (:func:`tests.deploy.images.resolve`)."""
     return dict(prepared.tags)
 
 
 @pytest.fixture(scope="session")
 def app_image(prepared) -> str:
-    """The service's image, built once from the Dockerfile on the stand-in python by the
-    single-file compose's build (both files build the same image)."""
+    """The service's image, built once from the Dockerfile on :func:`base_images`' python
+    by the single-file compose's build (both files build the same image)."""
     return prepared.app_image
 
 

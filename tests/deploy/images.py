@@ -1,6 +1,8 @@
-"""Stand-ins for the three base images of the Dockerfile and the compose files
-(``python:3.11-slim``, ``redis:7-alpine``, ``haproxy:2.9-alpine``), built from Debian's
-packages for a Docker Engine that cannot pull images (no registry).
+"""The three base images of the Dockerfile and the compose files: the official ones
+(:func:`official`: the defaults those files name, ``python:3.11-slim``,
+``redis:7-alpine``, ``haproxy:2.9-alpine``) where ``docker pull`` gets them
+(:func:`pull`), else stand-ins built from Debian's packages, for a Docker Engine that
+cannot pull images (no registry): :func:`resolve` chooses, image by image.
 
     python -m tests.deploy.images          # builds what is missing, prints the tags
     python -m tests.deploy.images --force  # builds again
@@ -39,13 +41,21 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+#: Where the official images are named: the Dockerfile's ARG and the compose files'
+#: ``${VARIABLE:-default}``.
+NAMED_IN = ("Dockerfile", "docker-compose.yml", "docker-compose.cluster.yml")
+#: Seconds a ``docker pull`` of an official image may take before the stand-in is used.
+PULL_TIMEOUT = 60
 
 SUITE = "bookworm"
 MIRROR = os.environ.get("DEBIAN_MIRROR") or "http://deb.debian.org/debian"
@@ -273,6 +283,55 @@ def build(force: bool = False) -> dict[str, str]:
             _docker("rmi", old, check=False, timeout=120)
         _log(f"built {', '.join(TAGS.values())} in {time.monotonic() - started:.0f} s")
     return dict(TAGS)
+
+
+def official() -> dict[str, str]:
+    """The official image of each variable of :data:`TAGS`: the default that the
+    Dockerfile and the compose files give it (they must agree)."""
+    root = Path(__file__).resolve().parent.parent.parent
+    found: dict[str, set[str]] = {variable: set() for variable in TAGS}
+    for name in NAMED_IN:
+        text = (root / name).read_text()
+        for variable in TAGS:
+            pattern = rf"\$\{{{variable}:-([^}}]+)\}}|^ARG {variable}=(\S+)"
+            for in_compose, in_dockerfile in re.findall(pattern, text, re.MULTILINE):
+                found[variable].add(in_compose or in_dockerfile)
+    for variable, names in found.items():
+        if len(names) != 1:
+            raise StandinError(f"{variable}: {', '.join(NAMED_IN)} name {sorted(names)}")
+    return {variable: names.pop() for variable, names in found.items()}
+
+
+def pull(image: str) -> str | None:
+    """``docker pull image``: None once pulled, else why not."""
+    try:
+        result = _docker("pull", "--quiet", image, check=False, timeout=PULL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return f"no answer within {PULL_TIMEOUT} s"
+    if result.returncode != 0:
+        return result.stderr.decode(errors="replace").strip()[-300:] or "failed"
+    return None
+
+
+def resolve() -> tuple[dict[str, str], dict[str, str]]:
+    """The image of each variable of :data:`TAGS`, and where it comes from
+    (``{"PYTHON_IMAGE": "official python:3.11-slim"}``, or ``"stand-in ... (python:3.11-slim
+    not pulled: ...)"``): the official ones that ``docker pull`` gets, stand-ins (built if
+    missing) for the others."""
+    names = official()
+    with ThreadPoolExecutor(len(names)) as pool:
+        failures = dict(zip(names, pool.map(pull, names.values()), strict=True))
+    tags = {variable: names[variable] for variable, failure in failures.items()
+            if failure is None}
+    sources = {variable: f"official {names[variable]}" for variable in tags}
+    if len(tags) < len(TAGS):
+        standins = dict(TAGS) if up_to_date() else build()
+        for variable, failure in failures.items():
+            if failure is not None:
+                tags[variable] = standins[variable]
+                sources[variable] = (f"stand-in {standins[variable]} ({names[variable]} "
+                                     f"not pulled: {failure.splitlines()[-1][:160]})")
+    return tags, sources
 
 
 def main(argv: list[str]) -> int:

@@ -32,14 +32,17 @@ from tests.deploy.clients import (
     auth,
     create,
     play_followed_game,
+    recoveries,
     run_players,
     salic_law_games,
+    spread,
     stop_players,
     summary,
     versions,
 )
-from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
-from tests.deploy.conftest import deployment_env, project_name, record
+from tests.deploy.compose import ROOT, DeployError, Deployment, docker, free_prefix
+from tests.deploy.conftest import deployment_env, project_name
+from tests.deploy.figures import at_least, at_most, between, equal, record
 from tests.sse import messages
 
 pytestmark = pytest.mark.timeout(400)
@@ -52,8 +55,22 @@ NODE_TIMEOUT_MS = 2000
 FOLLOWERS = 300
 MOVES = 3
 #: Issue 26's targets after a master is lost: reads and writes of its shard answered
-#: again within this many seconds of its replica's promotion.
+#: again within this many seconds of its replica's promotion, game by game.
 BACK_WITHIN = 3.0
+#: Seconds from a master's death to its replica's promotion, at most: the node timeout,
+#: the failure reports' gossip and the election (3.1 to 4.7 s measured), with room for
+#: a loaded machine.
+PROMOTED_WITHIN = 12.0
+#: Seconds by which the promotion's watch may see a promotion late: a round of its
+#: polling (50 ms and two redis-cli) on a loaded machine.
+PROMOTION_SEEN_WITHIN = 0.5
+#: Seconds the deployment may take from `up` to every server in HAProxy's rotation
+#: (48 s measured on 2 loaded cores), then to take writes on every shard (the wait's own
+#: limit).
+UP_WITHIN, WRITES_WITHIN = 180, 60
+#: Seconds a request of a playing client may take while a part of the deployment is
+#: restarted or lost (HAProxy's connect timeout is 1 s, with 2 retries).
+LATENCY_WITHIN = 5.0
 
 
 def _states(deployment: Deployment) -> dict[str, str]:
@@ -106,12 +123,14 @@ def cluster(base_images, app_image):
         base = f"http://{deployment.published('lb', 8000)}"
         _wait_in_rotation(deployment, [f"api/{name}" for name in APIS] + ["events/events"],
                           120)
-        record(SECTION, up_to_ready_s=round(time.monotonic() - started, 1))
+        ready = time.monotonic()
         # In rotation, a replica reaches Redis; a write also needs its shard's replica
         # in sync (REDIS_WAIT_REPLICAS), and answers 503 with Retry-After until then.
-        deployment.wait_for(lambda: _writes_taken(base), 60,
+        deployment.wait_for(lambda: _writes_taken(base), WRITES_WITHIN,
                             "creates taken by every shard", pause=0.5)
-        record(SECTION, up_to_writes_taken_s=round(time.monotonic() - started, 1))
+        record(SECTION, up_to_ready_s=(round(ready - started, 1), at_most(UP_WITHIN)),
+               ready_to_writes_taken_s=(round(time.monotonic() - ready, 1),
+                                        at_most(WRITES_WITHIN)))
         yield deployment, base, prefix
     finally:
         deployment.save_logs("deploy-cluster.log")
@@ -213,9 +232,10 @@ def test_followers_through_the_load_balancer_beyond_what_the_api_replicas_hold(c
             assert answer.status_code == 200, answer.text
         moved = time.monotonic()
         _pump(streams, lambda s: f"id: {MOVES}\n".encode() in s.body, 60, "every move")
-        record(SECTION, followers_through_the_load_balancer=(
-            f"{FOLLOWERS} streams opened in {opened:.1f} s, each got all {MOVES} moves "
-            f"within {time.monotonic() - moved:.2f} s of the last"))
+        record(SECTION, **{
+            f"followers: {FOLLOWERS}_streams_opened_s": (round(opened, 1), at_most(60.0)),
+            f"followers: each_got_all_{MOVES}_moves_within_s_of_the_last": (
+                round(time.monotonic() - moved, 2), at_most(5.0))})
         for stream in streams:
             events = stream.events()
             assert [message.id for message in events] == [str(v) for v in range(1, MOVES + 1)]
@@ -230,6 +250,11 @@ def test_followers_through_the_load_balancer_beyond_what_the_api_replicas_hold(c
     finally:
         for stream in streams:
             stream.socket.close()
+
+
+#: Seconds each step of a replica's restart may take (the restart's 30 s grace, and the
+#: waits' own limits: 90 s to answer, 60 s to be in the rotation).
+STEP_WITHIN = 90.0
 
 
 def _replica_answers(deployment: Deployment, name: str) -> bool:
@@ -247,7 +272,7 @@ def test_a_rolling_restart_of_the_api_replicas_costs_a_playing_client_nothing(cl
     games = salic_law_games(requests.Session(), base, 3)
     stop, players = run_players(base, games, 1)
     started = time.monotonic()
-    steps = []
+    steps = {}
     try:
         time.sleep(1.0)  # the client is under way
         for name in APIS:
@@ -259,42 +284,45 @@ def test_a_rolling_restart_of_the_api_replicas_costs_a_playing_client_nothing(cl
                                 f"{name} answering again after its restart", pause=0.2)
             answering = time.monotonic()
             _wait_in_rotation(deployment, [f"api/{name}"], 60)
-            steps.append(f"{name}: restarted {restarted - began:.1f} s, answering "
-                         f"{answering - restarted:.1f} s later, in HAProxy's rotation "
-                         f"{time.monotonic() - answering:.1f} s later")
+            steps[f"{name}_restarted_s"] = round(restarted - began, 1)
+            steps[f"{name}_then_answering_s"] = round(answering - restarted, 1)
+            steps[f"{name}_then_in_rotation_s"] = round(time.monotonic() - answering, 1)
         time.sleep(1.0)
     finally:
         answers = stop_players(stop, players)
     figures = summary(answers)
-    record(SECTION, rolling_restart=f"3 replicas restarted one at a time in "
-                                    f"{time.monotonic() - started:.1f} s while a client "
-                                    f"made {figures['requests']} requests: "
-                                    f"{figures['failed']} failed "
-                                    f"({figures['answered_503_with_retry_after']} were 503 "
-                                    f"with Retry-After, sent again), max latency "
-                                    f"{figures['max_latency_s']} s, median "
-                                    f"{figures['median_latency_s']} s",
-           rolling_restart_steps=steps)
-    assert figures["other_failures"] == [], figures
+    record(SECTION, detail=figures["other_failures"], **{
+        "rolling_restart: total_s": (round(time.monotonic() - started, 1), at_most(180.0)),
+        **{f"rolling_restart: {name}": (step, at_most(STEP_WITHIN))
+           for name, step in steps.items()},
+        "rolling_restart: requests": (figures["requests"], at_least(50)),
+        "rolling_restart: failed": (figures["failed"], equal(0)),
+        "rolling_restart: sent_again": (figures["sent_again"], equal(0)),
+        "rolling_restart: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
+        "rolling_restart: max_latency_s": (figures["max_latency_s"], at_most(LATENCY_WITHIN)),
+        "rolling_restart: median_latency_s": (figures["median_latency_s"], at_most(0.5)),
+    })
     assert versions(base, games) == {game.id: game.acknowledged for game in games}
 
 
 def _cluster_nodes(deployment: Deployment, via: str) -> list[dict]:
-    """``CLUSTER NODES`` as a node sees it: address, flags, master id, slot ranges."""
+    """``CLUSTER NODES`` as a node sees it: address, flags, master id, slot ranges (and
+    as the node writes them)."""
     nodes = []
     for line in deployment.execute(via, "redis-cli", "cluster", "nodes").splitlines():
         fields = line.split()
         if len(fields) < 8:
             continue
-        ranges = []
+        ranges, texts = [], []
         for text in fields[8:]:
             if text.startswith("["):
                 continue  # a slot being migrated
             low, _, high = text.partition("-")
             ranges.append((int(low), int(high or low)))
+            texts.append(text)
         nodes.append({"id": fields[0], "ip": fields[1].split(":")[0],
                       "flags": set(fields[2].split(",")), "master": fields[3],
-                      "slots": ranges})
+                      "slots": ranges, "slot_texts": texts})
     return nodes
 
 
@@ -303,30 +331,45 @@ def _service_of(ip: str, prefix: str) -> str:
 
 
 class PromotionWatch(threading.Thread):
-    """Asks the killed master's replicas for their role every 50 ms (redis-cli in the
-    container of one of them, so no request of this machine goes to the Redis network)
-    and notes the time (monotonic) at which one of them answers ``master``."""
+    """Asks the killed master's replicas for their own line of ``CLUSTER NODES`` every
+    50 ms (redis-cli in the container of one of them, so no request of this machine goes
+    to the Redis network) and notes the time (monotonic) at which one of them first says
+    it is a master serving every slot range the killed master served."""
 
-    def __init__(self, deployment: Deployment, prefix: str, replicas: list[str]):
+    def __init__(self, deployment: Deployment, prefix: str, replicas: list[str],
+                 slots: list[str]):
         super().__init__(daemon=True)
-        script = ("i=0; while [ $i -lt 800 ]; do for h in " + " ".join(replicas) +
-                  "; do if [ \"$(redis-cli -h $h role 2>/dev/null | head -1)\" = master ];"
-                  " then echo $h; exit 0; fi; done; sleep 0.05; i=$((i+1)); done; exit 1")
+        promoted = ("awk -v want='" + " ".join(slots) + "' '$3 ~ /myself/ && $3 ~ /master/ "
+                    "{ n = split(want, w, \" \"); for (i = 9; i <= NF; i++) have[$i] = 1; "
+                    "found = 1; for (j = 1; j <= n; j++) if (!(w[j] in have)) found = 0 } "
+                    "END { exit !found }'")
+        script = ("echo watching; i=0; while [ $i -lt 1200 ]; do for h in "
+                  + " ".join(replicas) + "; do if redis-cli -h $h cluster nodes 2>/dev/null "
+                  f"| {promoted}; then echo $h; exit 0; fi; done; sleep 0.05; "
+                  "i=$((i+1)); done; exit 1")
         self.command = ["docker", "exec", deployment.container(_service_of(replicas[0], prefix)),
                         "sh", "-c", script]
+        self.watching = threading.Event()
         self.promoted: float | None = None
         self.node: str | None = None
 
     def run(self) -> None:
         with subprocess.Popen(self.command, stdout=subprocess.PIPE, text=True) as process:
-            line = process.stdout.readline()
-            if line.strip():
-                self.promoted = time.monotonic()
-                self.node = line.strip()
+            if process.stdout.readline().strip() == "watching":
+                self.watching.set()
+                line = process.stdout.readline()
+                if line.strip():
+                    self.promoted = time.monotonic()
+                    self.node = line.strip()
             process.wait()
 
 
 def test_a_master_lost_for_good_stops_nothing_else(cluster):
+    """Times from the engine and the cluster themselves: the master's death as Docker
+    reports it, the promotion when a replica first says it serves the dead master's slots.
+    The lost shard's games are back, game by game, at their first success after their
+    last failure; the outage must have been seen (503s on the lost shard), the healthy
+    shards must not have seen it (no failure, no request sent again)."""
     deployment, base, prefix = cluster
     session = requests.Session()
     games = salic_law_games(session, base, 24)
@@ -345,20 +388,25 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     lost = {game.id for game in games if on_victim(game.id)}
     assert 0 < len(lost) < len(games), "the games are not spread over the shards"
     stop, players = run_players(base, games, 4)
-    watch = PromotionWatch(deployment, prefix, replicas)
+    watch = PromotionWatch(deployment, prefix, replicas, victim["slot_texts"])
     try:
         time.sleep(1.5)  # the players are under way
         watch.start()
-        killed = deployment.kill_for_good("redis-1")
+        assert watch.watching.wait(30), "the promotion's watch did not start"
+        death = deployment.kill_for_good("redis-1")
+        killed = death.reported
+        deployment.wait_for(lambda: watch.promoted or not watch.is_alive(), 60,
+                            "a replica of the killed master promoted", pause=0.05)
 
         def lost_shard_back():
             answered = {(a.game, a.kind) for player in players for a in player.answers
-                        if a.ok and a.started > killed}
+                        if a.ok and a.started > watch.promoted}
             return all((game, kind) in answered for game in lost for kind in ("read", "write"))
 
-        with contextlib.suppress(DeployError):  # measured below
-            deployment.wait_for(lost_shard_back, 45, "every game of the lost shard read and "
-                                "written again", pause=0.1)
+        if watch.promoted is not None:
+            with contextlib.suppress(DeployError):  # measured below
+                deployment.wait_for(lost_shard_back, 45, "every game of the lost shard "
+                                    "read and written again", pause=0.1)
         time.sleep(3.0)  # and nothing fails afterwards
     finally:
         answers = stop_players(stop, players)
@@ -366,57 +414,74 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     assert docker("inspect", "--format", "{{.State.Status}}",
                   deployment.container("redis-1")).stdout.strip() == "exited"
     assert watch.promoted is not None, "no replica of the killed master was promoted"
-    promoted = watch.promoted - killed
-
-    def back(kind: str) -> float | None:
-        """Seconds from the promotion until every lost game had a 200 of ``kind``."""
-        firsts = []
-        for game in lost:
-            first = next((a.ended for a in answers if a.game == game and a.kind == kind
-                          and a.ok and a.started > killed), None)
-            if first is None:
-                return None
-            firsts.append(first)
-        return max(firsts) - watch.promoted
-
-    reads_back, writes_back = back("read"), back("write")
-    healthy_failed = [a for a in answers if a.game not in lost and not a.ok]
-    lost_failed = [a for a in answers if a.game in lost and not a.ok]
-    unacceptable = [a for a in answers if not a.ok and not a.acceptable_failure]
+    promoted = watch.promoted
+    lost_answers = [a for a in answers if a.game in lost]
+    healthy_answers = [a for a in answers if a.game not in lost]
     found = versions(base, games)
     acknowledged = {game.id: game.acknowledged for game in games}
-    moves_lost = sum(max(0, acknowledged[g] - found[g]) for g in found)
-    applied_twice = sum(max(0, found[g] - acknowledged[g]) for g in found)
-
-    def seconds(value):
-        return None if value is None else round(value, 2)
-
-    record(SECTION, master_lost_for_good={
-        "cluster_node_timeout_ms": NODE_TIMEOUT_MS,
-        "kill_to_promotion_s": seconds(promoted),
-        "promotion_to_reads_back_s": seconds(reads_back),
-        "promotion_to_writes_back_s": seconds(writes_back),
-        "games_on_lost_shard": f"{len(lost)} of {len(games)}",
-        "requests": len(answers),
-        "sent_again_after_a_closed_connection": sum(a.resent for a in answers),
-        "failed_on_healthy_shards": len(healthy_failed),
-        "failed_on_lost_shard": len(lost_failed),
-        "acknowledged_moves": sum(acknowledged.values()),
-        "acknowledged_moves_lost": moves_lost,
-        "moves_applied_twice": applied_twice,
-        "answers_other_than_200_or_503_with_retry_after": len(unacceptable),
-        "examples": [f"{a.kind} {a.status} {a.error}" for a in unacceptable[:3]]
-                    or [f"{a.kind} {a.status} {a.error}" for a in healthy_failed[:3]],
+    back = {kind: recoveries(answers, lost, kind) for kind in ("read", "write")}
+    reads_max, reads_median = spread([t - promoted for t in back["read"].values()
+                                      if t is not None])
+    writes_max, writes_median = spread([t - promoted for t in back["write"].values()
+                                        if t is not None])
+    # The requests of the game back last, from the kill on (in the failure's message, and
+    # in tests/artifacts/deploy-master-lost.txt).
+    slowest = max(((t, game) for per_game in back.values() for game, t in per_game.items()
+                   if t is not None), default=(None, None))[1]
+    detail = "the game back last, its requests (seconds from the promotion): " + ", ".join(
+        f"{a.kind} {a.status or a.error} {a.started - promoted:+.2f}..{a.ended - promoted:+.2f}"
+        for a in answers if a.game == slowest and a.ended > killed)
+    (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
+    (ROOT / "tests" / "artifacts" / "deploy-master-lost.txt").write_text(detail + "\n")
+    record(SECTION, detail=detail[:2000], **{
+        "master_lost: kill_issued_to_death_reported_s": (round(killed - death.issued, 2),
+                                                         at_most(2.0)),
+        "master_lost: kill_to_promotion_s": (round(promoted - killed, 2),
+                                             between(NODE_TIMEOUT_MS / 1000, PROMOTED_WITHIN)),
+        "master_lost: games_on_lost_shard": (len(lost), between(1, len(games) - 1)),
+        "master_lost: requests": (len(answers), at_least(len(games) * 4)),
+        # The outage was seen, by every game of the lost shard, and by nothing else.
+        "master_lost: lost_shard_503s_with_retry_after": (
+            sum(a.acceptable_failure for a in lost_answers), at_least(1)),
+        "master_lost: lost_shard_games_whose_reads_failed": (len(back["read"]),
+                                                              between(1, len(lost))),
+        "master_lost: lost_shard_games_whose_writes_failed": (len(back["write"]),
+                                                               between(1, len(lost))),
+        # (the watch sees a promotion up to a round of its polling late)
+        "master_lost: lost_shard_answered_200_between_kill_and_promotion": (
+            sum(a.ok for a in lost_answers
+                if killed < a.started and a.ended < promoted - PROMOTION_SEEN_WITHIN),
+            equal(0)),
+        "master_lost: failed_before_the_kill": (
+            sum(not a.ok for a in answers if a.ended < death.issued),
+            equal(0)),
+        "master_lost: failed_on_healthy_shards": (
+            sum(not a.ok for a in healthy_answers), equal(0)),
+        "master_lost: sent_again_on_healthy_shards": (
+            sum(a.resent for a in healthy_answers), equal(0)),
+        "master_lost: sent_again_on_lost_shard": (sum(a.resent for a in lost_answers),
+                                                  equal(0)),
+        # HAProxy keeps the players' connections alive: resending was possible.
+        "master_lost: kept_alive_share": (summary(answers)["kept_alive_share"],
+                                          at_least(0.9)),
+        "master_lost: answers_other_than_200_or_503_with_retry_after": (
+            sum(not a.ok and not a.acceptable_failure for a in answers), equal(0)),
+        # Back, game by game: the first success after the game's last failure.
+        "master_lost: lost_shard_games_never_read_again": (
+            sum(t is None for t in back["read"].values()), equal(0)),
+        "master_lost: lost_shard_games_never_written_again": (
+            sum(t is None for t in back["write"].values()), equal(0)),
+        "master_lost: promotion_to_reads_back_max_s": (reads_max, at_most(BACK_WITHIN)),
+        "master_lost: promotion_to_reads_back_median_s": (reads_median, at_most(BACK_WITHIN)),
+        "master_lost: promotion_to_writes_back_max_s": (writes_max, at_most(BACK_WITHIN)),
+        "master_lost: promotion_to_writes_back_median_s": (writes_median,
+                                                           at_most(BACK_WITHIN)),
+        "master_lost: acknowledged_moves": (sum(acknowledged.values()), at_least(len(games))),
+        "master_lost: acknowledged_moves_lost": (
+            sum(max(0, acknowledged[g] - found[g]) for g in found), equal(0)),
+        "master_lost: moves_applied_twice": (
+            sum(max(0, found[g] - acknowledged[g]) for g in found), equal(0)),
     })
-    assert moves_lost == 0, (acknowledged, found)
-    assert applied_twice == 0, (acknowledged, found)
-    assert unacceptable == [], [f"{a.kind} {a.status} {a.error}" for a in unacceptable[:5]]
-    assert healthy_failed == [], \
-        f"{len(healthy_failed)} requests failed on the healthy shards"
-    assert reads_back is not None, "a game of the lost shard was never read again"
-    assert reads_back <= BACK_WITHIN
-    assert writes_back is not None, "a game of the lost shard was never written again"
-    assert writes_back <= BACK_WITHIN
 
 
 def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
@@ -425,7 +490,7 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
     stop, players = run_players(base, games, 2)
     try:
         time.sleep(1.5)
-        killed = deployment.kill_for_good("api-2")
+        killed = deployment.kill_for_good("api-2").reported
         deployment.wait_for(lambda: _states(deployment).get("api/api-2", "UP") != "UP", 30,
                             "HAProxy taking api-2 out", pause=0.2)
         out = time.monotonic() - killed
@@ -433,14 +498,19 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
     finally:
         answers = stop_players(stop, players)
     after = [answer for answer in answers if answer.started >= killed]
-    figures = summary(after)
-    record(SECTION, api_replica_killed=f"out of HAProxy's rotation {out:.1f} s after the "
-                                       f"kill; {figures['requests']} requests after it: "
-                                       f"{figures['failed']} failed, "
-                                       f"{figures['sent_again_after_a_closed_connection']} "
-                                       f"sent again after a closed connection, max "
-                                       f"latency {figures['max_latency_s']} s")
+    figures, since_kill = summary(answers), summary(after)
+    failures = [f"{a.kind} {a.status} {a.error} {a.started - killed:+.2f}..{a.ended - killed:+.2f} "
+                f"s from the kill" for a in answers if not a.ok]
+    record(SECTION, detail=failures[:10], **{
+        "api_replica_killed: out_of_rotation_after_the_kill_s": (round(out, 1),
+                                                                 at_most(10.0)),
+        "api_replica_killed: requests_after_the_kill": (since_kill["requests"], at_least(20)),
+        "api_replica_killed: failed": (figures["failed"], equal(0)),
+        "api_replica_killed: sent_again": (figures["sent_again"], equal(0)),
+        "api_replica_killed: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
+        "api_replica_killed: max_latency_after_the_kill_s": (since_kill["max_latency_s"],
+                                                             at_most(LATENCY_WITHIN)),
+    })
     assert docker("inspect", "--format", "{{.State.Status}}",
                   deployment.container("api-2")).stdout.strip() == "exited"
-    assert figures["failed"] == 0, figures
     assert versions(base, games) == {game.id: game.acknowledged for game in games}
