@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -139,54 +140,170 @@ def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.timeout(90)
-def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(tmp_path):
-    """The init script, run with sh against nine local nodes started with the compose
-    file's node configuration, on the loopback addresses 127.0.0.11 to .19 (the
-    network's numbers) and a free port of their own."""
-    hosts = [f"127.0.0.1{number}" for number in range(1, 10)]
-    port = free_cluster_port(hosts[0], also_on=hosts[1:])  # free on every one of them
-    # What compose does to the script: its variables, then $$ -> $.
-    script = _compose()["services"]["cluster-init"]["command"][-1]
-    script = script.replace(NETWORK, "127.0.0").replace("$$", "$")
-    script = script.replace(":6379", f":{port}").replace("redis-cli -h", f"redis-cli -p {port} -h")
-    assert "${" not in script.replace("${master", "").replace("${address", "")
-    binary = find_redis_server()
-    processes = []
-    try:
-        for host in hosts:
-            folder = tmp_path / host
-            folder.mkdir()
-            processes.append(subprocess.Popen(
-                [binary, str(ROOT / "deploy" / "redis-node.conf"), "--port", str(port),
-                 "--dir", str(folder), "--bind", host, "--daemonize", "no",
-                 "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        environment = dict(os.environ, PATH=f"{Path(find_redis_cli(binary)).parent}:"
-                                            f"{os.environ['PATH']}")
-        outputs = []
-        for _run in range(2):  # the second run finds the cluster formed
-            result = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                                    timeout=60, env=environment)
-            assert result.returncode == 0, result.stdout + result.stderr
-            assert "cluster_state:ok" in result.stdout
-            assert "cluster_slots_ok:16384" in result.stdout
-            assert "cluster_known_nodes:9" in result.stdout
-            outputs.append(result.stdout)
-        assert "[OK] All 16384 slots covered" in outputs[0]
-        assert "slots covered" not in outputs[1]  # formed once only
-        masters = {}
-        for host in hosts:
-            with redis.Redis(host=host, port=port) as client:
+class LocalNodes:
+    """Cluster nodes started with the compose file's node configuration on the loopback
+    addresses 127.0.0.11 to .19 (the network's numbers) and a free port of their own, and
+    deploy/cluster-init.sh run against them as compose runs it."""
+
+    HOSTS = [f"127.0.0.1{number}" for number in range(1, 10)]
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.port = free_cluster_port(self.HOSTS[0], also_on=self.HOSTS[1:])
+        self.binary = find_redis_server()
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def start(self, host: str, empty: bool = False) -> None:
+        folder = self.folder / host
+        if empty:
+            shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(exist_ok=True)
+        self.processes[host] = subprocess.Popen(
+            [self.binary, str(ROOT / "deploy" / "redis-node.conf"), "--port", str(self.port),
+             "--dir", str(folder), "--bind", host, "--daemonize", "no",
+             "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill(self, host: str) -> None:
+        process = self.processes.pop(host)
+        process.kill()
+        process.wait()
+
+    def stop_all(self) -> None:
+        for host in list(self.processes):
+            self.kill(host)
+
+    def client(self, host: str) -> redis.Redis:
+        return redis.Redis(host=host, port=self.port, socket_timeout=5)
+
+    def init(self, wait_seconds: int = 30) -> subprocess.CompletedProcess:
+        """deploy/cluster-init.sh with the environment compose gives it (the network's
+        numbers here), redis-cli on the PATH."""
+        environment = dict(os.environ, PATH=f"{Path(find_redis_cli(self.binary)).parent}:"
+                                            f"{os.environ['PATH']}",
+                           REDIS_NETWORK="127.0.0", REDIS_PORT=str(self.port),
+                           INIT_WAIT_SECONDS=str(wait_seconds))
+        return subprocess.run(["sh", str(ROOT / "deploy" / "cluster-init.sh")],
+                              capture_output=True, text=True, timeout=150, env=environment)
+
+    def roles(self) -> dict[str, tuple]:
+        """{host: ("master", replicas attached) or ("slave", its master's host, link)}"""
+        found = {}
+        for host in self.processes:
+            with self.client(host) as client:
                 role = client.execute_command("ROLE")
-                if role[0] == b"master":
-                    # The first run waited until both replicas were attached.
-                    masters[host] = len(role[2])
-        assert masters == {"127.0.0.11": 2, "127.0.0.12": 2, "127.0.0.13": 2}
+            if role[0] == b"master":
+                found[host] = ("master", len(role[2]))
+            else:
+                found[host] = ("slave", role[1].decode(), role[3].decode())
+        return found
+
+
+@pytest.fixture
+def local_nodes(tmp_path):
+    nodes = LocalNodes(tmp_path)
+    try:
+        yield nodes
     finally:
-        for process in processes:
-            process.kill()
-            process.wait()
+        nodes.stop_all()
+
+
+def test_cluster_init_is_a_script_of_its_own_on_the_node_network():
+    init = _compose()["services"]["cluster-init"]
+    assert init["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
+    assert init["command"] == ["sh", "/usr/local/bin/cluster-init.sh"]
+    assert "./deploy/cluster-init.sh:/usr/local/bin/cluster-init.sh:ro" in init["volumes"]
+    assert init["environment"]["REDIS_NETWORK"] == NETWORK
+    assert init["restart"] == "no"
+    # It needs the nodes started, not healthy: a node lost for good never is.
+    assert set(init["depends_on"]) == set(NODES)
+    assert {d["condition"] for d in init["depends_on"].values()} == {"service_started"}
+    script = (ROOT / "deploy" / "cluster-init.sh").read_text()
+    # Every command to a node is bounded, every loop has a deadline.
+    assert "timeout 3 redis-cli" in script
+    loops = re.findall(r"^\s*(?:until|while) (.*?); do$", script, re.MULTILINE | re.DOTALL)
+    assert loops
+    assert all("deadline" in condition or condition == ":" for condition in loops)
+    assert script.count("while :; do") == 1  # left by `break` at its deadline
+
+
+@pytest.mark.timeout(90)
+def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(local_nodes):
+    for host in local_nodes.HOSTS:
+        local_nodes.start(host)
+    outputs = []
+    for _run in range(2):  # the second run finds the cluster formed
+        result = local_nodes.init()
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "cluster_state:ok" in result.stdout
+        assert "cluster_slots_ok:16384" in result.stdout
+        assert "cluster_known_nodes:9" in result.stdout
+        outputs.append(result.stdout)
+    assert "[OK] All 16384 slots covered" in outputs[0]
+    assert "slots covered" not in outputs[1]  # formed once only
+    assert "joining" not in outputs[1]
+    masters = {host: role[1] for host, role in local_nodes.roles().items()
+               if role[0] == "master"}
+    # The first run waited until both replicas were attached.
+    assert masters == {"127.0.0.11": 2, "127.0.0.12": 2, "127.0.0.13": 2}
+
+
+@pytest.mark.timeout(90)
+def test_cluster_init_forms_the_cluster_without_the_first_node_in_bounded_time(local_nodes):
+    """The first node never answers: the cluster is formed from the eight others (three
+    masters, one replica each, the two left over join as replicas), within the wait."""
+    for host in local_nodes.HOSTS[1:]:
+        local_nodes.start(host)
+    started = time.monotonic()
+    result = local_nodes.init(wait_seconds=3)
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not answering after 3 s: 127.0.0.11" in result.stdout
+    assert "cluster_state:ok" in result.stdout
+    assert "cluster_known_nodes:8" in result.stdout
+    assert took < 60, took
+    roles = local_nodes.roles()
+    masters = sorted(host for host, role in roles.items() if role[0] == "master")
+    assert len(masters) == 3
+    replicas = [role[1] for role in roles.values() if role[0] == "slave"]
+    assert sorted(replicas.count(master) for master in masters) == [1, 2, 2]
+
+
+@pytest.mark.timeout(120)
+def test_cluster_init_brings_a_replaced_first_node_back_as_a_replica(local_nodes):
+    """The first node (a master) is lost for good, its replica promoted; a new empty node
+    at its address is made a replica of the master left with one replica, and the others
+    forget the lost one."""
+    for host in local_nodes.HOSTS:
+        local_nodes.start(host)
+    assert local_nodes.init().returncode == 0
+    lost = local_nodes.HOSTS[0]
+    with local_nodes.client(lost) as client:
+        lost_id = client.execute_command("CLUSTER MYID").decode()
+    local_nodes.kill(lost)
+
+    def promoted() -> bool:  # three masters again among the nodes left
+        return sum(role[0] == "master" for role in local_nodes.roles().values()) == 3
+
+    deadline = time.monotonic() + 30
+    while not promoted():
+        assert time.monotonic() < deadline, "no failover"
+        time.sleep(0.2)
+    local_nodes.start(lost, empty=True)
+    result = local_nodes.init()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"joining {lost}" in result.stdout
+    assert "cluster_state:ok" in result.stdout
+    assert "cluster_known_nodes:9" in result.stdout
+    roles = local_nodes.roles()
+    assert roles[lost][0] == "slave", roles[lost]
+    assert roles[lost][2] == "connected", roles[lost]
+    masters = {host: role[1] for host, role in roles.items() if role[0] == "master"}
+    assert len(masters) == 3, roles
+    assert set(masters.values()) == {2}, roles
+    for host in local_nodes.HOSTS[1:]:
+        with local_nodes.client(host) as client:
+            assert lost_id not in str(client.execute_command("CLUSTER NODES")), host
 
 
 def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
