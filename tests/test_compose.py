@@ -1,6 +1,7 @@
 """docker-compose.yml and the Dockerfile agree with each other and with `make run`."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,6 +26,24 @@ def _check_compose_schema(path: Path) -> subprocess.CompletedProcess:
          str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+
+
+def _defaults(text: str) -> str:
+    """``text`` as compose reads it with no variable set: each ``${NAME:-default}`` its
+    default."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", text)
+
+
+def published_on_loopback_only(compose: dict) -> dict[str, list[str]]:
+    """Every service's published ports as compose reads them with no variable set,
+    asserting each is on 127.0.0.1 (``address:host port:container port``)."""
+    found = {}
+    for name, service in compose["services"].items():
+        for entry in service.get("ports", []):
+            address, host_port, container_port = _defaults(str(entry)).split(":")
+            assert address == "127.0.0.1", (name, entry)
+            found.setdefault(name, []).append(f"{host_port}:{container_port}")
+    return found
 
 
 def _words(command) -> list[str]:
@@ -137,3 +156,11 @@ def test_the_events_open_file_limit_is_a_variable():
                                            "hard": "${EVENTS_NOFILE:-16384}"}
     # Unset by default: the events group takes what the limit allows.
     assert events["environment"]["EVENTS_MAX_STREAMS"] == "${EVENTS_MAX_STREAMS:-}"
+
+
+def test_only_the_api_is_published_and_on_loopback_unless_the_operator_says_otherwise():
+    compose = _compose()
+    assert published_on_loopback_only(compose) == {"api": ["8000:8000"]}
+    # The operator chooses the address (and port) in PORT: one variable, documented.
+    assert compose["services"]["api"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
+    assert "`PORT` | `127.0.0.1:8000`" in (ROOT / "docs" / "deployment.md").read_text()

@@ -18,7 +18,7 @@ import yaml
 
 from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
 from devtools.redis_server import find_redis_cli, find_redis_server, free_cluster_port
-from tests.test_compose import _check_compose_schema
+from tests.test_compose import _check_compose_schema, published_on_loopback_only
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.cluster.yml"
@@ -108,11 +108,23 @@ def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_fil
                                        "hard": "${LB_NOFILE:-16384}"}
 
 
+def test_only_the_load_balancer_is_published_on_loopback_and_its_stats_are_not():
+    compose = _compose()
+    assert published_on_loopback_only(compose) == {"lb": ["8000:8000"]}
+    assert compose["services"]["lb"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    frontends = dict(re.findall(r"^frontend (\S+)\n((?:[ \t]+.*\n|\n)*)", config, re.MULTILINE))
+    # The stats page is on a port of its own, on the front network, never published.
+    assert "bind :8404" in frontends["stats"]
+    assert "stats" not in frontends["http"]
+    assert "8404" not in " ".join(str(p) for s in compose["services"].values()
+                                 for p in s.get("ports", []))
+
+
 def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
     lb = _compose()["services"]["lb"]
     assert lb["image"] == "${HAPROXY_IMAGE:-haproxy:2.9-alpine}"
     assert "./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in lb["volumes"]
-    assert lb["ports"] == ["${PORT:-8000}:8000"]
     config = (ROOT / "deploy" / "haproxy.cfg").read_text()
     backends = re.split(r"^backend ", config, flags=re.MULTILINE)[1:]
     assert [backend.split()[0] for backend in backends] == ["api", "events"]
