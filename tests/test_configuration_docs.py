@@ -26,7 +26,7 @@ TABLE_END = "<!-- end of settings -->"
 #: Names in the form of a setting that the service does not read, and where they belong.
 NOT_SETTINGS = {
     # make run's own (devtools/devserver.py)
-    "SECRET_KEY_FILE": "devtools/devserver.py", "REDIS_DATA_DIR": "devtools/devserver.py",
+    "REDIS_DATA_DIR": "devtools/devserver.py",
     "REDIS_PORT": "devtools/devserver.py",
     # the compose files' own
     "PYTHON_IMAGE": "docker-compose.yml", "APP_IMAGE": "docker-compose.yml",
