@@ -281,6 +281,10 @@ SETTINGS: dict[str, Setting] = {
     "WORKER_NICE": Setting(
         env_int, 10, SOLVER_WORKER,
         "how much lower the solver's worker's CPU priority is than the API's (`0`: the same)"),
+    "WORKER_HEARTBEAT_FILE": Setting(
+        env_str, None, SOLVER_WORKER,
+        "a file the solver's worker touches after each turn of its loop that reached Redis "
+        "(a health check reads its age); unset: none"),
 
     # --- the request group (service/runtime/request_group.py) ----------------------------
     "HOST": Setting(env_str, "127.0.0.1", REQUEST_GROUP,
