@@ -46,6 +46,30 @@ def published_on_loopback_only(compose: dict) -> dict[str, list[str]]:
     return found
 
 
+def worker_checks_its_heartbeat(worker: dict) -> bool:
+    """The worker's health check reads the age of the file it touches each turn."""
+    heartbeat = worker["environment"]["WORKER_HEARTBEAT_FILE"]
+    test = " ".join(worker["healthcheck"]["test"])
+    assert f"getmtime('{heartbeat}')" in test, test
+    return True
+
+
+def limited_and_rotated(compose: dict) -> dict[str, tuple[str, str]]:
+    """Every service's memory and CPU limits (as compose reads them with no variable set),
+    asserting each has both and a rotated log."""
+    found = {}
+    for name, service in compose["services"].items():
+        logging = service.get("logging")
+        assert logging is not None, name
+        assert logging["driver"] == "json-file", name
+        assert set(logging["options"]) == {"max-size", "max-file"}, name
+        assert "mem_limit" in service, name
+        assert "cpus" in service, name
+        found[name] = (_defaults(str(service["mem_limit"])), _defaults(str(service["cpus"])))
+        assert float(found[name][1]) <= 2, name  # starts on a 2-core machine
+    return found
+
+
 def _words(command) -> list[str]:
     return command.split() if isinstance(command, str) else list(command)
 
@@ -92,7 +116,7 @@ def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis()
     assert worker["environment"]["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]
     assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
-    assert worker["healthcheck"] == {"disable": True}  # the image's checks the API's port
+    assert worker_checks_its_heartbeat(worker)
     assert worker["restart"] == "unless-stopped"
 
 
@@ -131,6 +155,9 @@ def test_redis_persists_every_write(option, value):
     assert words[0] == "redis-server"
     assert words[words.index(option) + 1] == value
     assert _words(redis["healthcheck"]["test"])[-2:] == ["redis-cli", "ping"]
+    # Games are never evicted: a full Redis refuses writes.
+    assert words[words.index("--maxmemory-policy") + 1] == "noeviction"
+    assert words[words.index("--maxmemory") + 1] == "${REDIS_MAXMEMORY:-1gb}"
     assert any(volume.endswith(":/data") for volume in redis["volumes"])
 
 
@@ -164,3 +191,18 @@ def test_only_the_api_is_published_and_on_loopback_unless_the_operator_says_othe
     # The operator chooses the address (and port) in PORT: one variable, documented.
     assert compose["services"]["api"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
     assert "`PORT` | `127.0.0.1:8000`" in (ROOT / "docs" / "deployment.md").read_text()
+
+
+def test_every_service_has_memory_and_cpu_limits_and_a_rotated_log():
+    compose = _compose()
+    limits = limited_and_rotated(compose)
+    assert set(limits) == {"api", "events", "worker", "redis"}
+    assert limits["redis"] == ("2g", "1")  # room above maxmemory for the rewrite's fork
+    assert compose["services"]["redis"]["mem_limit"] == "${REDIS_MEMORY:-2g}"
+
+
+def test_every_long_running_service_has_a_health_check_that_means_it():
+    services = _compose()["services"]
+    for name, service in services.items():
+        assert not service["healthcheck"].get("disable"), name
+    assert worker_checks_its_heartbeat(services["worker"])

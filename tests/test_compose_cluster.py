@@ -18,7 +18,12 @@ import yaml
 
 from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
 from devtools.redis_server import find_redis_cli, find_redis_server, free_cluster_port
-from tests.test_compose import _check_compose_schema, published_on_loopback_only
+from tests.test_compose import (
+    _check_compose_schema,
+    limited_and_rotated,
+    published_on_loopback_only,
+    worker_checks_its_heartbeat,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.cluster.yml"
@@ -41,7 +46,7 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
     services = compose["services"]
     config = (ROOT / "deploy" / "redis-node.conf").read_text()
     for option in ("cluster-enabled yes", "appendonly yes", "appendfsync always",
-                   "cluster-require-full-coverage no"):
+                   "cluster-require-full-coverage no", "maxmemory-policy noeviction"):
         assert re.search(rf"^{option}$", config, re.MULTILINE), option
     addresses, volumes = [], set()
     for number, name in enumerate(NODES, 1):
@@ -51,11 +56,14 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
         assert address == f"{NETWORK}.1{number}"
         assert node["command"] == ["redis-server", "/usr/local/etc/redis/node.conf",
                                    "--cluster-announce-ip", address, "--cluster-node-timeout",
-                                   "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}"]
+                                   "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}",
+                                   "--maxmemory", "${REDIS_MAXMEMORY:-1gb}"]
         assert "./deploy/redis-node.conf:/usr/local/etc/redis/node.conf:ro" in node["volumes"]
         volumes |= {volume for volume in node["volumes"] if volume.endswith(":/data")}
         addresses.append(address)
-        assert node["healthcheck"]["test"][-2:] == ["redis-cli", "ping"]
+        # Healthy while the cluster serves every slot (a node that answers PING may not).
+        assert node["healthcheck"]["test"] == [
+            "CMD-SHELL", "redis-cli cluster info | grep -q '^cluster_state:ok'"]
         assert node["restart"] == "unless-stopped"
     assert len(set(addresses)) == len(volumes) == 9
     assert compose["networks"]["redis"]["ipam"]["config"] == [{"subnet": f"{NETWORK}.0/24"}]
@@ -123,7 +131,6 @@ def test_only_the_load_balancer_is_published_on_loopback_and_its_stats_are_not()
 
 def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
     lb = _compose()["services"]["lb"]
-    assert lb["image"] == "${HAPROXY_IMAGE:-haproxy:2.9-alpine}"
     assert "./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in lb["volumes"]
     config = (ROOT / "deploy" / "haproxy.cfg").read_text()
     backends = re.split(r"^backend ", config, flags=re.MULTILINE)[1:]
@@ -146,7 +153,7 @@ def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
     assert "http-request disable-l7-retry if !METH_GET !{ req.hdr(idempotency-key) -m found }" \
         in config
     haproxy = shutil.which("haproxy")
-    if haproxy:  # Debian's haproxy, when installed, checks the whole file
+    if haproxy:  # Debian's haproxy (2.6), when installed, checks the whole file
         result = subprocess.run([haproxy, "-c", "-f", str(ROOT / "deploy" / "haproxy.cfg")],
                                 capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, result.stdout + result.stderr
@@ -326,4 +333,38 @@ def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
     assert worker["environment"]["REDIS_URL"].startswith("redis+cluster://")
     assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"] == api["depends_on"]
-    assert worker["healthcheck"] == {"disable": True}
+    assert worker_checks_its_heartbeat(worker)
+
+
+def test_every_service_has_memory_and_cpu_limits_a_rotated_log_and_a_health_check():
+    compose = _compose()
+    limits = limited_and_rotated(compose)
+    assert set(limits) == {*NODES, "cluster-init", *APIS, "events", "worker", "lb"}
+    for name, service in compose["services"].items():
+        if name != "cluster-init":  # a one-shot
+            assert "test" in service["healthcheck"], name
+
+
+def test_the_load_balancer_is_an_lts_haproxy_checked_on_its_own_uri():
+    lb = _compose()["services"]["lb"]
+    # A long-term-support line (2.6 and 2.8 are too; Debian's 2.6 is the tests' stand-in).
+    assert lb["image"] == "${HAPROXY_IMAGE:-haproxy:3.2-alpine}"
+    check = " ".join(lb["healthcheck"]["test"])
+    assert check.count("http://127.0.0.1:8404/healthz") == 2  # wget, else python3
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    assert "monitor-uri /healthz" in config
+
+
+def test_a_server_enters_haproxys_rotation_only_after_its_checks_pass():
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    backends = re.split(r"^backend ", config, flags=re.MULTILINE)[1:]
+    for backend in backends:
+        # init-state from HAProxy 3.1 on (Debian's 2.6 parses the file without it).
+        assert ".if version_atleast(3.1)\n    default-server init-state down\n.endif" \
+            in backend
+        assert re.search(r"default-server check inter 2s .*fall 2 rise 2 ", backend)
+    # A connection refused is tried on another server (twice), never a keyless write
+    # once a server had it.
+    assert "retries 2" in config
+    assert "option redispatch 1" in config
+    assert "retry-on conn-failure empty-response response-timeout" in config
