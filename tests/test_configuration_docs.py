@@ -34,6 +34,13 @@ NOT_SETTINGS = {
     "EVENTS_NOFILE": "docker-compose.cluster.yml", "LB_NOFILE": "docker-compose.cluster.yml",
     "REDIS_NETWORK": "docker-compose.cluster.yml",
     "REDIS_CLUSTER_NODE_TIMEOUT": "docker-compose.cluster.yml",
+    "REDIS_MAXMEMORY": "docker-compose.yml", "REDIS_MEMORY": "docker-compose.yml",
+    "REDIS_CPUS": "docker-compose.yml", "API_MEMORY": "docker-compose.yml",
+    "API_CPUS": "docker-compose.yml", "EVENTS_MEMORY": "docker-compose.yml",
+    "EVENTS_CPUS": "docker-compose.yml", "WORKER_MEMORY": "docker-compose.yml",
+    "WORKER_CPUS": "docker-compose.yml", "LB_MEMORY": "docker-compose.cluster.yml",
+    "LB_CPUS": "docker-compose.cluster.yml", "LOG_MAX_SIZE": "docker-compose.yml",
+    "LOG_MAX_FILE": "docker-compose.yml",
     # the test runner's (Makefile)
     "TEST_PROCESSES": "Makefile",
     # no environment variables: a resource limit and a Linux capability
