@@ -1,15 +1,19 @@
 """docker-compose.yml and the Dockerfile agree with each other and with `make run`."""
 
 import json
+import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import redis as redis_client
 import yaml
 
 from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
+from devtools.redis_server import find_redis_server, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -152,7 +156,7 @@ def test_redis_persists_every_write(option, value):
     redis = _compose()["services"]["redis"]
     assert redis["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
     words = _words(redis["command"])
-    assert words[0] == "redis-server"
+    assert words[:2] == ["sh", "/usr/local/bin/redis-start.sh"]  # then redis-server
     assert words[words.index(option) + 1] == value
     assert _words(redis["healthcheck"]["test"])[-2:] == ["redis-cli", "ping"]
     # Games are never evicted: a full Redis refuses writes.
@@ -206,3 +210,89 @@ def test_every_long_running_service_has_a_health_check_that_means_it():
     for name, service in services.items():
         assert not service["healthcheck"].get("disable"), name
     assert worker_checks_its_heartbeat(services["worker"])
+
+
+def secrets_are_files_never_variables(compose: dict, readers: dict[str, set]) -> None:
+    """The two secrets are files (``SECRET_KEY_FILE``, ``REDIS_PASSWORD_FILE`` name them on
+    the host, ``./secrets`` by default), mounted in the services of ``readers`` only and
+    named by their settings; no service's environment holds a secret."""
+    assert compose["secrets"] == {
+        "secret_key": {"file": "${SECRET_KEY_FILE:-./secrets/secret_key}"},
+        "redis_password": {"file": "${REDIS_PASSWORD_FILE:-./secrets/redis_password}"}}
+    for name, service in compose["services"].items():
+        environment = service.get("environment", {})
+        assert "SECRET_KEY" not in environment, name
+        assert not any("PASSWORD" in key and not key.endswith("_FILE") for key in environment)
+        assert set(service.get("secrets", [])) == readers.get(name, set()), name
+        if "secret_key" in service.get("secrets", []):
+            assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key", name
+        if "redis_password" in service.get("secrets", []) and "REDIS_URL" in environment:
+            assert environment["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
+            assert environment["REDIS_USERNAME"] == "patience"
+
+
+def test_the_secrets_are_files_and_redis_asks_for_a_password():
+    compose = _compose()
+    secrets_are_files_never_variables(compose, {
+        "api": {"secret_key", "redis_password"}, "events": {"secret_key", "redis_password"},
+        "worker": {"redis_password"}, "redis": {"redis_password"}})
+    redis = compose["services"]["redis"]
+    assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in redis["volumes"]
+    script = (ROOT / "deploy" / "redis-start.sh").read_text()
+    # The service's user with the password; the default user may only read the state.
+    assert "user patience on >$password ~* &* +@all" in script
+    assert "user default on nopass -@all +ping +info +role +cluster|info +cluster|nodes" \
+        in script
+    assert "masteruser patience" in script
+    assert "masterauth $password" in script
+    # The password goes to a file of the container, never to the command line.
+    assert 'redis-server "$@" --include "$auth/auth.conf"' in script
+    makefile = (ROOT / "Makefile").read_text()
+    assert "secrets: secrets/secret_key secrets/redis_password" in makefile
+    assert "secrets/" in (ROOT / ".gitignore").read_text().split()
+    assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
+
+
+@pytest.mark.timeout(60)
+def test_redis_start_refuses_the_default_user_all_but_the_state(tmp_path):
+    """deploy/redis-start.sh run against a local redis-server: the service's user does
+    everything with the password; without it only PING, INFO, ROLE and CLUSTER INFO."""
+    binary = find_redis_server()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "redis-server").symlink_to(binary)
+    (tmp_path / "password").write_text("s3cret-pass\n")
+    port = free_port()
+    environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path),
+                       REDIS_PASSWORD_FILE=str(tmp_path / "password"))
+    script = (ROOT / "deploy" / "redis-start.sh").read_text().replace(
+        "auth=/tmp/redis-auth", f"auth={tmp_path}/auth")
+    (tmp_path / "start.sh").write_text(script)
+    process = subprocess.Popen(["sh", str(tmp_path / "start.sh"), "--port", str(port),
+                                "--bind", "127.0.0.1", "--save", ""], env=environment,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        anonymous = redis_client.Redis(port=port, socket_timeout=5)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                assert anonymous.ping()
+                break
+            except redis_client.ConnectionError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert anonymous.info("server")["redis_version"]
+        with pytest.raises(redis_client.ResponseError, match="no permissions"):
+            anonymous.set("game:{x}", "1")
+        with pytest.raises(redis_client.ResponseError, match="no permissions"):
+            anonymous.get("game:{x}")
+        with pytest.raises(redis_client.ResponseError, match="no permissions"):
+            anonymous.execute_command("CONFIG", "GET", "masterauth")
+        service = redis_client.Redis(port=port, username="patience", password="s3cret-pass")
+        assert service.set("game:{x}", "1")
+        assert service.config_get("masteruser") == {"masteruser": "patience"}
+        with pytest.raises(redis_client.AuthenticationError):
+            redis_client.Redis(port=port, username="patience", password="wrong").ping()
+    finally:
+        process.kill()
+        process.wait()

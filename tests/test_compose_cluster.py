@@ -22,6 +22,7 @@ from tests.test_compose import (
     _check_compose_schema,
     limited_and_rotated,
     published_on_loopback_only,
+    secrets_are_files_never_variables,
     worker_checks_its_heartbeat,
 )
 
@@ -54,7 +55,8 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
         assert node["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
         address = node["networks"]["redis"]["ipv4_address"]
         assert address == f"{NETWORK}.1{number}"
-        assert node["command"] == ["redis-server", "/usr/local/etc/redis/node.conf",
+        assert node["command"] == ["sh", "/usr/local/bin/redis-start.sh",
+                                   "/usr/local/etc/redis/node.conf",
                                    "--cluster-announce-ip", address, "--cluster-node-timeout",
                                    "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}",
                                    "--maxmemory", "${REDIS_MAXMEMORY:-1gb}"]
@@ -82,7 +84,7 @@ def test_apis_wait_for_the_cluster_and_run_the_one_gunicorn_command():
             "redis+cluster://" + ",".join(f"{node}:6379" for node in NODES)
         assert environment["REDIS_WAIT_REPLICAS"] == "${REDIS_WAIT_REPLICAS:-1}"
         assert environment["TRUST_PROXY"] == "true"
-        assert environment["SECRET_KEY"].startswith("${SECRET_KEY:?")  # one for all
+        assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key"  # one for all
         assert "/readyz" in " ".join(api["healthcheck"]["test"])
         assert api["networks"] == ["redis", "front"]
     assert services["cluster-init"]["restart"] == "no"
@@ -103,7 +105,7 @@ def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_fil
     environment = events["environment"]
     assert environment["EVENTS_BIND"] == "0.0.0.0:8001"
     assert "EVENTS_HANDOFF_SOCKET" not in environment  # HAProxy routes streams to it
-    for name in ("REDIS_URL", "SECRET_KEY", "REDIS_WAIT_REPLICAS"):
+    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_PASSWORD_FILE", "REDIS_WAIT_REPLICAS"):
         assert environment[name] == api["environment"][name], name
     assert events["depends_on"] == api["depends_on"]
     assert events["networks"] == ["redis", "front"]
@@ -368,3 +370,17 @@ def test_a_server_enters_haproxys_rotation_only_after_its_checks_pass():
     assert "retries 2" in config
     assert "option redispatch 1" in config
     assert "retry-on conn-failure empty-response response-timeout" in config
+
+
+def test_the_secrets_are_files_and_every_node_asks_for_a_password():
+    compose = _compose()
+    both = {"secret_key", "redis_password"}
+    secrets_are_files_never_variables(compose, {
+        **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
+        **dict.fromkeys(APIS, both), "events": both, "worker": {"redis_password"}})
+    init = compose["services"]["cluster-init"]["environment"]
+    assert init["REDIS_USER"] == "patience"
+    assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
+    for node in NODES:
+        assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in \
+            compose["services"][node]["volumes"]

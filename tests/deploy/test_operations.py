@@ -9,6 +9,8 @@ The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by 
 
 from __future__ import annotations
 
+import json
+import secrets
 import time
 
 import pytest
@@ -58,12 +60,36 @@ def _replication(deployment: Deployment, service: str) -> dict[str, str]:
                 if ":" in line)
 
 
+def _as_the_service(deployment: Deployment, service: str, *command: str) -> str:
+    """``redis-cli`` as the service's user, in the container of ``service`` (the password
+    read there from its secret, never passed from here)."""
+    script = ('REDISCLI_AUTH="$(cat /run/secrets/redis_password)" '
+              'redis-cli --no-auth-warning --user patience "$@"')
+    return docker("exec", deployment.container(service), "sh", "-c", script, "sh",
+                  *command).stdout
+
+
 def _service_of(ip: str, prefix: str) -> str:
     return f"redis-{int(ip.removeprefix(prefix + '.')) - 10}"
 
 
 @pytest.fixture(scope="module")
-def cluster(base_images, app_image):
+def secret_files(tmp_path_factory) -> dict[str, str]:
+    """The deployment's secrets, files of this run (as `make secrets` makes them): their
+    values by name, and the variables that name the files."""
+    folder = tmp_path_factory.mktemp("secrets")
+    found = {}
+    for name in ("secret_key", "redis_password"):
+        found[name] = secrets.token_urlsafe(32)
+        (folder / name).write_text(found[name] + "\n")
+        (folder / name).chmod(0o644)  # the containers' users read it
+    found["SECRET_KEY_FILE"] = str(folder / "secret_key")
+    found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(base_images, app_image, secret_files):
     """The deployment up, creates taken by every shard: ``(deployment, base URL,
     the Redis network's first three numbers)``."""
     started = time.monotonic()
@@ -72,7 +98,10 @@ def cluster(base_images, app_image):
         deployment = Deployment("docker-compose.cluster.yml", project_name("ops"),
                                 deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
                                                REDIS_NETWORK=prefix,
-                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS)))
+                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
+                                               SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
+                                               REDIS_PASSWORD_FILE=secret_files[
+                                                   "REDIS_PASSWORD_FILE"]))
         try:
             deployment.up()
             break
@@ -249,9 +278,7 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
             assert [b["HostIp"] for b in bindings["8000/tcp"]] == ["127.0.0.1"]
         else:
             assert not bindings, service
-    memory = _replication(deployment, "redis-2")  # any node: its maxmemory policy
-    assert memory  # answers
-    config = deployment.execute("redis-2", "redis-cli", "config", "get", "maxmemory-policy")
+    config = _as_the_service(deployment, "redis-2", "config", "get", "maxmemory-policy")
     assert "noeviction" in config
 
     def healthy() -> bool:
@@ -259,3 +286,28 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
                    == "healthy" for service in services if service != "cluster-init")
 
     deployment.wait_for(healthy, 45, "every long-running container healthy", pause=1)
+
+
+def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret_files):
+    """`docker inspect` of every container (its environment, command, labels: all of it)
+    holds neither secret, nor does any log; Redis refuses a command without the password,
+    but for the state its health checks read."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    values = (secret_files["secret_key"], secret_files["redis_password"])
+    containers = deployment.compose("ps", "-a", "-q").stdout.split()
+    assert len(containers) == 16, containers
+    for container in containers:
+        inspected = docker("inspect", container).stdout
+        for value in values:
+            assert value not in inspected, json.loads(inspected)[0]["Name"]
+    logs = deployment.compose("logs", "--no-color").stdout
+    assert "redis+cluster://" not in logs
+    for value in values:
+        assert value not in logs
+    refused = docker("exec", deployment.container("redis-3"), "redis-cli", "set", "x", "1")
+    assert "no permissions" in refused.stdout + refused.stderr, refused
+    refused = docker("exec", deployment.container("redis-3"), "redis-cli", "keys", "*")
+    assert "no permissions" in refused.stdout + refused.stderr, refused
+    assert "cluster_state:ok" in deployment.execute("redis-3", "redis-cli", "cluster", "info")
+    assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
