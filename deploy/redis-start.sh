@@ -1,17 +1,16 @@
 #!/bin/sh
 # Starts redis-server (docker-compose.yml's redis, and every node of
-# docker-compose.cluster.yml) with its users made from the password secret
-# (/run/secrets/redis_password: its first line), arguments passed on to redis-server.
+# docker-compose.cluster.yml) with Redis' `default` user asking for the password of the
+# secret /run/secrets/redis_password (its first line), and replication logging in with
+# it; the arguments are passed on to redis-server.  Nothing is answered without the
+# password but the refusal (health checks and probes read the same secret).
 #
-#   patience  the service's user, and replication's (masteruser): every command, every
-#             key and channel, with the password
-#   default   no password, and only what health checks and probes read: PING, INFO, ROLE,
-#             CLUSTER INFO, CLUSTER NODES, CLUSTER MYID; any other command is refused
-#
-# The users and the replication credentials go to a file of the container's own /tmp
-# (never to the command line nor the environment, which `docker inspect` shows).  The
-# cluster bus (node to node gossip, failover votes) is not authenticated by Redis 7:
-# the nodes' network must be private, as docker-compose.cluster.yml makes it.
+# The user and the replication password go to a file of the container's own /tmp (never
+# to the command line nor the environment, which `docker inspect` shows).  The default
+# user keeps every permission: Redis 7.0 replays the append-only file's transactions as
+# that user when it starts, and drops those its permissions would refuse.  The cluster
+# bus (node to node gossip, failover votes) is not authenticated by Redis 7: the nodes'
+# network must be private, as docker-compose.cluster.yml makes it.
 set -eu
 secret=${REDIS_PASSWORD_FILE:-/run/secrets/redis_password}
 password=$(head -n 1 "$secret" | tr -d '\r\n')
@@ -23,12 +22,10 @@ auth=/tmp/redis-auth
 mkdir -p "$auth"
 umask 077
 cat > "$auth/users.acl" <<USERS
-user default on nopass -@all +ping +info +role +cluster|info +cluster|nodes +cluster|myid
-user patience on >$password ~* &* +@all
+user default on >$password ~* &* +@all
 USERS
 cat > "$auth/auth.conf" <<CONF
 aclfile $auth/users.acl
-masteruser patience
 masterauth $password
 CONF
 # As the official images run it: not as root, where they have the tool to step down.

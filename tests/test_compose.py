@@ -158,7 +158,9 @@ def test_redis_persists_every_write(option, value):
     words = _words(redis["command"])
     assert words[:2] == ["sh", "/usr/local/bin/redis-start.sh"]  # then redis-server
     assert words[words.index(option) + 1] == value
-    assert _words(redis["healthcheck"]["test"])[-2:] == ["redis-cli", "ping"]
+    assert redis["healthcheck"]["test"] == [
+        "CMD-SHELL",
+        'REDISCLI_AUTH="$$(cat /run/secrets/redis_password)" redis-cli ping | grep -q PONG']
     # Games are never evicted: a full Redis refuses writes.
     assert words[words.index("--maxmemory-policy") + 1] == "noeviction"
     assert words[words.index("--maxmemory") + 1] == "${REDIS_MAXMEMORY:-1gb}"
@@ -228,7 +230,6 @@ def secrets_are_files_never_variables(compose: dict, readers: dict[str, set]) ->
             assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key", name
         if "redis_password" in service.get("secrets", []) and "REDIS_URL" in environment:
             assert environment["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
-            assert environment["REDIS_USERNAME"] == "patience"
 
 
 def test_the_secrets_are_files_and_redis_asks_for_a_password():
@@ -239,11 +240,8 @@ def test_the_secrets_are_files_and_redis_asks_for_a_password():
     redis = compose["services"]["redis"]
     assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in redis["volumes"]
     script = (ROOT / "deploy" / "redis-start.sh").read_text()
-    # The service's user with the password; the default user may only read the state.
-    assert "user patience on >$password ~* &* +@all" in script
-    assert "user default on nopass -@all +ping +info +role +cluster|info +cluster|nodes" \
-        in script
-    assert "masteruser patience" in script
+    # Every permission (the append-only file is replayed as that user), with the password.
+    assert "user default on >$password ~* &* +@all" in script
     assert "masterauth $password" in script
     # The password goes to a file of the container, never to the command line.
     assert 'redis-server "$@" --include "$auth/auth.conf"' in script
@@ -254,16 +252,16 @@ def test_the_secrets_are_files_and_redis_asks_for_a_password():
 
 
 @pytest.mark.timeout(60)
-def test_redis_start_refuses_the_default_user_all_but_the_state(tmp_path):
-    """deploy/redis-start.sh run against a local redis-server: the service's user does
-    everything with the password; without it only PING, INFO, ROLE and CLUSTER INFO."""
+def test_redis_start_answers_nothing_without_the_password(tmp_path):
+    """deploy/redis-start.sh run against a local redis-server: with the password every
+    command; without it none, PING included; the password in no argument."""
     binary = find_redis_server()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "redis-server").symlink_to(binary)
     (tmp_path / "password").write_text("s3cret-pass\n")
     port = free_port()
-    environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", TMPDIR=str(tmp_path),
+    environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
                        REDIS_PASSWORD_FILE=str(tmp_path / "password"))
     script = (ROOT / "deploy" / "redis-start.sh").read_text().replace(
         "auth=/tmp/redis-auth", f"auth={tmp_path}/auth")
@@ -272,27 +270,26 @@ def test_redis_start_refuses_the_default_user_all_but_the_state(tmp_path):
                                 "--bind", "127.0.0.1", "--save", ""], env=environment,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        anonymous = redis_client.Redis(port=port, socket_timeout=5)
+        service = redis_client.Redis(port=port, password="s3cret-pass", socket_timeout=5)
         deadline = time.monotonic() + 20
         while True:
             try:
-                assert anonymous.ping()
+                assert service.ping()
                 break
             except redis_client.ConnectionError:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-        assert anonymous.info("server")["redis_version"]
-        with pytest.raises(redis_client.ResponseError, match="no permissions"):
-            anonymous.set("game:{x}", "1")
-        with pytest.raises(redis_client.ResponseError, match="no permissions"):
-            anonymous.get("game:{x}")
-        with pytest.raises(redis_client.ResponseError, match="no permissions"):
-            anonymous.execute_command("CONFIG", "GET", "masterauth")
-        service = redis_client.Redis(port=port, username="patience", password="s3cret-pass")
         assert service.set("game:{x}", "1")
-        assert service.config_get("masteruser") == {"masteruser": "patience"}
+        assert service.config_get("masterauth")["masterauth"] == "s3cret-pass"
+        anonymous = redis_client.Redis(port=port, socket_timeout=5)
+        for command in (("PING",), ("GET", "game:{x}"), ("SET", "game:{x}", "2"),
+                        ("CLUSTER", "INFO")):
+            with pytest.raises(redis_client.AuthenticationError):
+                anonymous.execute_command(*command)
         with pytest.raises(redis_client.AuthenticationError):
-            redis_client.Redis(port=port, username="patience", password="wrong").ping()
+            redis_client.Redis(port=port, password="wrong").ping()
+        arguments = Path(f"/proc/{service.info('server')['process_id']}/cmdline").read_bytes()
+        assert b"s3cret-pass" not in arguments
     finally:
         process.kill()
         process.wait()
