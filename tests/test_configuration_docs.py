@@ -41,6 +41,8 @@ NOT_SETTINGS = {
     "WORKER_CPUS": "docker-compose.yml", "LB_MEMORY": "docker-compose.cluster.yml",
     "LB_CPUS": "docker-compose.cluster.yml", "LOG_MAX_SIZE": "docker-compose.yml",
     "LOG_MAX_FILE": "docker-compose.yml",
+    # redis-cli's own (the health checks and cluster-init log in with it)
+    "REDISCLI_AUTH": "deploy/cluster-init.sh",
     # the test runner's (Makefile)
     "TEST_PROCESSES": "Makefile",
     # no environment variables: a resource limit and a Linux capability
