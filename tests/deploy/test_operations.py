@@ -110,6 +110,7 @@ def cluster(base_images, app_image, secret_files):
                 raise
     try:
         base = f"http://{deployment.published('lb', 8000)}"
+        record(SECTION, right_after_readyz=_creates_right_after_readyz(deployment, base))
         deployment.wait_for(lambda: _creates_on_every_shard(deployment, base, prefix), 90,
                             "creates taken by every shard", pause=0.5)
         record(SECTION, up_to_writes_taken_s=round(time.monotonic() - started, 1))
@@ -117,6 +118,29 @@ def cluster(base_images, app_image, secret_files):
     finally:
         deployment.save_logs("deploy-operations.log")
         deployment.remove()
+
+
+def _creates_right_after_readyz(deployment: Deployment, base: str, creates: int = 20) -> str:
+    """What creates answer right after /readyz first answers 200 through the load
+    balancer: HAProxy's own 503 (text) means it sent them to replicas that could not
+    answer (HAProxy before 3.1 counts a server up at its start, until a check fails);
+    the service's own 503 (JSON) a shard not ready for writes yet."""
+    def ready() -> bool:
+        try:
+            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
+        except requests.RequestException:
+            return False
+
+    deployment.wait_for(ready, 90, "/readyz answered 200 through the load balancer",
+                        pause=0.05)
+    answers = []
+    with requests.Session() as session:
+        for _ in range(creates):
+            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
+            answers.append("haproxy" if answer.status_code == 503 and
+                           answer.headers.get("Content-Type", "").startswith("text/plain")
+                           else str(answer.status_code))
+    return ", ".join(f"{answers.count(kind)} {kind}" for kind in sorted(set(answers)))
 
 
 def _creates_on_every_shard(deployment: Deployment, base: str, prefix: str,
