@@ -169,8 +169,11 @@ class LocalNodes:
 
     HOSTS = [f"127.0.0.1{number}" for number in range(1, 10)]
 
-    def __init__(self, folder: Path):
+    def __init__(self, folder: Path, password: str | None = None):
         self.folder = folder
+        #: Redis' password (as deploy/redis-start.sh sets it), given to cluster-init in
+        #: a file as compose gives it the secret.
+        self.password = password
         self.port = free_cluster_port(self.HOSTS[0], also_on=self.HOSTS[1:])
         self.binary = find_redis_server()
         self.processes: dict[str, subprocess.Popen] = {}
@@ -183,7 +186,9 @@ class LocalNodes:
         self.processes[host] = subprocess.Popen(
             [self.binary, str(ROOT / "deploy" / "redis-node.conf"), "--port", str(self.port),
              "--dir", str(folder), "--bind", host, "--daemonize", "no",
-             "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log")],
+             "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log"),
+             *(["--requirepass", self.password, "--masterauth", self.password]
+               if self.password else [])],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def kill(self, host: str) -> None:
@@ -196,7 +201,7 @@ class LocalNodes:
             self.kill(host)
 
     def client(self, host: str) -> redis.Redis:
-        return redis.Redis(host=host, port=self.port, socket_timeout=5)
+        return redis.Redis(host=host, port=self.port, socket_timeout=5, password=self.password)
 
     def init(self, wait_seconds: int = 30) -> subprocess.CompletedProcess:
         """deploy/cluster-init.sh with the environment compose gives it (the network's
@@ -205,6 +210,10 @@ class LocalNodes:
                                             f"{os.environ['PATH']}",
                            REDIS_NETWORK="127.0.0", REDIS_PORT=str(self.port),
                            INIT_WAIT_SECONDS=str(wait_seconds))
+        if self.password:
+            secret = self.folder / "redis_password"
+            secret.write_text(self.password + "\n")
+            environment["REDIS_PASSWORD_FILE"] = str(secret)
         return subprocess.run(["sh", str(ROOT / "deploy" / "cluster-init.sh")],
                               capture_output=True, text=True, timeout=150, env=environment)
 
@@ -222,8 +231,8 @@ class LocalNodes:
 
 
 @pytest.fixture
-def local_nodes(tmp_path):
-    nodes = LocalNodes(tmp_path)
+def local_nodes(tmp_path, request):
+    nodes = LocalNodes(tmp_path, getattr(request, "param", None))
     try:
         yield nodes
     finally:
@@ -250,6 +259,8 @@ def test_cluster_init_is_a_script_of_its_own_on_the_node_network():
 
 
 @pytest.mark.timeout(90)
+@pytest.mark.parametrize("local_nodes", [None, "s3cret-pass"], indirect=True,
+                         ids=["no password", "a password"])
 def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(local_nodes):
     for host in local_nodes.HOSTS:
         local_nodes.start(host)
