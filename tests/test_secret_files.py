@@ -63,7 +63,7 @@ def test_a_missing_or_empty_file_names_the_setting_not_the_secret(clean_environm
 
 
 def test_the_app_with_a_password_logs_neither_it_nor_the_url(clean_environment, tmp_path,
-                                                            caplog):
+                                                            caplog, capfd):
     """An app whose Redis cannot be reached (nothing listens there) answers /readyz 503;
     nothing it logs carries the password."""
     from service.app import create_app
@@ -79,5 +79,8 @@ def test_the_app_with_a_password_logs_neither_it_nor_the_url(clean_environment, 
     with app.test_client() as client:
         assert client.get("/readyz").status_code == 503
         client.post("/v1/games", json={"variant": "clock"})
-    assert password not in caplog.text
-    assert "redis://:" not in caplog.text  # nor the URL that carries it
+    written = capfd.readouterr()
+    logged = caplog.text + written.out + written.err
+    assert '"status": 503' in logged  # the request lines were read here
+    assert password not in logged
+    assert "redis://:" not in logged  # nor the URL that carries it
