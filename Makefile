@@ -5,7 +5,7 @@ PORT ?= 8000
 export PORT
 
 .DEFAULT_GOAL := test
-.PHONY: .venv test lint run bench clean clean-data
+.PHONY: .venv test lint run bench clean clean-data secrets
 
 # The venv is (re)installed whenever pyproject.toml is newer than the stamp.
 .venv: $(VENV)/.installed
@@ -19,8 +19,18 @@ $(VENV)/.installed: pyproject.toml
 # deploy tests (one Docker Engine) run one after another on one of them.
 TEST_PROCESSES ?= auto
 
-test: .venv
+test: .venv secrets
 	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
+
+# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key and Redis'
+# password, random, made once and kept (the folder is the owner's alone; the files are
+# readable by the containers' users, which compose mounts them for).
+secrets: secrets/secret_key secrets/redis_password
+
+secrets/%:
+	mkdir -p -m 700 secrets
+	$(PYTHON) -I -c "import secrets; print(secrets.token_urlsafe(32))" > $@.new
+	chmod 644 $@.new && mv $@.new $@
 
 lint: .venv
 	$(BIN)/ruff check .

@@ -25,6 +25,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple, TypeVar
+from urllib.parse import quote
 
 T = TypeVar("T")
 _BOOLEANS = {"1": True, "true": True, "yes": True, "on": True,
@@ -94,6 +95,15 @@ SETTINGS: dict[str, Setting] = {
         env_str, "redis://127.0.0.1:6379/0", APP,
         "the Redis of the games (and of the rate-limit counters; `make run` without it: "
         "its own Redis); `redis+cluster://host:port[,host:port...]`: a Redis Cluster"),
+    "REDIS_USERNAME": Setting(
+        env_str, None, APP,
+        "the Redis ACL user the service logs in as, with `REDIS_PASSWORD_FILE`'s password; "
+        "unset: Redis' `default` user"),
+    "REDIS_PASSWORD_FILE": Setting(
+        env_str, None, APP,
+        "a file whose first line is the Redis password (a compose secret, say): added to "
+        "`REDIS_URL` as it is read, so that no environment shows it; the URL is never "
+        "logged"),
     "REDIS_SOCKET_TIMEOUT": Setting(
         env_float, 1.0, APP,
         "seconds a Redis command may take before the request answers 503 (a dead or hung "
@@ -122,6 +132,10 @@ SETTINGS: dict[str, Setting] = {
         "**required** (`make run` makes one): the server key that seals the stored first "
         "answers of idempotent writes; at least 32 characters, the same for every process "
         "and replica, kept across restarts"),
+    "SECRET_KEY_FILE": Setting(
+        env_str, None, APP,
+        "a file whose first line is `SECRET_KEY` (a compose secret, say), read when "
+        "`SECRET_KEY` is unset (`make run` keeps the key it makes there: `var/secret-key`)"),
     "WRITE_RETRIES": Setting(
         env_int, 16, APP,
         "compare-and-set attempts of a write without `If-Match` before 409 `write_conflict`"),
@@ -277,6 +291,10 @@ SETTINGS: dict[str, Setting] = {
     "WORKER_NICE": Setting(
         env_int, 10, SOLVER_WORKER,
         "how much lower the solver's worker's CPU priority is than the API's (`0`: the same)"),
+    "WORKER_HEARTBEAT_FILE": Setting(
+        env_str, None, SOLVER_WORKER,
+        "a file the solver's worker touches after each turn of its loop that reached Redis "
+        "(a health check reads its age); unset: none"),
 
     # --- the request group (service/runtime/request_group.py) ----------------------------
     "HOST": Setting(env_str, "127.0.0.1", REQUEST_GROUP,
@@ -381,10 +399,42 @@ def stream_cap(max_streams: int | None, threads: int) -> int:
     return max(1, threads - idle_reserve(threads))
 
 
+def read_secret(path: str, name: str) -> str:
+    """The first line of the file ``path`` named by the setting ``name`` (a secret
+    mounted as a file); ``ValueError`` names the setting, never the secret."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as error:
+        raise ValueError(f"{name}: cannot read {path} ({error.strerror})") from None
+    if not lines or not lines[0].strip():
+        raise ValueError(f"{name}: {path} is empty")
+    return lines[0].strip()
+
+
+def with_credentials(url: str, username: str | None, password: str) -> str:
+    """``url`` (``redis://``, ``rediss://`` or ``redis+cluster://``) logging in as
+    ``username`` (None: the default user) with ``password`` (any credentials it named
+    are replaced)."""
+    scheme, separator, rest = url.partition("://")
+    if not separator:
+        raise ValueError(f"REDIS_URL is not a URL: {scheme[:20]!r}...")
+    location, slash, path = rest.partition("/")
+    location = location.rsplit("@", 1)[-1]
+    userinfo = f"{quote(username or '', safe='')}:{quote(password, safe='')}"
+    return f"{scheme}://{userinfo}@{location}{slash}{path}"
+
+
 def read_config() -> dict[str, Any]:
     """The app's settings (:data:`APP`), read from the environment now, with
-    :data:`FIXED` (``ValueError`` names a bad one)."""
+    :data:`FIXED` (``ValueError`` names a bad one); the secrets of ``SECRET_KEY_FILE``
+    and ``REDIS_PASSWORD_FILE`` read from their files."""
     config = _read(APP)
+    if not config["SECRET_KEY"] and config["SECRET_KEY_FILE"]:
+        config["SECRET_KEY"] = read_secret(config["SECRET_KEY_FILE"], "SECRET_KEY_FILE")
+    if config["REDIS_PASSWORD_FILE"]:
+        password = read_secret(config["REDIS_PASSWORD_FILE"], "REDIS_PASSWORD_FILE")
+        config["REDIS_URL"] = with_credentials(config["REDIS_URL"], config["REDIS_USERNAME"],
+                                               password)
     config["LOG_LEVEL"] = config["LOG_LEVEL"].upper()
     config["SSE_MAX_STREAMS"] = stream_cap(config["SSE_MAX_STREAMS"],
                                            config["GUNICORN_THREADS"])

@@ -1,14 +1,20 @@
 """docker-compose.yml and the Dockerfile agree with each other and with `make run`."""
 
 import json
+import os
+import re
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+import redis as redis_client
 import yaml
 
 from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
+from devtools.redis_server import find_redis_server, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -25,6 +31,48 @@ def _check_compose_schema(path: Path) -> subprocess.CompletedProcess:
          str(path)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+
+
+def _defaults(text: str) -> str:
+    """``text`` as compose reads it with no variable set: each ``${NAME:-default}`` its
+    default."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", text)
+
+
+def published_on_loopback_only(compose: dict) -> dict[str, list[str]]:
+    """Every service's published ports as compose reads them with no variable set,
+    asserting each is on 127.0.0.1 (``address:host port:container port``)."""
+    found = {}
+    for name, service in compose["services"].items():
+        for entry in service.get("ports", []):
+            address, host_port, container_port = _defaults(str(entry)).split(":")
+            assert address == "127.0.0.1", (name, entry)
+            found.setdefault(name, []).append(f"{host_port}:{container_port}")
+    return found
+
+
+def worker_checks_its_heartbeat(worker: dict) -> bool:
+    """The worker's health check reads the age of the file it touches each turn."""
+    heartbeat = worker["environment"]["WORKER_HEARTBEAT_FILE"]
+    test = " ".join(worker["healthcheck"]["test"])
+    assert f"getmtime('{heartbeat}')" in test, test
+    return True
+
+
+def limited_and_rotated(compose: dict) -> dict[str, tuple[str, str]]:
+    """Every service's memory and CPU limits (as compose reads them with no variable set),
+    asserting each has both and a rotated log."""
+    found = {}
+    for name, service in compose["services"].items():
+        logging = service.get("logging")
+        assert logging is not None, name
+        assert logging["driver"] == "json-file", name
+        assert set(logging["options"]) == {"max-size", "max-file"}, name
+        assert "mem_limit" in service, name
+        assert "cpus" in service, name
+        found[name] = (_defaults(str(service["mem_limit"])), _defaults(str(service["cpus"])))
+        assert float(found[name][1]) <= 2, name  # starts on a 2-core machine
+    return found
 
 
 def _words(command) -> list[str]:
@@ -73,7 +121,7 @@ def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis()
     assert worker["environment"]["REDIS_URL"] == services["api"]["environment"]["REDIS_URL"]
     assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"]["redis"]["condition"] == "service_healthy"
-    assert worker["healthcheck"] == {"disable": True}  # the image's checks the API's port
+    assert worker_checks_its_heartbeat(worker)
     assert worker["restart"] == "unless-stopped"
 
 
@@ -109,9 +157,14 @@ def test_redis_persists_every_write(option, value):
     redis = _compose()["services"]["redis"]
     assert redis["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
     words = _words(redis["command"])
-    assert words[0] == "redis-server"
+    assert words[:2] == ["sh", "/usr/local/bin/redis-start.sh"]  # then redis-server
     assert words[words.index(option) + 1] == value
-    assert _words(redis["healthcheck"]["test"])[-2:] == ["redis-cli", "ping"]
+    assert redis["healthcheck"]["test"] == [
+        "CMD-SHELL",
+        'REDISCLI_AUTH="$$(cat /run/secrets/redis_password)" redis-cli ping | grep -q PONG']
+    # Games are never evicted: a full Redis refuses writes.
+    assert words[words.index("--maxmemory-policy") + 1] == "noeviction"
+    assert words[words.index("--maxmemory") + 1] == "${REDIS_MAXMEMORY:-1gb}"
     assert any(volume.endswith(":/data") for volume in redis["volumes"])
 
 
@@ -137,3 +190,107 @@ def test_the_events_open_file_limit_is_a_variable():
                                            "hard": "${EVENTS_NOFILE:-16384}"}
     # Unset by default: the events group takes what the limit allows.
     assert events["environment"]["EVENTS_MAX_STREAMS"] == "${EVENTS_MAX_STREAMS:-}"
+
+
+def test_only_the_api_is_published_and_on_loopback_unless_the_operator_says_otherwise():
+    compose = _compose()
+    assert published_on_loopback_only(compose) == {"api": ["8000:8000"]}
+    # The operator chooses the address (and port) in PORT: one variable, documented.
+    assert compose["services"]["api"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
+    assert "`PORT` | `127.0.0.1:8000`" in (ROOT / "docs" / "deployment.md").read_text()
+
+
+def test_every_service_has_memory_and_cpu_limits_and_a_rotated_log():
+    compose = _compose()
+    limits = limited_and_rotated(compose)
+    assert set(limits) == {"api", "events", "worker", "redis"}
+    assert limits["redis"] == ("2g", "1")  # room above maxmemory for the rewrite's fork
+    assert compose["services"]["redis"]["mem_limit"] == "${REDIS_MEMORY:-2g}"
+
+
+def test_every_long_running_service_has_a_health_check_that_means_it():
+    services = _compose()["services"]
+    for name, service in services.items():
+        assert not service["healthcheck"].get("disable"), name
+    assert worker_checks_its_heartbeat(services["worker"])
+
+
+def secrets_are_files_never_variables(compose: dict, readers: dict[str, set]) -> None:
+    """The two secrets are files (``SECRET_KEY_FILE``, ``REDIS_PASSWORD_FILE`` name them on
+    the host, ``./secrets`` by default), mounted in the services of ``readers`` only and
+    named by their settings; no service's environment holds a secret."""
+    assert compose["secrets"] == {
+        "secret_key": {"file": "${SECRET_KEY_FILE:-./secrets/secret_key}"},
+        "redis_password": {"file": "${REDIS_PASSWORD_FILE:-./secrets/redis_password}"}}
+    for name, service in compose["services"].items():
+        environment = service.get("environment", {})
+        assert "SECRET_KEY" not in environment, name
+        assert not any("PASSWORD" in key and not key.endswith("_FILE") for key in environment)
+        assert set(service.get("secrets", [])) == readers.get(name, set()), name
+        if "secret_key" in service.get("secrets", []):
+            assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key", name
+        if "redis_password" in service.get("secrets", []) and "REDIS_URL" in environment:
+            assert environment["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
+
+
+def test_the_secrets_are_files_and_redis_asks_for_a_password():
+    compose = _compose()
+    secrets_are_files_never_variables(compose, {
+        "api": {"secret_key", "redis_password"}, "events": {"secret_key", "redis_password"},
+        "worker": {"redis_password"}, "redis": {"redis_password"}})
+    redis = compose["services"]["redis"]
+    assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in redis["volumes"]
+    script = (ROOT / "deploy" / "redis-start.sh").read_text()
+    # Every permission (the append-only file is replayed as that user), with the password.
+    assert "user default on >$password ~* &* +@all" in script
+    assert "masterauth $password" in script
+    # The password goes to a file of the container, never to the command line.
+    assert 'redis-server "$@" --include "$auth/auth.conf"' in script
+    makefile = (ROOT / "Makefile").read_text()
+    assert "secrets: secrets/secret_key secrets/redis_password" in makefile
+    assert "secrets/" in (ROOT / ".gitignore").read_text().split()
+    assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
+
+
+@pytest.mark.timeout(60)
+def test_redis_start_answers_nothing_without_the_password(tmp_path):
+    """deploy/redis-start.sh run against a local redis-server: with the password every
+    command; without it none, PING included; the password in no argument."""
+    binary = find_redis_server()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "redis-server").symlink_to(binary)
+    (tmp_path / "password").write_text("s3cret-pass\n")
+    port = free_port()
+    environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
+                       REDIS_PASSWORD_FILE=str(tmp_path / "password"))
+    script = (ROOT / "deploy" / "redis-start.sh").read_text().replace(
+        "auth=/tmp/redis-auth", f"auth={tmp_path}/auth")
+    (tmp_path / "start.sh").write_text(script)
+    process = subprocess.Popen(["sh", str(tmp_path / "start.sh"), "--port", str(port),
+                                "--bind", "127.0.0.1", "--save", ""], env=environment,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        service = redis_client.Redis(port=port, password="s3cret-pass", socket_timeout=5)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                assert service.ping()
+                break
+            except redis_client.ConnectionError:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+        assert service.set("game:{x}", "1")
+        assert service.config_get("masterauth")["masterauth"] == "s3cret-pass"
+        # Without the password (inline commands on a bare connection): refused.
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as anonymous:
+            for command in (b"PING", b"GET game:{x}", b"SET game:{x} 2", b"CLUSTER INFO"):
+                anonymous.sendall(command + b"\r\n")
+                assert anonymous.recv(4096).startswith(b"-NOAUTH"), command
+            anonymous.sendall(b"AUTH wrong\r\n")
+            assert anonymous.recv(4096).startswith(b"-WRONGPASS")
+        arguments = Path(f"/proc/{service.info('server')['process_id']}/cmdline").read_bytes()
+        assert b"s3cret-pass" not in arguments
+    finally:
+        process.kill()
+        process.wait()

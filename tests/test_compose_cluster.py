@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,13 @@ import yaml
 
 from devtools.launch import EVENTS_COMMAND, GUNICORN_COMMAND, WORKER_COMMAND
 from devtools.redis_server import find_redis_cli, find_redis_server, free_cluster_port
-from tests.test_compose import _check_compose_schema
+from tests.test_compose import (
+    _check_compose_schema,
+    limited_and_rotated,
+    published_on_loopback_only,
+    secrets_are_files_never_variables,
+    worker_checks_its_heartbeat,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE_FILE = ROOT / "docker-compose.cluster.yml"
@@ -40,7 +47,7 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
     services = compose["services"]
     config = (ROOT / "deploy" / "redis-node.conf").read_text()
     for option in ("cluster-enabled yes", "appendonly yes", "appendfsync always",
-                   "cluster-require-full-coverage no"):
+                   "cluster-require-full-coverage no", "maxmemory-policy noeviction"):
         assert re.search(rf"^{option}$", config, re.MULTILINE), option
     addresses, volumes = [], set()
     for number, name in enumerate(NODES, 1):
@@ -48,13 +55,18 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
         assert node["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
         address = node["networks"]["redis"]["ipv4_address"]
         assert address == f"{NETWORK}.1{number}"
-        assert node["command"] == ["redis-server", "/usr/local/etc/redis/node.conf",
+        assert node["command"] == ["sh", "/usr/local/bin/redis-start.sh",
+                                   "/usr/local/etc/redis/node.conf",
                                    "--cluster-announce-ip", address, "--cluster-node-timeout",
-                                   "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}"]
+                                   "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}",
+                                   "--maxmemory", "${REDIS_MAXMEMORY:-1gb}"]
         assert "./deploy/redis-node.conf:/usr/local/etc/redis/node.conf:ro" in node["volumes"]
         volumes |= {volume for volume in node["volumes"] if volume.endswith(":/data")}
         addresses.append(address)
-        assert node["healthcheck"]["test"][-2:] == ["redis-cli", "ping"]
+        # Healthy while the cluster serves every slot (a node that answers PING may not).
+        assert node["healthcheck"]["test"] == [
+            "CMD-SHELL", 'REDISCLI_AUTH="$$(cat /run/secrets/redis_password)" '
+                         "redis-cli cluster info | grep -q '^cluster_state:ok'"]
         assert node["restart"] == "unless-stopped"
     assert len(set(addresses)) == len(volumes) == 9
     assert compose["networks"]["redis"]["ipam"]["config"] == [{"subnet": f"{NETWORK}.0/24"}]
@@ -73,7 +85,7 @@ def test_apis_wait_for_the_cluster_and_run_the_one_gunicorn_command():
             "redis+cluster://" + ",".join(f"{node}:6379" for node in NODES)
         assert environment["REDIS_WAIT_REPLICAS"] == "${REDIS_WAIT_REPLICAS:-1}"
         assert environment["TRUST_PROXY"] == "true"
-        assert environment["SECRET_KEY"].startswith("${SECRET_KEY:?")  # one for all
+        assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key"  # one for all
         assert "/readyz" in " ".join(api["healthcheck"]["test"])
         assert api["networks"] == ["redis", "front"]
     assert services["cluster-init"]["restart"] == "no"
@@ -94,7 +106,7 @@ def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_fil
     environment = events["environment"]
     assert environment["EVENTS_BIND"] == "0.0.0.0:8001"
     assert "EVENTS_HANDOFF_SOCKET" not in environment  # HAProxy routes streams to it
-    for name in ("REDIS_URL", "SECRET_KEY", "REDIS_WAIT_REPLICAS"):
+    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_PASSWORD_FILE", "REDIS_WAIT_REPLICAS"):
         assert environment[name] == api["environment"][name], name
     assert events["depends_on"] == api["depends_on"]
     assert events["networks"] == ["redis", "front"]
@@ -107,11 +119,22 @@ def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_fil
                                        "hard": "${LB_NOFILE:-16384}"}
 
 
+def test_only_the_load_balancer_is_published_on_loopback_and_its_stats_are_not():
+    compose = _compose()
+    assert published_on_loopback_only(compose) == {"lb": ["8000:8000"]}
+    assert compose["services"]["lb"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    frontends = dict(re.findall(r"^frontend (\S+)\n((?:[ \t]+.*\n|\n)*)", config, re.MULTILINE))
+    # The stats page is on a port of its own, on the front network, never published.
+    assert "bind :8404" in frontends["stats"]
+    assert "stats" not in frontends["http"]
+    assert "8404" not in " ".join(str(p) for s in compose["services"].values()
+                                 for p in s.get("ports", []))
+
+
 def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
     lb = _compose()["services"]["lb"]
-    assert lb["image"] == "${HAPROXY_IMAGE:-haproxy:2.9-alpine}"
     assert "./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in lb["volumes"]
-    assert lb["ports"] == ["${PORT:-8000}:8000"]
     config = (ROOT / "deploy" / "haproxy.cfg").read_text()
     backends = re.split(r"^backend ", config, flags=re.MULTILINE)[1:]
     assert [backend.split()[0] for backend in backends] == ["api", "events"]
@@ -133,60 +156,187 @@ def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
     assert "http-request disable-l7-retry if !METH_GET !{ req.hdr(idempotency-key) -m found }" \
         in config
     haproxy = shutil.which("haproxy")
-    if haproxy:  # Debian's haproxy, when installed, checks the whole file
+    if haproxy:  # Debian's haproxy (2.6), when installed, checks the whole file
         result = subprocess.run([haproxy, "-c", "-f", str(ROOT / "deploy" / "haproxy.cfg")],
                                 capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.timeout(90)
-def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(tmp_path):
-    """The init script, run with sh against nine local nodes started with the compose
-    file's node configuration, on the loopback addresses 127.0.0.11 to .19 (the
-    network's numbers) and a free port of their own."""
-    hosts = [f"127.0.0.1{number}" for number in range(1, 10)]
-    port = free_cluster_port(hosts[0], also_on=hosts[1:])  # free on every one of them
-    # What compose does to the script: its variables, then $$ -> $.
-    script = _compose()["services"]["cluster-init"]["command"][-1]
-    script = script.replace(NETWORK, "127.0.0").replace("$$", "$")
-    script = script.replace(":6379", f":{port}").replace("redis-cli -h", f"redis-cli -p {port} -h")
-    assert "${" not in script.replace("${master", "").replace("${address", "")
-    binary = find_redis_server()
-    processes = []
-    try:
-        for host in hosts:
-            folder = tmp_path / host
-            folder.mkdir()
-            processes.append(subprocess.Popen(
-                [binary, str(ROOT / "deploy" / "redis-node.conf"), "--port", str(port),
-                 "--dir", str(folder), "--bind", host, "--daemonize", "no",
-                 "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log")],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        environment = dict(os.environ, PATH=f"{Path(find_redis_cli(binary)).parent}:"
-                                            f"{os.environ['PATH']}")
-        outputs = []
-        for _run in range(2):  # the second run finds the cluster formed
-            result = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
-                                    timeout=60, env=environment)
-            assert result.returncode == 0, result.stdout + result.stderr
-            assert "cluster_state:ok" in result.stdout
-            assert "cluster_slots_ok:16384" in result.stdout
-            assert "cluster_known_nodes:9" in result.stdout
-            outputs.append(result.stdout)
-        assert "[OK] All 16384 slots covered" in outputs[0]
-        assert "slots covered" not in outputs[1]  # formed once only
-        masters = {}
-        for host in hosts:
-            with redis.Redis(host=host, port=port) as client:
+class LocalNodes:
+    """Cluster nodes started with the compose file's node configuration on the loopback
+    addresses 127.0.0.11 to .19 (the network's numbers) and a free port of their own, and
+    deploy/cluster-init.sh run against them as compose runs it."""
+
+    HOSTS = [f"127.0.0.1{number}" for number in range(1, 10)]
+
+    def __init__(self, folder: Path, password: str | None = None):
+        self.folder = folder
+        #: Redis' password (as deploy/redis-start.sh sets it), given to cluster-init in
+        #: a file as compose gives it the secret.
+        self.password = password
+        self.port = free_cluster_port(self.HOSTS[0], also_on=self.HOSTS[1:])
+        self.binary = find_redis_server()
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def start(self, host: str, empty: bool = False) -> None:
+        folder = self.folder / host
+        if empty:
+            shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(exist_ok=True)
+        self.processes[host] = subprocess.Popen(
+            [self.binary, str(ROOT / "deploy" / "redis-node.conf"), "--port", str(self.port),
+             "--dir", str(folder), "--bind", host, "--daemonize", "no",
+             "--cluster-node-timeout", "2000", "--logfile", str(folder / "redis.log"),
+             *(["--requirepass", self.password, "--masterauth", self.password]
+               if self.password else [])],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def kill(self, host: str) -> None:
+        process = self.processes.pop(host)
+        process.kill()
+        process.wait()
+
+    def stop_all(self) -> None:
+        for host in list(self.processes):
+            self.kill(host)
+
+    def client(self, host: str) -> redis.Redis:
+        return redis.Redis(host=host, port=self.port, socket_timeout=5, password=self.password)
+
+    def init(self, wait_seconds: int = 30) -> subprocess.CompletedProcess:
+        """deploy/cluster-init.sh with the environment compose gives it (the network's
+        numbers here), redis-cli on the PATH."""
+        environment = dict(os.environ, PATH=f"{Path(find_redis_cli(self.binary)).parent}:"
+                                            f"{os.environ['PATH']}",
+                           REDIS_NETWORK="127.0.0", REDIS_PORT=str(self.port),
+                           INIT_WAIT_SECONDS=str(wait_seconds))
+        if self.password:
+            secret = self.folder / "redis_password"
+            secret.write_text(self.password + "\n")
+            environment["REDIS_PASSWORD_FILE"] = str(secret)
+        return subprocess.run(["sh", str(ROOT / "deploy" / "cluster-init.sh")],
+                              capture_output=True, text=True, timeout=150, env=environment)
+
+    def roles(self) -> dict[str, tuple]:
+        """{host: ("master", replicas attached) or ("slave", its master's host, link)}"""
+        found = {}
+        for host in self.processes:
+            with self.client(host) as client:
                 role = client.execute_command("ROLE")
-                if role[0] == b"master":
-                    # The first run waited until both replicas were attached.
-                    masters[host] = len(role[2])
-        assert masters == {"127.0.0.11": 2, "127.0.0.12": 2, "127.0.0.13": 2}
+            if role[0] == b"master":
+                found[host] = ("master", len(role[2]))
+            else:
+                found[host] = ("slave", role[1].decode(), role[3].decode())
+        return found
+
+
+@pytest.fixture
+def local_nodes(tmp_path, request):
+    nodes = LocalNodes(tmp_path, getattr(request, "param", None))
+    try:
+        yield nodes
     finally:
-        for process in processes:
-            process.kill()
-            process.wait()
+        nodes.stop_all()
+
+
+def test_cluster_init_is_a_script_of_its_own_on_the_node_network():
+    init = _compose()["services"]["cluster-init"]
+    assert init["image"] == "${REDIS_IMAGE:-redis:7-alpine}"
+    assert init["command"] == ["sh", "/usr/local/bin/cluster-init.sh"]
+    assert "./deploy/cluster-init.sh:/usr/local/bin/cluster-init.sh:ro" in init["volumes"]
+    assert init["environment"]["REDIS_NETWORK"] == NETWORK
+    assert init["restart"] == "no"
+    # It needs the nodes started, not healthy: a node lost for good never is.
+    assert set(init["depends_on"]) == set(NODES)
+    assert {d["condition"] for d in init["depends_on"].values()} == {"service_started"}
+    script = (ROOT / "deploy" / "cluster-init.sh").read_text()
+    # Every command to a node is bounded, every loop has a deadline.
+    assert "timeout 3 redis-cli" in script
+    loops = re.findall(r"^\s*(?:until|while) (.*?); do$", script, re.MULTILINE | re.DOTALL)
+    assert loops
+    assert all("deadline" in condition or condition == ":" for condition in loops)
+    assert script.count("while :; do") == 1  # left by `break` at its deadline
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("local_nodes", [None, "s3cret-pass"], indirect=True,
+                         ids=["no password", "a password"])
+def test_cluster_init_forms_three_masters_with_two_replicas_once_then_only_waits(local_nodes):
+    for host in local_nodes.HOSTS:
+        local_nodes.start(host)
+    outputs = []
+    for _run in range(2):  # the second run finds the cluster formed
+        result = local_nodes.init()
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "cluster_state:ok" in result.stdout
+        assert "cluster_slots_ok:16384" in result.stdout
+        assert "cluster_known_nodes:9" in result.stdout
+        outputs.append(result.stdout)
+    assert "[OK] All 16384 slots covered" in outputs[0]
+    assert "slots covered" not in outputs[1]  # formed once only
+    assert "joining" not in outputs[1]
+    masters = {host: role[1] for host, role in local_nodes.roles().items()
+               if role[0] == "master"}
+    # The first run waited until both replicas were attached.
+    assert masters == {"127.0.0.11": 2, "127.0.0.12": 2, "127.0.0.13": 2}
+
+
+@pytest.mark.timeout(90)
+def test_cluster_init_forms_the_cluster_without_the_first_node_in_bounded_time(local_nodes):
+    """The first node never answers: the cluster is formed from the eight others (three
+    masters, one replica each, the two left over join as replicas), within the wait."""
+    for host in local_nodes.HOSTS[1:]:
+        local_nodes.start(host)
+    started = time.monotonic()
+    result = local_nodes.init(wait_seconds=3)
+    took = time.monotonic() - started
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "not answering after 3 s: 127.0.0.11" in result.stdout
+    assert "cluster_state:ok" in result.stdout
+    assert "cluster_known_nodes:8" in result.stdout
+    assert took < 60, took
+    roles = local_nodes.roles()
+    masters = sorted(host for host, role in roles.items() if role[0] == "master")
+    assert len(masters) == 3
+    replicas = [role[1] for role in roles.values() if role[0] == "slave"]
+    assert sorted(replicas.count(master) for master in masters) == [1, 2, 2]
+
+
+@pytest.mark.timeout(120)
+def test_cluster_init_brings_a_replaced_first_node_back_as_a_replica(local_nodes):
+    """The first node (a master) is lost for good, its replica promoted; a new empty node
+    at its address is made a replica of the master left with one replica, and the others
+    forget the lost one."""
+    for host in local_nodes.HOSTS:
+        local_nodes.start(host)
+    assert local_nodes.init().returncode == 0
+    lost = local_nodes.HOSTS[0]
+    with local_nodes.client(lost) as client:
+        lost_id = client.execute_command("CLUSTER MYID").decode()
+    local_nodes.kill(lost)
+
+    def promoted() -> bool:  # three masters again among the nodes left
+        return sum(role[0] == "master" for role in local_nodes.roles().values()) == 3
+
+    deadline = time.monotonic() + 30
+    while not promoted():
+        assert time.monotonic() < deadline, "no failover"
+        time.sleep(0.2)
+    local_nodes.start(lost, empty=True)
+    result = local_nodes.init()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"joining {lost}" in result.stdout
+    assert "cluster_state:ok" in result.stdout
+    assert "cluster_known_nodes:9" in result.stdout
+    roles = local_nodes.roles()
+    assert roles[lost][0] == "slave", roles[lost]
+    assert roles[lost][2] == "connected", roles[lost]
+    masters = {host: role[1] for host, role in roles.items() if role[0] == "master"}
+    assert len(masters) == 3, roles
+    assert set(masters.values()) == {2}, roles
+    for host in local_nodes.HOSTS[1:]:
+        with local_nodes.client(host) as client:
+            assert lost_id not in str(client.execute_command("CLUSTER NODES")), host
 
 
 def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
@@ -197,4 +347,51 @@ def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
     assert worker["environment"]["REDIS_URL"].startswith("redis+cluster://")
     assert "SECRET_KEY" not in worker["environment"]  # no Flask app: it needs none
     assert worker["depends_on"] == api["depends_on"]
-    assert worker["healthcheck"] == {"disable": True}
+    assert worker_checks_its_heartbeat(worker)
+
+
+def test_every_service_has_memory_and_cpu_limits_a_rotated_log_and_a_health_check():
+    compose = _compose()
+    limits = limited_and_rotated(compose)
+    assert set(limits) == {*NODES, "cluster-init", *APIS, "events", "worker", "lb"}
+    for name, service in compose["services"].items():
+        if name != "cluster-init":  # a one-shot
+            assert "test" in service["healthcheck"], name
+
+
+def test_the_load_balancer_is_an_lts_haproxy_checked_on_its_own_uri():
+    lb = _compose()["services"]["lb"]
+    # A long-term-support line (2.6 and 2.8 are too; Debian's 2.6 is the tests' stand-in).
+    assert lb["image"] == "${HAPROXY_IMAGE:-haproxy:3.2-alpine}"
+    check = " ".join(lb["healthcheck"]["test"])
+    assert check.count("http://127.0.0.1:8404/healthz") == 2  # wget, else python3
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    assert "monitor-uri /healthz" in config
+
+
+def test_a_server_enters_haproxys_rotation_only_after_its_checks_pass():
+    config = (ROOT / "deploy" / "haproxy.cfg").read_text()
+    backends = re.split(r"^backend ", config, flags=re.MULTILINE)[1:]
+    for backend in backends:
+        # init-state from HAProxy 3.1 on (Debian's 2.6 parses the file without it).
+        assert ".if version_atleast(3.1)\n    default-server init-state down\n.endif" \
+            in backend
+        assert re.search(r"default-server check inter 2s .*fall 2 rise 2 ", backend)
+    # A connection refused is tried on another server (twice), never a keyless write
+    # once a server had it.
+    assert "retries 2" in config
+    assert "option redispatch 1" in config
+    assert "retry-on conn-failure empty-response response-timeout" in config
+
+
+def test_the_secrets_are_files_and_every_node_asks_for_a_password():
+    compose = _compose()
+    both = {"secret_key", "redis_password"}
+    secrets_are_files_never_variables(compose, {
+        **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
+        **dict.fromkeys(APIS, both), "events": both, "worker": {"redis_password"}})
+    init = compose["services"]["cluster-init"]["environment"]
+    assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
+    for node in NODES:
+        assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in \
+            compose["services"][node]["volumes"]

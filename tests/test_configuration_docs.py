@@ -26,7 +26,7 @@ TABLE_END = "<!-- end of settings -->"
 #: Names in the form of a setting that the service does not read, and where they belong.
 NOT_SETTINGS = {
     # make run's own (devtools/devserver.py)
-    "SECRET_KEY_FILE": "devtools/devserver.py", "REDIS_DATA_DIR": "devtools/devserver.py",
+    "REDIS_DATA_DIR": "devtools/devserver.py",
     "REDIS_PORT": "devtools/devserver.py",
     # the compose files' own
     "PYTHON_IMAGE": "docker-compose.yml", "APP_IMAGE": "docker-compose.yml",
@@ -34,6 +34,15 @@ NOT_SETTINGS = {
     "EVENTS_NOFILE": "docker-compose.cluster.yml", "LB_NOFILE": "docker-compose.cluster.yml",
     "REDIS_NETWORK": "docker-compose.cluster.yml",
     "REDIS_CLUSTER_NODE_TIMEOUT": "docker-compose.cluster.yml",
+    "REDIS_MAXMEMORY": "docker-compose.yml", "REDIS_MEMORY": "docker-compose.yml",
+    "REDIS_CPUS": "docker-compose.yml", "API_MEMORY": "docker-compose.yml",
+    "API_CPUS": "docker-compose.yml", "EVENTS_MEMORY": "docker-compose.yml",
+    "EVENTS_CPUS": "docker-compose.yml", "WORKER_MEMORY": "docker-compose.yml",
+    "WORKER_CPUS": "docker-compose.yml", "LB_MEMORY": "docker-compose.cluster.yml",
+    "LB_CPUS": "docker-compose.cluster.yml", "LOG_MAX_SIZE": "docker-compose.yml",
+    "LOG_MAX_FILE": "docker-compose.yml",
+    # redis-cli's own (the health checks and cluster-init log in with it)
+    "REDISCLI_AUTH": "deploy/cluster-init.sh",
     # the test runner's (Makefile), and the deploy tests' (set by .ci/run)
     "TEST_PROCESSES": "Makefile", "REQUIRE_DOCKER": "tests/deploy/conftest.py",
     # no environment variables: a resource limit and a Linux capability

@@ -29,7 +29,9 @@ def readyz():
 
 @bp.get("/metrics")
 def prometheus_metrics():
-    text, content_type = metrics.exposition(current_app.config["PROMETHEUS_MULTIPROC_DIR"])
+    backend = services().store.backend
+    text, content_type = metrics.exposition(current_app.config["PROMETHEUS_MULTIPROC_DIR"],
+                                            metrics.RedisMemory(lambda: backend.client))
     return Response(text, content_type=content_type)
 
 

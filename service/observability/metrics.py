@@ -4,6 +4,10 @@ Under gunicorn, set ``PROMETHEUS_MULTIPROC_DIR`` (an empty, writable directory) 
 processes start: prometheus-client then keeps every process's values in files there and
 ``GET /metrics`` adds them up (:func:`exposition`).  Without it each process reports its
 own values from the default registry.
+
+Redis's memory (``INFO memory`` of each master: what it uses, and its ``maxmemory``, past
+which it refuses writes: ``maxmemory-policy noeviction``, so no game is ever evicted) is
+read when ``/metrics`` is asked, not kept: :class:`RedisMemory`.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
+from redis import RedisError
 
 HTTP_REQUESTS = Counter(
     "patience_http_requests_total",
@@ -60,10 +66,53 @@ def child(metric, *labels: str):
     return found
 
 
-def exposition(multiprocess_dir: str | None) -> tuple[bytes, str]:
-    """The text exposition of every metric, and its content type."""
+class RedisMemory:
+    """``patience_redis_used_memory_bytes`` and ``patience_redis_maxmemory_bytes`` of each
+    master (label ``node``), from ``INFO memory`` now; none while Redis cannot be asked
+    (``/metrics`` still answers)."""
+
+    def __init__(self, client_of):
+        #: Returns the backend's redis-py client (one Redis, or the cluster's).
+        self.client_of = client_of
+
+    def nodes(self) -> dict[str, dict]:
+        client = self.client_of()
+        if hasattr(client, "get_primaries"):  # a RedisCluster: each master's own
+            found = client.info("memory", target_nodes=client.PRIMARIES)
+            return found if "used_memory" not in found else {"cluster": found}
+        pool = client.connection_pool.connection_kwargs
+        return {f"{pool.get('host', 'redis')}:{pool.get('port', 6379)}": client.info("memory")}
+
+    def collect(self):
+        used = GaugeMetricFamily("patience_redis_used_memory_bytes",
+                                 "Memory a Redis master uses now (INFO used_memory).",
+                                 labels=["node"])
+        limit = GaugeMetricFamily("patience_redis_maxmemory_bytes",
+                                  "A Redis master's maxmemory (0: none), past which it "
+                                  "refuses writes (noeviction).", labels=["node"])
+        try:
+            nodes = self.nodes()
+        except (RedisError, OSError):
+            nodes = {}
+        for node, info in sorted(nodes.items()):
+            used.add_metric([node], float(info.get("used_memory", 0)))
+            limit.add_metric([node], float(info.get("maxmemory", 0)))
+        yield used
+        yield limit
+
+
+def exposition(multiprocess_dir: str | None, *collectors) -> tuple[bytes, str]:
+    """The text exposition of every metric (and of ``collectors``, asked now), and its
+    content type."""
     if multiprocess_dir:
         registry = CollectorRegistry()
         MultiProcessCollector(registry, path=multiprocess_dir)
-        return generate_latest(registry), CONTENT_TYPE_LATEST
-    return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+        text = generate_latest(registry)
+    else:
+        text = generate_latest(REGISTRY)
+    if collectors:
+        now = CollectorRegistry()
+        for collector in collectors:
+            now.register(collector)
+        text += generate_latest(now)
+    return text, CONTENT_TYPE_LATEST

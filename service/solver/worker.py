@@ -59,6 +59,7 @@ import os
 import signal
 import sys
 import time
+from pathlib import Path
 
 from service.config import SOLVER_WORKER, process_settings, read_config
 from service.engine import get_variant
@@ -115,10 +116,13 @@ class CpuShare:
 class Worker:
     """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
-    def __init__(self, analyses: Analyses, projector: Projector | None = None):
+    def __init__(self, analyses: Analyses, projector: Projector | None = None,
+                 heartbeat: str | None = None):
         self.analyses = analyses
         self.projector = projector
         self._swept = 0.0
+        #: Touched after each step that reached Redis: a health check reads its age.
+        self.heartbeat = Path(heartbeat) if heartbeat else None
         self.store = analyses.store
         self.settings = analyses.settings
         self.pools = {name: size for name, size in self.settings.pool.items() if size > 0}
@@ -186,6 +190,8 @@ class Worker:
         while True:
             try:
                 self.step()
+                if self.heartbeat is not None:
+                    self.heartbeat.touch()
             except StorageUnavailable as error:
                 log.warning("redis unavailable", extra={"error": str(error)})
                 time.sleep(1.0)
@@ -213,7 +219,8 @@ def main() -> int:
         # ValueError when the environment is read.
         config = read_config()
         analyses = analyses_of(config)
-        nice = process_settings(SOLVER_WORKER)["WORKER_NICE"]
+        own = process_settings(SOLVER_WORKER)
+        nice = own["WORKER_NICE"]
     except ValueError as error:
         log.error("bad configuration", extra={"error": str(error)})
         return 2
@@ -223,7 +230,7 @@ def main() -> int:
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})
     try:
-        Worker(analyses, projector_of(analyses.games)).run()
+        Worker(analyses, projector_of(analyses.games), own["WORKER_HEARTBEAT_FILE"]).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:

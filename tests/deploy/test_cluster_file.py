@@ -309,7 +309,8 @@ def _cluster_nodes(deployment: Deployment, via: str) -> list[dict]:
     """``CLUSTER NODES`` as a node sees it: address, flags, master id, slot ranges (and
     as the node writes them)."""
     nodes = []
-    for line in deployment.execute(via, "redis-cli", "cluster", "nodes").splitlines():
+    for line in deployment.execute(via, "sh", "-c", 'REDISCLI_AUTH="$(cat /run/secrets/'
+                                   'redis_password)" redis-cli cluster nodes').splitlines():
         fields = line.split()
         if len(fields) < 8:
             continue
@@ -343,7 +344,8 @@ class PromotionWatch(threading.Thread):
                     "{ n = split(want, w, \" \"); for (i = 9; i <= NF; i++) have[$i] = 1; "
                     "found = 1; for (j = 1; j <= n; j++) if (!(w[j] in have)) found = 0 } "
                     "END { exit !found }'")
-        script = ("echo watching; i=0; while [ $i -lt 1200 ]; do for h in "
+        script = ('export REDISCLI_AUTH="$(cat /run/secrets/redis_password)"; '
+                  "echo watching; i=0; while [ $i -lt 1200 ]; do for h in "
                   + " ".join(replicas) + "; do if redis-cli -h $h cluster nodes 2>/dev/null "
                   f"| {promoted}; then echo $h; exit 0; fi; done; sleep 0.05; "
                   "i=$((i+1)); done; exit 1")

@@ -1,0 +1,345 @@
+"""docker-compose.cluster.yml operated over weeks, on a real Docker Engine: a Redis node
+lost for good (its container and its volume removed) and replaced by `docker compose up`,
+which recreates it empty; cluster-init brings it back as a replica of the master that
+lacks one, and every shard serves throughout.  The node lost is redis-1, the node the
+cluster was first formed from.
+
+The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by default).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+
+import pytest
+import requests
+from redis.crc import key_slot
+
+from tests.deploy.clients import auth
+from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
+from tests.deploy.conftest import deployment_env, project_name
+from tests.deploy.figures import at_least, at_most, equal, record
+
+pytestmark = pytest.mark.timeout(300)
+SECTION = "operations (docker-compose.cluster.yml)"
+NODES = [f"redis-{number}" for number in range(1, 10)]
+NODE_TIMEOUT_MS = 2000
+#: `docker compose up -d` after the loss, cluster-init included, within this many seconds.
+UP_WITHIN = 60.0
+#: The new node a replica in sync within this many seconds of that `up`.
+IN_SYNC_WITHIN = 30.0
+
+
+def _cluster_nodes(deployment: Deployment, via: str) -> list[dict]:
+    """``CLUSTER NODES`` as a node sees it: id, address, flags, master id, slot ranges."""
+    nodes = []
+    for line in _as_the_service(deployment, via, "cluster", "nodes").splitlines():
+        fields = line.split()
+        if len(fields) < 8:
+            continue
+        ranges = []
+        for text in fields[8:]:
+            if not text.startswith("["):
+                low, _, high = text.partition("-")
+                ranges.append((int(low), int(high or low)))
+        nodes.append({"id": fields[0], "ip": fields[1].split(":")[0],
+                      "flags": set(fields[2].split(",")), "master": fields[3],
+                      "slots": ranges})
+    return nodes
+
+
+def _serving_masters(nodes: list[dict]) -> list[dict]:
+    return [node for node in nodes
+            if "master" in node["flags"] and "fail" not in node["flags"] and node["slots"]]
+
+
+def _replication(deployment: Deployment, service: str) -> dict[str, str]:
+    text = _as_the_service(deployment, service, "info", "replication")
+    return dict(line.split(":", 1) for line in text.replace("\r", "").splitlines()
+                if ":" in line)
+
+
+def _as_the_service(deployment: Deployment, service: str, *command: str) -> str:
+    """``redis-cli`` with the password, in the container of ``service`` (read there from
+    its secret, never passed from here)."""
+    script = 'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli "$@"'
+    return docker("exec", deployment.container(service), "sh", "-c", script, "sh",
+                  *command).stdout
+
+
+def _service_of(ip: str, prefix: str) -> str:
+    return f"redis-{int(ip.removeprefix(prefix + '.')) - 10}"
+
+
+@pytest.fixture(scope="module")
+def secret_files(tmp_path_factory) -> dict[str, str]:
+    """The deployment's secrets, files of this run (as `make secrets` makes them): their
+    values by name, and the variables that name the files."""
+    folder = tmp_path_factory.mktemp("secrets")
+    found = {}
+    for name in ("secret_key", "redis_password"):
+        found[name] = secrets.token_urlsafe(32)
+        (folder / name).write_text(found[name] + "\n")
+        (folder / name).chmod(0o644)  # the containers' users read it
+    found["SECRET_KEY_FILE"] = str(folder / "secret_key")
+    found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    return found
+
+
+@pytest.fixture(scope="module")
+def cluster(base_images, app_image, secret_files):
+    """The deployment up, creates taken by every shard: ``(deployment, base URL,
+    the Redis network's first three numbers)``."""
+    started = time.monotonic()
+    for attempt in range(3):
+        prefix = free_prefix()
+        deployment = Deployment("docker-compose.cluster.yml", project_name("ops"),
+                                deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
+                                               REDIS_NETWORK=prefix,
+                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
+                                               SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
+                                               REDIS_PASSWORD_FILE=secret_files[
+                                                   "REDIS_PASSWORD_FILE"]))
+        try:
+            deployment.up()
+            break
+        except DeployError as error:
+            deployment.remove()
+            if "overlaps" not in str(error) or attempt == 2:
+                raise
+    try:
+        base = f"http://{deployment.published('lb', 8000)}"
+        answers = _creates_right_after_readyz(deployment, base)
+        # Created, HAProxy's own 503 (its stand-in's version counts a server up at its
+        # start) or the service's 503 with Retry-After: nothing else, never a 5xx of ours.
+        record(SECTION, detail=answers,
+               right_after_readyz_created=(answers.count("201"), at_least(1)),
+               right_after_readyz_other=(
+                   sum(kind not in ("201", "haproxy", "503") for kind in answers), equal(0)))
+        deployment.wait_for(lambda: _creates_on_every_shard(deployment, base, prefix), 90,
+                            "creates taken by every shard", pause=0.5)
+        record(SECTION, up_to_writes_taken_s=(round(time.monotonic() - started, 1),
+                                              at_most(180)))
+        yield deployment, base, prefix
+    finally:
+        deployment.save_logs("deploy-operations.log")
+        deployment.remove()
+
+
+def _creates_right_after_readyz(deployment: Deployment, base: str, creates: int = 20
+                                ) -> list[str]:
+    """What creates answer right after /readyz first answers 200 through the load
+    balancer: HAProxy's own 503 (text) means it sent them to replicas that could not
+    answer (HAProxy before 3.1 counts a server up at its start, until a check fails);
+    the service's own 503 (JSON) a shard not ready for writes yet."""
+    def ready() -> bool:
+        try:
+            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
+        except requests.RequestException:
+            return False
+
+    deployment.wait_for(ready, 90, "/readyz answered 200 through the load balancer",
+                        pause=0.05)
+    answers = []
+    with requests.Session() as session:
+        for _ in range(creates):
+            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
+            answers.append("haproxy" if answer.status_code == 503 and
+                           answer.headers.get("Content-Type", "").startswith("text/plain")
+                           else str(answer.status_code))
+    return answers
+
+
+def _creates_on_every_shard(deployment: Deployment, base: str, prefix: str,
+                            via: str = "redis-5") -> dict[str, list[tuple[str, str]]] | None:
+    """Games created until each serving master has one (40 at most), every create
+    answered 201: ``{master's service: [(id, token), ...]}``, or None at the first
+    create answered otherwise (503 with Retry-After, the only other answer allowed)."""
+    try:
+        masters = _serving_masters(_cluster_nodes(deployment, via))
+    except DeployError:
+        return None
+    if len(masters) != 3:
+        return None
+    found: dict[str, list] = {_service_of(master["ip"], prefix): [] for master in masters}
+    with requests.Session() as session:
+        for _ in range(40):
+            answer = session.post(f"{base}/v1/games", json={"variant": "salic-law",
+                                                             "undo": "full"}, timeout=10)
+            if answer.status_code != 201:
+                assert answer.status_code == 503, answer.text
+                assert answer.headers.get("Retry-After"), answer.headers
+                return None
+            body = answer.json()
+            slot = key_slot(f"game:{{{body['game']['id']}}}".encode())
+            owner = next(master for master in masters
+                         if any(low <= slot <= high for low, high in master["slots"]))
+            found[_service_of(owner["ip"], prefix)].append(
+                (body["game"]["id"], body["player_token"]))
+            if all(found.values()):
+                return found
+    return None
+
+
+def _play(base: str, games: list[tuple[str, str]]) -> dict[str, int]:
+    """A deal, then its undo, on each game: its version."""
+    versions = {}
+    with requests.Session() as session:
+        for game_id, token in games:
+            for path, body in ((f"/v1/games/{game_id}/moves", {"type": "deal"}),
+                               (f"/v1/games/{game_id}/undo", None)):
+                answer = session.post(f"{base}{path}", json=body, headers=auth(token),
+                                      timeout=10)
+                assert answer.status_code == 200, answer.text
+                versions[game_id] = answer.json()["game"]["version"]
+    return versions
+
+
+def test_redis_1_lost_for_good_and_replaced_by_an_empty_node(cluster):
+    deployment, base, prefix = cluster
+    games = [game for found in
+             deployment.wait_for(lambda: _creates_on_every_shard(deployment, base, prefix),
+                                 30, "creates taken by every shard").values()
+             for game in found]
+    played = _play(base, games)
+    nodes = _cluster_nodes(deployment, "redis-5")
+    lost = next(node for node in nodes if node["ip"] == f"{prefix}.11")
+    assert "master" in lost["flags"], nodes  # the node the cluster was formed from
+    volume = next(mount["Name"] for mount in deployment.inspect("redis-1")["Mounts"]
+                  if mount["Destination"] == "/data")
+
+    # Lost for good: killed, the container and its volume removed.
+    killed = deployment.kill_for_good("redis-1")
+    docker("rm", "-f", deployment.container("redis-1"))
+    docker("volume", "rm", volume)
+
+    def failed_over() -> dict[str, int] | None:
+        """Each serving master's replicas alive, once three masters serve and redis-1
+        is none of them."""
+        nodes = _cluster_nodes(deployment, "redis-5")
+        masters = _serving_masters(nodes)
+        if len(masters) != 3 or any(node["ip"] == f"{prefix}.11" for node in masters):
+            return None
+        alive = [node for node in nodes if "fail" not in node["flags"]]
+        return {master["id"]: sum(node["master"] == master["id"] for node in alive)
+                for master in masters}
+
+    replicas = deployment.wait_for(failed_over, 30, "a replica of redis-1 promoted",
+                                   pause=0.2)
+    promoted = time.monotonic() - killed
+    lacking = [master for master, count in replicas.items() if count < 2]
+    assert len(lacking) == 1, replicas
+
+    # `up` again: redis-1 recreated with an empty volume, cluster-init run again.
+    started = time.monotonic()
+    deployment.compose("up", "-d", "--no-build", timeout=UP_WITHIN + 60)
+    deployment.wait_for(lambda: deployment.inspect("cluster-init")["State"]["Status"]
+                        == "exited", UP_WITHIN, "cluster-init finished", pause=0.2)
+    up_took = time.monotonic() - started
+    assert up_took < UP_WITHIN, up_took
+    init = deployment.inspect("cluster-init")["State"]
+    assert init["Status"] == "exited", init
+    assert init["ExitCode"] == 0, deployment.logs("cluster-init")
+    assert "joining" in deployment.logs("cluster-init"), deployment.logs("cluster-init")
+
+    def rejoined() -> bool:
+        try:
+            return _replication(deployment, "redis-1").get("role") == "slave"
+        except DeployError:
+            return False
+
+    deployment._containers.clear()  # redis-1 is a new container
+    deployment.wait_for(rejoined, IN_SYNC_WITHIN, "redis-1 a replica")
+    rejoin_took = time.monotonic() - started
+    new_id = _as_the_service(deployment, "redis-1", "cluster", "myid").strip()
+    nodes = _cluster_nodes(deployment, "redis-5")
+    new = next(node for node in nodes if node["id"] == new_id)
+    assert new["master"] == lacking[0], (new, replicas)
+    assert lost["id"] not in {node["id"] for node in nodes}  # forgotten
+    master = _service_of(next(node["ip"] for node in nodes if node["id"] == new["master"]),
+                         prefix)
+
+    def in_sync() -> bool:
+        """The link up, and the replica at the master's offset of a moment before (the
+        solver's worker may be writing to that master meanwhile)."""
+        primary = int(_replication(deployment, master).get("master_repl_offset", -1))
+        replica = _replication(deployment, "redis-1")
+        return (replica.get("master_link_status") == "up"
+                and int(replica.get("slave_repl_offset", -1)) >= primary > 0)
+
+    deployment.wait_for(in_sync, IN_SYNC_WITHIN, "redis-1 in sync with its master",
+                        pause=0.2)
+    sync_took = time.monotonic() - started
+    assert sync_took < IN_SYNC_WITHIN, sync_took
+
+    # Every shard serves: creates land on all three masters, the games played before
+    # read back with their versions.
+    assert deployment.wait_for(lambda: _creates_on_every_shard(deployment, base, prefix),
+                               30, "creates taken by every shard after the replacement")
+    with requests.Session() as session:
+        for game_id, version in played.items():
+            answer = session.get(f"{base}/v1/games/{game_id}", timeout=10)
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["version"] == version
+    record(SECTION,
+           redis_1_lost_kill_to_promotion_s=(round(promoted, 1), at_most(30)),
+           redis_1_replaced_up_s=(round(up_took, 1), at_most(UP_WITHIN)),
+           redis_1_replaced_replica_after_up_s=(round(rejoin_took, 1), at_most(UP_WITHIN)),
+           redis_1_replaced_in_sync_after_up_s=(round(sync_took, 1), at_most(IN_SYNC_WITHIN)))
+
+
+
+def test_every_container_is_limited_rotated_and_healthy(cluster):
+    """The engine applies what the file asks (docker-compose 1.29 included): memory and
+    CPU limits, a rotated log; the long-running services' health checks pass (the
+    worker's once its heartbeat is fresh); nothing but the load balancer is published,
+    and on 127.0.0.1."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    services = [*NODES, "cluster-init", "api-1", "api-2", "api-3", "events", "worker", "lb"]
+    for service in services:
+        state = deployment.inspect(service)
+        host = state["HostConfig"]
+        assert host["Memory"] > 0, service
+        assert host["NanoCpus"] > 0, service
+        assert host["LogConfig"] == {"Type": "json-file",
+                                     "Config": {"max-file": "5", "max-size": "10m"}}, service
+        bindings = host["PortBindings"] or {}
+        if service == "lb":
+            assert [b["HostIp"] for b in bindings["8000/tcp"]] == ["127.0.0.1"]
+        else:
+            assert not bindings, service
+    config = _as_the_service(deployment, "redis-2", "config", "get", "maxmemory-policy")
+    assert "noeviction" in config
+
+    def healthy() -> bool:
+        return all(deployment.inspect(service)["State"].get("Health", {}).get("Status")
+                   == "healthy" for service in services if service != "cluster-init")
+
+    deployment.wait_for(healthy, 45, "every long-running container healthy", pause=1)
+
+
+def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret_files):
+    """`docker inspect` of every container (its environment, command, labels: all of it)
+    holds neither secret, nor does any log; Redis answers nothing without the password."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    values = (secret_files["secret_key"], secret_files["redis_password"])
+    containers = deployment.compose("ps", "-a", "-q").stdout.split()
+    assert len(containers) == 16, containers
+    for container in containers:
+        inspected = docker("inspect", container).stdout
+        for value in values:
+            assert value not in inspected, json.loads(inspected)[0]["Name"]
+    logs = deployment.compose("logs", "--no-color").stdout
+    assert "redis+cluster://" not in logs
+    for value in values:
+        assert value not in logs
+    for command in (("set", "x", "1"), ("keys", "*"), ("cluster", "nodes"), ("ping",)):
+        refused = docker("exec", deployment.container("redis-3"), "redis-cli", *command,
+                         check=False)
+        assert "NOAUTH" in refused.stdout + refused.stderr, (command, refused)
+    assert "cluster_state:ok" in _as_the_service(deployment, "redis-3", "cluster", "info")
+    assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
