@@ -165,8 +165,8 @@ class _Stderr(logging.StreamHandler):
 
 
 def _one_line_warning(record: logging.LogRecord) -> bool:
-    """flask-limiter logs a traceback each time its Redis fails (we fail open): make it a
-    one-line warning naming the error."""
+    """A logger of the rate limits that logs a traceback when its Redis fails (they fail
+    open): make it a one-line warning naming the error."""
     if record.exc_info and record.exc_info[1] is not None:
         record.msg = f"{record.getMessage()}: {record.exc_info[1]!r}"
         record.args, record.exc_info, record.exc_text = (), None, None
@@ -175,7 +175,7 @@ def _one_line_warning(record: logging.LogRecord) -> bool:
 
 
 def configure_logging(level: str, flush_seconds: float | None = None) -> None:
-    """JSON lines on stderr for the service's loggers (and flask-limiter's), once;
+    """JSON lines on stderr for the service's loggers (and the rate limits'), once;
     request lines in batches of ``flush_seconds`` (:class:`_Stderr`; None: as they
     were, at once the first time)."""
     for name in ("patience", "flask-limiter"):
@@ -225,7 +225,7 @@ class RequestTelemetry:
     """The WSGI layer around the Flask app that gives every answer its ``X-Request-ID``
     (the client's, if it is a sane one) and ``Vary: Origin`` (the CORS headers come only
     with an Origin), and, once the app has answered, counts it in the metrics and writes
-    its line in the request log.  With ``limiter``, it also turns flask-limiter's
+    its line in the request log.  With ``limiter``, it also turns the rate limiter's
     ``RateLimit-Reset`` timestamp into the draft's seconds and drops the ``Retry-After``
     it adds to answers that are neither 429 nor 503.
 
@@ -299,8 +299,8 @@ class RequestTelemetry:
 
 
 def _limiter_headers(headers: list, status: str, own: str | None) -> None:
-    """flask-limiter adds ``Retry-After`` to every answer and raises a view's own to its
-    window's reset: keep the view's own (``own``), else keep it only on a 429 or a 503;
+    """The rate limiter adds ``Retry-After`` to a 429 or 503 and raises a view's own to
+    its window's reset: keep the view's own (``own``), else keep it only on a 429 or a 503;
     and its ``RateLimit-Reset`` is a timestamp, the draft's is seconds."""
     keep_limiter_retry = status[:3] in ("429", "503")
     kept = []
