@@ -243,9 +243,8 @@ def _init_limiter(app: Flask, services: Services) -> None:
                             prefix=config["RATELIMIT_KEY_PREFIX"],
                             sync_hits=config["RATELIMIT_SYNC_HITS"],
                             sync_seconds=config["RATELIMIT_SYNC_SECONDS"])
-    limit_header, remaining_header, reset_header = (
-        config["RATELIMIT_HEADER_LIMIT"], config["RATELIMIT_HEADER_REMAINING"],
-        config["RATELIMIT_HEADER_RESET"])
+    names = (config["RATELIMIT_HEADER_LIMIT"], config["RATELIMIT_HEADER_REMAINING"],
+             config["RATELIMIT_HEADER_RESET"])
 
     @app.before_request
     def count_request():
@@ -258,25 +257,30 @@ def _init_limiter(app: Flask, services: Services) -> None:
         if not verdict.allowed:
             raise TooManyRequests(str(verdict.limit))
 
-    @app.after_request
-    def rate_limit_headers(response):
-        verdict = request.environ.get(_VERDICT)
-        if verdict is None:
-            return response
-        headers = response.headers
-        reset = int(verdict.reset)
-        headers.add(limit_header, str(verdict.limit.amount))
-        headers.add(remaining_header, str(verdict.remaining))
-        # A timestamp: the telemetry layer turns it into seconds from now.
-        headers.add(reset_header, str(reset))
-        if response.status_code in (429, 503):
-            # Retry when the window ends, or later if the answer says so.
-            now = time.time()
-            retry = headers.get("Retry-After")
-            if retry is not None and retry.isdigit():
-                reset = max(reset, int(now + int(retry)))
-            headers["Retry-After"] = str(max(0, int(reset - now)))
+    app.after_request(lambda response: _rate_limit_headers(response, names))
+
+
+def _rate_limit_headers(response, names: tuple[str, str, str]):
+    """The ``RateLimit-*`` headers of a counted request's answer (``names``: the limit's,
+    the remaining's and the reset's), and ``Retry-After`` on a 429 or a 503."""
+    verdict = request.environ.get(_VERDICT)
+    if verdict is None:
         return response
+    limit_header, remaining_header, reset_header = names
+    headers = response.headers
+    reset = int(verdict.reset)
+    headers.add(limit_header, str(verdict.limit.amount))
+    headers.add(remaining_header, str(verdict.remaining))
+    # A timestamp: the telemetry layer turns it into seconds from now.
+    headers.add(reset_header, str(reset))
+    if response.status_code in (429, 503):
+        # Retry when the window ends, or later if the answer says so.
+        now = time.time()
+        retry = headers.get("Retry-After")
+        if retry is not None and retry.isdigit():
+            reset = max(reset, int(now + int(retry)))
+        headers["Retry-After"] = str(max(0, int(reset - now)))
+    return response
 
 
 #: Where a request keeps its rate-limit verdict for its answer's headers.

@@ -28,7 +28,7 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError
 from redis.retry import Retry
 
-from service.storage import cluster
+from service.storage import cluster, slots
 from service.storage.connections import Connections, request_connections
 
 __all__ = ["Backend", "ClusterRedis", "Script", "SingleRedis", "client_options",
@@ -176,13 +176,13 @@ class ClusterRedis:
         self._cluster.ping()
 
     def stats_key(self, prefix: str, key_in_slot: str) -> str:
-        return cluster.stats_key(prefix, key_in_slot)
+        return slots.stats_key(prefix, key_in_slot)
 
     def read_stats(self, prefix: str) -> dict[bytes, int]:
-        return cluster.read_stats(self._cluster, prefix)
+        return slots.read_stats(self._cluster, prefix)
 
     def read_members(self, prefix: str) -> list[bytes]:
-        return cluster.read_members(self._cluster, prefix)
+        return slots.read_members(self._cluster, prefix)
 
     def subscriber(self) -> Callable[[], redis.Redis]:
         """The listed nodes in turn, the next one after each failure: ``PUBLISH``

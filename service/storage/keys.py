@@ -18,7 +18,7 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
   tag, the key's digest), so that its retries find that game and its record;
 - :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
   one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
-  (:func:`service.storage.cluster.stats_key`);
+  (:func:`service.storage.slots.stats_key`);
 - :func:`channel`: the game's pub/sub channel (no key, no memory);
 - :func:`outbox` HASH: an owned game's events not yet applied to its player's keys, a
   field per event (``created``, ``claimed``, ``ended``, ``deleted``), written by the
