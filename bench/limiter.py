@@ -24,27 +24,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.http.cli import unavailable  # noqa: F401  (the bench registry asks each module)
 from bench.http.client import create, moves_file_writer, parallel, write_lines
 from bench.http.constants import MAX_MOVE_RATE, VARIANTS
 from bench.http.service import Service, describe_workers
 from bench.http.wrk import Bench, Unavailable, find_wrk
 from bench.machine import cpu_model, load_average
 from bench.walks import long_walks
-from devtools.redis_server import RedisServerError, find_redis_server
 
 #: The limiter's cost per request over a move's CPU, at most (docs/performance.md).
 TARGET_SHARE_OF_MOVE = 0.15
 ENDPOINTS = (("get_game", "`GET /v1/games/<id>`"), ("post_moves", "`POST /v1/games/<id>/moves`"))
 
 
-def unavailable() -> str | None:
-    """Why the benchmark cannot run here (no wrk, no redis-server), or None."""
-    try:
-        find_wrk()
-        find_redis_server()
-    except (Unavailable, RedisServerError) as error:
-        return str(error)
-    return None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

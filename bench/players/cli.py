@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.http.cli import unavailable  # noqa: F401  (the bench registry asks each module)
 from bench.http.constants import RESULTS
 from bench.http.measure import log_problems
 from bench.http.service import Service, describe_workers
@@ -21,20 +22,11 @@ from bench.players.load import HeaderBench, list_paths, run_rounds
 from bench.players.report import BEGIN, END, goals_table, section
 from bench.procs import WorkerWatch
 from bench.sections import write_section
-from devtools.redis_server import RedisServerError, find_redis_server
 
 DESCRIPTION = ("The players' reads (my games, the NDJSON export, statistics) against "
                "`GET /v1/games/<id>`: a real gunicorn, a real Redis with fsync always.")
 
 
-def unavailable() -> str | None:
-    """Why the benchmark cannot run here (no wrk, no redis-server), or None."""
-    try:
-        find_wrk()
-        find_redis_server()
-    except (Unavailable, RedisServerError) as error:
-        return str(error)
-    return None
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
