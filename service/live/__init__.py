@@ -9,7 +9,7 @@ one module per wire (:mod:`~service.live.wires.sse`, Server-Sent Events), and
 :mod:`~service.live.hub` fans the process's one subscription
 (:mod:`~service.live.subscription`) out to the channels of the followed games
 (:mod:`~service.live.channel`) and their followers (:mod:`~service.live.follower`, written
-to an attached client by :mod:`~service.live.connection`).  The composition root
+to an attached client by :mod:`~service.live.stream_socket`).  The composition root
 (:mod:`service.services`) builds the feed; the views and the gunicorn hooks reach it
 there.  This module imports nothing.
 """

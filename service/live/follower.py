@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from service.live.connection import Connection
 from service.live.items import BEAT_ITEM, FINISHED, FOLLOWING, Item, deliver
+from service.live.stream_socket import StreamSocket
 from service.live.wires import Wire, frame
 
 #: Set in the WSGI environment by a server that can attach a stream's connection to its
@@ -56,7 +56,7 @@ class Follower:
         self._items: list[Item] | None = []
         self._lagging = False
         self._wake: threading.Event | None = threading.Event()
-        self._connection: Connection | None = None
+        self._connection: StreamSocket | None = None
         self._wire: Wire | None = None  # attached: the stream's wire
         self._sent = -1  # attached: the version its client has
 
@@ -118,7 +118,7 @@ class Follower:
         the hub has closed it."""
         with self._lock:
             self._wire = wire
-            self._connection = Connection(
+            self._connection = StreamSocket(
                 sock, chunked=chunked, lock=self._lock, limit=self._limits.backlog_bytes,
                 patience=self._limits.patience, on_end=lambda: self._ended(on_end))
             self._sent = sent

@@ -1,4 +1,4 @@
-"""A client's connection written by the hub itself, without blocking: the connection of a
+"""A stream's socket, written by the hub itself without blocking: the client connection of a
 stream attached to its follower (the events group, :mod:`service.runtime.events_process`).
 """
 
@@ -10,7 +10,7 @@ import threading
 from collections.abc import Callable
 
 
-class Connection:
+class StreamSocket:
     """A non-blocking socket whose response is a stream under way (a game's feed, framed
     on its wire).
 
