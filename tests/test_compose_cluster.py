@@ -2,8 +2,8 @@
 that persist every write, a one-shot service that forms the cluster of three masters with
 two replicas each (run here for real, on nine local redis-server processes with the same
 node configuration), three API replicas of the one gunicorn command on the cluster, the
-events group, HAProxy in front checking /readyz and sending the events path to the
-events group.  (tests/deploy runs the whole file on a Docker Engine.)"""
+events group (two containers), HAProxy in front checking /readyz and sending the events
+path to the events containers.  (tests/deploy runs the whole file on a Docker Engine.)"""
 
 import os
 import re
@@ -31,6 +31,7 @@ COMPOSE_FILE = ROOT / "docker-compose.cluster.yml"
 NODES = [f"redis-{number}" for number in range(1, 10)]
 NETWORK = "${REDIS_NETWORK:-172.28.0}"
 APIS = ["api-1", "api-2", "api-3"]
+EVENTS = ["events-1", "events-2"]
 
 
 def _compose():
@@ -93,15 +94,17 @@ def test_apis_wait_for_the_cluster_and_run_the_one_gunicorn_command():
 
 def test_api_events_and_worker_share_one_image_built_on_the_chosen_base():
     services = _compose()["services"]
-    for name in (*APIS, "events", "worker"):
+    for name in (*APIS, *EVENTS, "worker"):
         assert services[name]["image"] == "${APP_IMAGE:-patience-server:latest}", name
         assert services[name]["build"] == {
             "context": ".", "args": {"PYTHON_IMAGE": "${PYTHON_IMAGE:-python:3.11-slim}"}}
 
 
-def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_file_limit():
+def test_two_events_containers_serve_streams_on_the_cluster_with_a_variable_open_file_limit():
     services = _compose()["services"]
-    events, api = services["events"], services["api-1"]
+    assert sorted(name for name in services if name.startswith("events")) == EVENTS
+    assert services["events-1"] == services["events-2"]  # one anchor
+    events, api = services["events-1"], services["api-1"]
     assert tuple(events["command"]) == EVENTS_COMMAND
     environment = events["environment"]
     assert environment["EVENTS_BIND"] == "0.0.0.0:8001"
@@ -114,7 +117,8 @@ def test_the_events_group_serves_streams_on_the_cluster_with_a_variable_open_fil
                                            "hard": "${EVENTS_NOFILE:-16384}"}
     assert "8001/readyz" in " ".join(events["healthcheck"]["test"])
     lb = services["lb"]
-    assert lb["depends_on"]["events"] == {"condition": "service_started"}
+    for name in EVENTS:
+        assert lb["depends_on"][name] == {"condition": "service_started"}
     assert lb["ulimits"]["nofile"] == {"soft": "${LB_NOFILE:-16384}",
                                        "hard": "${LB_NOFILE:-16384}"}
 
@@ -132,7 +136,7 @@ def test_only_the_load_balancer_is_published_on_loopback_and_its_stats_are_not()
                                  for p in s.get("ports", []))
 
 
-def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
+def test_haproxy_balances_the_three_apis_and_the_two_events_containers_on_readyz():
     lb = _compose()["services"]["lb"]
     assert "./deploy/haproxy.cfg:/usr/local/etc/haproxy/haproxy.cfg:ro" in lb["volumes"]
     config = (ROOT / "deploy" / "haproxy.cfg").read_text()
@@ -143,8 +147,8 @@ def test_haproxy_balances_the_three_apis_and_the_events_group_on_readyz():
         assert "http-check expect status 200" in backend
     assert re.findall(r"^\s*server (api-\d) \1:8000$", backends[0], re.MULTILINE) == APIS
     assert re.findall(r"^\s*server (\S+) (\S+)$", backends[1], re.MULTILINE) == \
-        [("events", "events:8001")]
-    # The events path, and only it, goes to the events group.
+        [("events-1", "events-1:8001"), ("events-2", "events-2:8001")]
+    # The events path, and only it, goes to the events containers.
     pattern = re.search(r"acl events_path path_reg (\S+)$", config, re.MULTILINE).group(1)
     assert "use_backend events if METH_GET events_path" in config
     assert "default_backend api" in config
@@ -353,7 +357,7 @@ def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
 def test_every_service_has_memory_and_cpu_limits_a_rotated_log_and_a_health_check():
     compose = _compose()
     limits = limited_and_rotated(compose)
-    assert set(limits) == {*NODES, "cluster-init", *APIS, "events", "worker", "lb"}
+    assert set(limits) == {*NODES, "cluster-init", *APIS, *EVENTS, "worker", "lb"}
     for name, service in compose["services"].items():
         if name != "cluster-init":  # a one-shot
             assert "test" in service["healthcheck"], name
@@ -389,7 +393,7 @@ def test_the_secrets_are_files_and_every_node_asks_for_a_password():
     both = {"secret_key", "redis_password"}
     secrets_are_files_never_variables(compose, {
         **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
-        **dict.fromkeys(APIS, both), "events": both, "worker": {"redis_password"}})
+        **dict.fromkeys([*APIS, *EVENTS], both), "worker": {"redis_password"}})
     init = compose["services"]["cluster-init"]["environment"]
     assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
     for node in NODES:

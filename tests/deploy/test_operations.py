@@ -2,7 +2,9 @@
 lost for good (its container and its volume removed) and replaced by `docker compose up`,
 which recreates it empty; cluster-init brings it back as a replica of the master that
 lacks one, and every shard serves throughout.  The node lost is redis-1, the node the
-cluster was first formed from.
+cluster was first formed from.  Then an events container lost for good while followers
+stream games being played: those it served reconnect with Last-Event-ID, HAProxy sends
+them to the other events container, and every follower gets every event once, in order.
 
 The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by default).
 """
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import json
 import secrets
+import statistics
+import threading
 import time
 
 import pytest
@@ -21,10 +25,12 @@ from tests.deploy.clients import auth
 from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, equal, record
+from tests.sse import Message, messages
 
 pytestmark = pytest.mark.timeout(300)
 SECTION = "operations (docker-compose.cluster.yml)"
 NODES = [f"redis-{number}" for number in range(1, 10)]
+EVENTS = ["events-1", "events-2"]
 NODE_TIMEOUT_MS = 2000
 #: `docker compose up -d` after the loss, cluster-init included, within this many seconds.
 UP_WITHIN = 60.0
@@ -298,7 +304,7 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
     and on 127.0.0.1."""
     deployment, _base, _prefix = cluster
     deployment._containers.clear()
-    services = [*NODES, "cluster-init", "api-1", "api-2", "api-3", "events", "worker", "lb"]
+    services = [*NODES, "cluster-init", "api-1", "api-2", "api-3", *EVENTS, "worker", "lb"]
     for service in services:
         state = deployment.inspect(service)
         host = state["HostConfig"]
@@ -328,7 +334,7 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
     deployment._containers.clear()
     values = (secret_files["secret_key"], secret_files["redis_password"])
     containers = deployment.compose("ps", "-a", "-q").stdout.split()
-    assert len(containers) == 16, containers
+    assert len(containers) == 17, containers
     for container in containers:
         inspected = docker("inspect", container).stdout
         for value in values:
@@ -343,3 +349,201 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
         assert "NOAUTH" in refused.stdout + refused.stderr, (command, refused)
     assert "cluster_state:ok" in _as_the_service(deployment, "redis-3", "cluster", "info")
     assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
+
+
+#: Followers of the events test, and the games they follow (two followers a game).
+FOLLOWERS, GAMES = 20, 10
+#: Seconds a follower waits before it reconnects (an EventSource waits the `retry:`
+#: hint, 3000 ms; a client may come back sooner).
+RECONNECT_AFTER = 0.5
+#: Seconds from an events container's reported death to the first event each of its
+#: followers gets on its new stream: the reconnect's wait, HAProxy's connect timeout
+#: (1 s) before the retry on the other container, and the catch-up from the journal.
+RESUMED_WITHIN, RESUMED_MEDIAN_WITHIN = 10.0, 5.0
+
+
+class ResumingFollower(threading.Thread):
+    """Follows a game's events through the load balancer as an EventSource does: when
+    its stream ends or a connection fails it reconnects, with ``Last-Event-ID`` once it
+    has an event; it stops at the game's ``deleted`` event (or a 404, the same news).
+    Each event is kept with the time it came, and each failure with its time."""
+
+    def __init__(self, base: str, game_id: str):
+        super().__init__(daemon=True)
+        self.url = f"{base}/v1/games/{game_id}/events"
+        self.game_id = game_id
+        self.events: list[Message] = []
+        self.times: list[float] = []
+        self.failures: list[tuple[float, str]] = []
+        self.opened = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            while not self._follow():
+                time.sleep(RECONNECT_AFTER)
+        except BaseException as error:  # the test reports it
+            self.error = error
+        finally:
+            self.opened.set()
+
+    def _follow(self) -> bool:
+        """One stream: True once the game is deleted, False when the stream ended or
+        could not be opened (a failure recorded)."""
+        headers = {"Accept": "text/event-stream"}
+        if self.events:
+            headers["Last-Event-ID"] = self.events[-1].id
+        try:
+            with requests.get(self.url, headers=headers, stream=True,
+                              timeout=(5, 30)) as response:
+                if response.status_code == 404:
+                    return True
+                if response.status_code != 200:
+                    self.failures.append((time.monotonic(), f"answered {response.status_code}"))
+                    return False
+                for message in messages(response.iter_content(chunk_size=None)):
+                    if message.retry is not None:
+                        self.opened.set()
+                    if message.event == "deleted":
+                        return True
+                    if message.event is not None:
+                        self.events.append(message)
+                        self.times.append(time.monotonic())
+            self.failures.append((time.monotonic(), "ended"))
+        except requests.RequestException as error:
+            self.failures.append((time.monotonic(), type(error).__name__))
+        return False
+
+    def resumed(self) -> float | None:
+        """When the first event came after the last failure (None without failures)."""
+        if not self.failures:
+            return None
+        last = self.failures[-1][0]
+        return next((moment for moment in self.times if moment > last), None)
+
+
+def _streams_held(deployment: Deployment, service: str) -> float:
+    """The streams the events container holds (its ``patience_event_streams`` gauge)."""
+    text = deployment.execute(service, "python", "-c",
+                              "import urllib.request; print(urllib.request.urlopen("
+                              "'http://127.0.0.1:8001/metrics', timeout=5).read().decode())")
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(("patience_event_streams ", "patience_event_streams{")))
+
+
+def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(cluster):
+    """Twenty followers on ten games being played, the streams spread over both events
+    containers; events-1 killed for good (left down): the streams it held end, their
+    followers reconnect with Last-Event-ID and HAProxy sends them to events-2, which
+    replays what they missed.  Every follower ends with its game's feed (the journal's,
+    read as JSON), every event once and in order."""
+    deployment, base, _prefix = cluster
+    started = time.monotonic()
+    deployment._containers.clear()
+
+    def both_up() -> bool:
+        try:
+            states = deployment.haproxy_states(via="events-2")
+        except DeployError:
+            return False
+        return all(states.get(f"events/{name}") == "UP" for name in EVENTS)
+
+    deployment.wait_for(both_up, 30, "both events containers in HAProxy's rotation",
+                        pause=0.2)
+    session = requests.Session()
+    games = []
+    for _ in range(GAMES):
+        answer = session.post(f"{base}/v1/games", json={"variant": "salic-law",
+                                                        "undo": "full"}, timeout=10)
+        assert answer.status_code == 201, answer.text
+        games.append((answer.json()["game"]["id"], answer.json()["player_token"]))
+    followers = [ResumingFollower(base, games[number % GAMES][0])
+                 for number in range(FOLLOWERS)]
+    for follower in followers:
+        follower.start()
+    for follower in followers:
+        assert follower.opened.wait(15), "a stream did not open"
+    assert [f.error for f in followers if f.error] == []
+    held = {name: _streams_held(deployment, name) for name in EVENTS}
+    assert sum(held.values()) == FOLLOWERS, held
+    assert all(held.values()), held  # both containers hold streams
+
+    # A player keeps playing every game (a deal, then its undo, again and again).
+    stop, refused = threading.Event(), []
+
+    def play():
+        with requests.Session() as player:
+            turn = 0
+            while not stop.is_set():
+                move = ("moves", {"type": "deal"}) if turn % 2 == 0 else ("undo", None)
+                for game_id, token in games:
+                    answer = player.post(f"{base}/v1/games/{game_id}/{move[0]}",
+                                         json=move[1], headers=auth(token), timeout=10)
+                    if answer.status_code != 200:
+                        refused.append((game_id, answer.status_code, answer.text))
+                turn += 1
+                time.sleep(0.05)
+
+    player = threading.Thread(target=play, daemon=True)
+    player.start()
+    try:
+        time.sleep(2)
+        death = deployment.kill_for_good("events-1")
+
+        def resumed() -> bool:
+            return all(f.resumed() is not None for f in followers if f.failures) and \
+                any(f.failures for f in followers)
+
+        deployment.wait_for(resumed, 30, "the followers of events-1 resumed", pause=0.1)
+        time.sleep(1)
+    finally:
+        stop.set()
+        player.join(15)
+    assert refused == []
+
+    # Every follower catches up with its game's feed, then the games are deleted (their
+    # streams end with the `deleted` event).
+    feeds = {}
+    for game_id, _token in games:
+        answer = session.get(f"{base}/v1/games/{game_id}/events",
+                             headers={"Accept": "application/json"}, timeout=10)
+        assert answer.status_code == 200, answer.text
+        feeds[game_id] = answer.json()["events"]
+    deployment.wait_for(lambda: all(len(f.events) >= len(feeds[f.game_id])
+                                    for f in followers), 15, "every follower caught up")
+    for game_id, token in games:
+        answer = session.delete(f"{base}/v1/games/{game_id}", headers=auth(token),
+                                timeout=10)
+        assert answer.status_code in (200, 204), answer.text
+    for follower in followers:
+        follower.join(15)
+        assert not follower.is_alive(), follower.game_id
+    assert [f.error for f in followers if f.error] == []
+
+    missed = duplicates = 0
+    for follower in followers:
+        got = [int(message.id) for message in follower.events]
+        expected = [entry["version"] for entry in feeds[follower.game_id]]
+        missed += len(set(expected) - set(got))
+        duplicates += len(got) - len(set(got))
+    reconnected = [f for f in followers if f.failures]
+    delays = [f.resumed() - death.reported for f in reconnected]
+    record(SECTION,
+           detail=[(f.game_id, f.failures) for f in reconnected],
+           events_1_lost_followers_reconnected=(len(reconnected), at_least(1)),
+           events_1_lost_events_missed=(missed, equal(0)),
+           events_1_lost_events_twice=(duplicates, equal(0)),
+           events_1_lost_kill_to_resumed_max_s=(round(max(delays), 2),
+                                                at_most(RESUMED_WITHIN)),
+           events_1_lost_kill_to_resumed_median_s=(round(statistics.median(delays), 2),
+                                                   at_most(RESUMED_MEDIAN_WITHIN)),
+           events_1_lost_test_s=(round(time.monotonic() - started, 1), at_most(45)))
+    for follower in followers:
+        feed = feeds[follower.game_id]
+        assert [message.id for message in follower.events] == \
+            [str(entry["version"]) for entry in feed], follower.game_id
+        assert [message.json() for message in follower.events] == feed, follower.game_id
+        assert [message.event for message in follower.events] == \
+            ["undo" if entry["move"]["type"] == "undo" else "move" for entry in feed]
+    # Every stream events-1 held was resumed.
+    assert len(reconnected) >= held["events-1"], (len(reconnected), held)
