@@ -75,7 +75,7 @@ LATENCY_WITHIN = 5.0
 
 def _states(deployment: Deployment) -> dict[str, str]:
     try:
-        return deployment.haproxy_states(via="events")
+        return deployment.haproxy_states(via="events-2")
     except DeployError:
         return {}
 
@@ -142,7 +142,7 @@ def test_a_whole_game_through_the_load_balancer_followed_over_sse(cluster):
     session = requests.Session()
     game_id, _final, _events = play_followed_game(session, base, SECTION)
     # HAProxy sent the stream to the events group, and nothing else.
-    events_log = deployment.logs("events")
+    events_log = deployment.logs("events-1") + deployment.logs("events-2")
     assert f'"path": "/v1/games/{game_id}/events"' in events_log
     assert f'"path": "/v1/games/{game_id}/moves"' not in events_log
 
@@ -239,14 +239,18 @@ def test_followers_through_the_load_balancer_beyond_what_the_api_replicas_hold(c
         for stream in streams:
             events = stream.events()
             assert [message.id for message in events] == [str(v) for v in range(1, MOVES + 1)]
-        # The events group holds them all, the API replicas none.
-        metrics = deployment.execute("events", "python", "-c",
-                                     "import urllib.request; print(urllib.request.urlopen("
-                                     "'http://127.0.0.1:8001/metrics', timeout=5).read()"
-                                     ".decode())")
-        gauge = [line for line in metrics.splitlines()
-                 if line.startswith("patience_event_streams ")]
-        assert gauge == [f"patience_event_streams {float(FOLLOWERS)}"], gauge
+        # The events containers hold them all between them, the API replicas none.
+        held = 0.0
+        for service in ("events-1", "events-2"):
+            metrics = deployment.execute(service, "python", "-c",
+                                         "import urllib.request; print(urllib.request.urlopen("
+                                         "'http://127.0.0.1:8001/metrics', timeout=5).read()"
+                                         ".decode())")
+            gauge = [line for line in metrics.splitlines()
+                     if line.startswith("patience_event_streams ")]
+            assert len(gauge) == 1, gauge
+            held += float(gauge[0].split()[1])
+        assert held == float(FOLLOWERS), held
     finally:
         for stream in streams:
             stream.socket.close()
