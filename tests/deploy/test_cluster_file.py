@@ -121,7 +121,7 @@ def cluster(base_images, app_image):
                 raise
     try:
         base = f"http://{deployment.published('lb', 8000)}"
-        _wait_in_rotation(deployment, [f"api/{name}" for name in APIS] + ["events/events"],
+        _wait_in_rotation(deployment, [f"api/{name}" for name in APIS] + ["events/events-1", "events/events-2"],
                           120)
         ready = time.monotonic()
         # In rotation, a replica reaches Redis; a write also needs its shard's replica
