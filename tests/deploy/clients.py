@@ -151,12 +151,15 @@ class Game:
 @dataclass
 class Account:
     """A player's account (``POST /v1/players``): its token, the games whose create was
-    acknowledged to it (answered 201), and what it has still to do (:class:`Owners`):
-    ``("create", variant)`` or ``("resign", the number of one of its games)``."""
+    acknowledged to it (answered 201) with their own tokens, and what it has still to do
+    (:class:`Owners`): ``("create", variant)``, or ``("resign", the number of one of its
+    games)`` sent with the player's token, or ``("resign with the game's token",
+    number)`` (another device holding the game's own token)."""
 
     id: str
     token: str
     games: list[str] = field(default_factory=list)
+    game_tokens: dict[str, str] = field(default_factory=dict)
     plan: list[tuple[str, object]] = field(default_factory=list)
     pending_key: str | None = None  # a step answered otherwise: sent again with this key
     refused: int = 0  # steps answered 503 with Retry-After (then sent again)
@@ -382,18 +385,21 @@ def stop_players(stop: threading.Event, players: list[Player]) -> list[Answer]:
 class Owners(Player):
     """Accounts doing their plans (:class:`Account`), in turn, one step of each at a
     time, ``pause`` apart: a create (``POST /v1/games`` with the account's token) or a
-    resignation (``POST .../moves`` ``resign``, with the account's token), each with an
-    Idempotency-Key.  A step not acknowledged (201 for a create, 200 for a resignation)
-    is sent again with the same key at the account's next turn, until it is: so a game
-    is the account's once, whatever was refused meanwhile.  Every answer is kept
-    (:attr:`answers`, the account's id for a create's game)."""
+    resignation (``POST .../moves`` ``resign``, with the account's token or the game's
+    own), each with an Idempotency-Key.  A step not acknowledged (201 for a create, 200
+    for a resignation) is sent again with the same key at the account's next turn, until
+    it is: so a game is the account's once, whatever was refused meanwhile.  Every
+    answer is kept (:attr:`answers`, the account's id for a create's game).  With
+    ``go``, they begin once it is set."""
 
     def __init__(self, base: str, accounts: list[Account], pause: float = 0.05,
-                 seconds: float = 90.0):
+                 seconds: float = 90.0, go: threading.Event | None = None):
         super().__init__(base, [], threading.Event(), pause=pause)
-        self.accounts, self.seconds = accounts, seconds
+        self.accounts, self.seconds, self.go = accounts, seconds, go
 
     def run(self) -> None:
+        if self.go is not None:
+            self.go.wait(self.seconds)
         deadline = time.monotonic() + self.seconds
         try:
             while any(account.plan for account in self.accounts):
@@ -417,9 +423,13 @@ class Owners(Player):
                                    body={"variant": argument}, headers=headers)
             done = answer.status == 201
             if done:
-                account.games.append(json.loads(self.body)["game"]["id"])
+                created = json.loads(self.body)
+                account.games.append(created["game"]["id"])
+                account.game_tokens[created["game"]["id"]] = created["player_token"]
         else:
             game_id = account.games[argument]
+            if kind != "resign":
+                headers = auth(account.game_tokens[game_id], **{"Idempotency-Key": key})
             answer = self._request(game_id, "resign", "POST", f"/v1/games/{game_id}/moves",
                                    body={"type": "resign"}, headers=headers)
             done = answer.ok
@@ -432,10 +442,12 @@ class Owners(Player):
         return answer
 
 
-def run_owners(base: str, accounts: list[Account], threads: int,
-               *, pause: float = 0.05) -> list[Owners]:
-    """``threads`` :class:`Owners` sharing ``accounts`` out, started."""
-    owners = [Owners(base, accounts[number::threads], pause=pause) for number in range(threads)]
+def run_owners(base: str, accounts: list[Account], threads: int, *, pause: float = 0.05,
+               go: threading.Event | None = None) -> list[Owners]:
+    """``threads`` :class:`Owners` sharing ``accounts`` out, started (doing their plans
+    once ``go`` is set, when given)."""
+    owners = [Owners(base, accounts[number::threads], pause=pause, go=go)
+              for number in range(threads)]
     for owner in owners:
         owner.start()
     return owners
@@ -466,6 +478,10 @@ def _shared(base: str, items: list, read, threads: int) -> list:
     return found
 
 
+#: The figures of a player's statistics (per variant) that :func:`tally` counts.
+COUNTED = ("played", "won", "lost", "resigned", "in_play")
+
+
 def _player_view(base: str):
     def read(session: requests.Session, account: Account) -> tuple[list[dict], dict]:
         listing = session.get(f"{base}/v1/players/me/games",
@@ -479,10 +495,6 @@ def _player_view(base: str):
         return summaries, {entry["variant"]: {name: entry[name] for name in COUNTED}
                            for entry in stats.json()["variants"]}
     return read
-
-
-#: The figures of a player's statistics (per variant) that :func:`tally` counts.
-COUNTED = ("played", "won", "lost", "resigned", "in_play")
 
 
 def player_views(base: str, accounts: list[Account],

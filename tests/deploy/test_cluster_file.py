@@ -82,7 +82,7 @@ UP_WITHIN, WRITES_WITHIN = 180, 60
 #: restarted or lost (HAProxy's connect timeout is 1 s, with 2 retries).
 LATENCY_WITHIN = 5.0
 #: Players with an account while a master is lost: the first ones own the games played
-#: throughout, each of the others creates one or two games and resigns one meanwhile.
+#: throughout, each of the others creates one or two games and resigns one.
 PLAYERS = 200
 PLAYED_GAMES = 24
 VARIANTS = ("clock", "salic-law", "four-corners")
@@ -396,11 +396,18 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     session = requests.Session()
     accounts = register_many(base, PLAYERS)
     games = salic_law_games(session, base, PLAYED_GAMES, owners=accounts[:PLAYED_GAMES])
+    # The others create a game each now, then, from the kill on, half of them a second
+    # one; each resigns one of its games, half of them with the game's own token (no read
+    # of the player's keys: acknowledged while those are lost, and left to the sweeper).
     creators = accounts[PLAYED_GAMES:]
     for number, account in enumerate(creators):
-        variants = [VARIANTS[(number + n) % 3] for n in range(1 + number % 2)]
-        account.plan = [("create", variant) for variant in variants]
-        account.plan.append(("resign", number // 2 % len(variants)))
+        account.plan = [("create", VARIANTS[number % 3])]
+    join_owners(run_owners(base, creators, 4, pause=0.0))
+    for number, account in enumerate(creators):
+        account.plan = [("create", VARIANTS[(number + 1) % 3])] if number % 2 else []
+        account.plan.append(("resign" if number // 4 % 2 else "resign with the game's token",
+                             number // 2 % (1 + number % 2)))
+    go = threading.Event()
     nodes = _cluster_nodes(deployment, "redis-5")
     masters = {node["id"]: node for node in nodes if "master" in node["flags"]}
     # redis-1, the first node of REDIS_URL, is the master lost (it took the whole service
@@ -416,13 +423,14 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     lost = {game.id for game in games if on_victim(game.id)}
     assert 0 < len(lost) < len(games), "the games are not spread over the shards"
     stop, players = run_players(base, games, 4)
-    owners = run_owners(base, creators, 4)
+    owners = run_owners(base, creators, 4, go=go)
     watch = PromotionWatch(deployment, prefix, replicas, victim["slot_texts"])
     try:
         time.sleep(1.5)  # the players are under way
         watch.start()
         assert watch.watching.wait(30), "the promotion's watch did not start"
         death = deployment.kill_for_good("redis-1")
+        go.set()
         killed = death.reported
         deployment.wait_for(lambda: watch.promoted or not watch.is_alive(), 60,
                             "a replica of the killed master promoted", pause=0.05)
@@ -439,6 +447,7 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
         time.sleep(3.0)  # and nothing fails afterwards
     finally:
         answers = stop_players(stop, players)
+        go.set()
         owners_answers = join_owners(owners)
         acknowledged_all = time.monotonic()
         watch.join(60)
@@ -517,21 +526,24 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
                           acknowledged_all)
 
 
-def _settled_views(base: str, accounts: list) -> tuple[dict, float | None]:
-    """The players' lists and statistics once they stopped changing (unchanged for
-    :data:`SETTLED_AFTER` seconds), and the seconds they took to reach them (None: still
+def _settled_views(base: str, accounts: list) -> tuple[dict, dict, float | None]:
+    """The players' lists and statistics as first read, then once they stopped changing
+    (unchanged for :data:`SETTLED_AFTER` seconds), and the seconds from the start of the
+    first read to the end of the read that found them as they stayed (None: still
     changing after :data:`SWEEPER_WAIT_WITHIN` seconds)."""
     begun = time.monotonic()
-    views, changed = None, begun
+    first = views = None
+    changed = begun
     while True:
         found = player_views(base, accounts)
+        first = first or found
         now = time.monotonic()
         if found != views:
             views, changed = found, now
         elif now - changed >= SETTLED_AFTER:
-            return views, round(changed - begun, 1)
+            return first, views, round(changed - begun, 1)
         if now - begun > SWEEPER_WAIT_WITHIN:
-            return views, None
+            return first, views, None
         time.sleep(max(0.2, changed + SETTLED_AFTER - time.monotonic()))
 
 
@@ -541,7 +553,7 @@ def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
     games themselves, once the sweeper is done."""
     owned = [game_id for account in accounts for game_id in account.games]
     games = read_games(base, owned)
-    views, waited = _settled_views(base, accounts)
+    first, views, waited = _settled_views(base, accounts)
     missing = extra = twice = summaries_behind = 0
     counted_twice = not_counted = players_miscounted = 0
     for account in accounts:
@@ -560,6 +572,7 @@ def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
         not_counted += sum(max(0, -difference) for difference in differences)
         players_miscounted += any(differences)
     refused = [a for a in answers if a.acceptable_failure]
+    owner_of = {game_id: account for account in accounts for game_id in account.games}
     record(SECTION, detail=[f"{a.kind} {a.status} {a.error}" for a in answers
                             if a.status not in (200, 201) and not a.acceptable_failure][:10],
            **{
@@ -577,7 +590,7 @@ def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
                               equal(PLAYERS - PLAYED_GAMES)),
         # The outage was seen by the players' creates and resignations, and none was
         # answered otherwise than acknowledged or 503 with Retry-After.
-        "players: requests": (len(answers), at_least(len(owned) - PLAYED_GAMES)),
+        "players: requests_from_the_kill_on": (len(answers), at_least(PLAYERS - PLAYED_GAMES)),
         "players: requests_sent_between_kill_and_promotion": (
             sum(killed < a.started < promoted for a in answers), at_least(1)),
         "players: creates_answered_503_with_retry_after": (
@@ -589,7 +602,18 @@ def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
             equal(0)),
         "players: last_acknowledged_after_the_promotion_s": (
             round(acknowledged_all - promoted, 1), at_most(60.0)),
+        # A resignation acknowledged while its player's keys were on no master: the
+        # request could not project it, the sweeper did.
+        "players: resignations_left_to_the_sweeper": (
+            sum(a.kind == "resign" and a.ok and killed < a.started and a.ended < promoted
+                and on_victim(owner_of[a.game].id, "player") for a in answers),
+            at_least(0)),
         "players: sweeper_wait_s": (waited, at_most(SWEEPER_WAIT_WITHIN)),
+        # Players whose list or statistics the sweeper completed after they were first
+        # read (projections the requests left in the outboxes).
+        "players: players_completed_while_waiting": (
+            sum(first[account.id] != views[account.id] for account in accounts),
+            between(0, PLAYERS)),
         # Each list is exactly the games acknowledged to its player...
         "players: listed_games_missing": (missing, equal(0)),
         "players: listed_games_extra": (extra, equal(0)),
