@@ -2,7 +2,9 @@
 game, and players who keep writing (each write with an Idempotency-Key, retried with the
 same key after a 503) and reading while the deployment loses parts, recording every
 answer with its time; and what those records say of an outage, game by game
-(:func:`recoveries`)."""
+(:func:`recoveries`).  Accounts (``POST /v1/players``) that own games, create and resign
+them while the deployment loses parts (:class:`Owners`), and what their lists and
+statistics say against the games themselves (:func:`player_views`, :func:`tally`)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import statistics
 import threading
 import time
 import uuid
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -33,8 +37,9 @@ def auth(token: str, **headers: str) -> dict:
     return {"Authorization": f"Bearer {token}", **headers}
 
 
-def create(session: requests.Session, base: str, **fields) -> tuple[str, str]:
-    answer = session.post(f"{base}/v1/games", json=fields, timeout=10)
+def create(session: requests.Session, base: str, headers: dict | None = None,
+           **fields) -> tuple[str, str]:
+    answer = session.post(f"{base}/v1/games", json=fields, headers=headers, timeout=10)
     assert answer.status_code == 201, answer.text
     body = answer.json()
     return body["game"]["id"], body["player_token"]
@@ -143,12 +148,55 @@ class Game:
     keys: set = field(default_factory=set)
 
 
-def salic_law_games(session: requests.Session, base: str, count: int) -> list[Game]:
-    """Salic Law games with full undo: a player can deal and take it back for ever."""
+@dataclass
+class Account:
+    """A player's account (``POST /v1/players``): its token, the games whose create was
+    acknowledged to it (answered 201) with their own tokens, and what it has still to do
+    (:class:`Owners`): ``("create", variant)``, or ``("resign", the number of one of its
+    games)`` sent with the player's token, or ``("resign with the game's token",
+    number)`` (another device holding the game's own token)."""
+
+    id: str
+    token: str
+    games: list[str] = field(default_factory=list)
+    game_tokens: dict[str, str] = field(default_factory=dict)
+    plan: list[tuple[str, object]] = field(default_factory=list)
+    pending_key: str | None = None  # a step answered otherwise: sent again with this key
+    refused: int = 0  # steps answered 503 with Retry-After (then sent again)
+
+
+def register(session: requests.Session, base: str, name: str) -> Account:
+    answer = session.post(f"{base}/v1/players", json={"name": name}, timeout=10)
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    return Account(body["player"]["id"], body["player_token"])
+
+
+def register_many(base: str, count: int, threads: int = 4) -> list[Account]:
+    """``count`` accounts, registered by ``threads`` clients at once."""
+    def some(numbers: range) -> list[Account]:
+        with requests.Session() as session:
+            return [register(session, base, f"Player {number}") for number in numbers]
+
+    with ThreadPoolExecutor(threads) as pool:
+        shares = pool.map(some, [range(number, count, threads) for number in range(threads)])
+        return [account for share in shares for account in share]
+
+
+def salic_law_games(session: requests.Session, base: str, count: int,
+                    owners: list[Account] | None = None) -> list[Game]:
+    """Salic Law games with full undo: a player can deal and take it back for ever.  With
+    ``owners``, game number n is created by ``owners[n]`` (its player token, an
+    Idempotency-Key) and is theirs; the game's own token plays it all the same."""
     games = []
     for number in range(count):
-        game_id, token = create(session, base, variant="salic-law", seed=1000 + number,
-                                undo="full")
+        owner = owners[number] if owners else None
+        headers = None if owner is None else auth(owner.token,
+                                                  **{"Idempotency-Key": uuid.uuid4().hex})
+        game_id, token = create(session, base, headers, variant="salic-law",
+                                seed=1000 + number, undo="full")
+        if owner is not None:
+            owner.games.append(game_id)
         games.append(Game(game_id, token))
     return games
 
@@ -229,6 +277,7 @@ class Player(threading.Thread):
         self.answers: list[Answer] = []
         address = urlsplit(base)
         self.connection = Connection(address.hostname, address.port, timeout=timeout)
+        self.body: bytes | None = None
         self.error: BaseException | None = None
 
     def run(self) -> None:
@@ -243,7 +292,7 @@ class Player(threading.Thread):
         finally:
             self.connection.close()
 
-    def _request(self, game: Game, kind: str, method: str, path: str,
+    def _request(self, game_id: str, kind: str, method: str, path: str,
                  body: dict | None = None, headers: dict | None = None) -> Answer:
         """One request; sent once more, as browsers do, only if it went on a kept-alive
         connection that closed before any byte of its answer arrived (a read, or a write
@@ -251,8 +300,10 @@ class Player(threading.Thread):
         not a refusal: either side may close an idle connection at any time, and a
         request sent as it closes gets no answer.  Anything else (a new connection
         refused or closed, a timeout, a partial answer) is a failure.  The answer says
-        whether it was sent again."""
+        whether it was sent again; the body of the last answer is :attr:`body` (None
+        without one)."""
         started = time.monotonic()
+        self.body = None
         data = None if body is None else json.dumps(body).encode()
         headers = {**(headers or {}), **({"Content-Type": "application/json"} if data else {})}
         for resent in (False, True):
@@ -264,11 +315,12 @@ class Player(threading.Thread):
                 if (not resent and reused and isinstance(error, ConnectionError)
                         and self.connection.bytes_received == 0):
                     continue
-                answer = Answer(started, time.monotonic(), game.id, kind, None,
+                answer = Answer(started, time.monotonic(), game_id, kind, None,
                                 error=f"{type(error).__name__}: {error}", resent=resent,
                                 kept_alive=reused)
             else:
-                answer = Answer(started, time.monotonic(), game.id, kind, response.status,
+                self.body = content
+                answer = Answer(started, time.monotonic(), game_id, kind, response.status,
                                 response.getheader("Retry-After"),
                                 None if response.status == 200
                                 else content.decode(errors="replace")[:300],
@@ -278,17 +330,17 @@ class Player(threading.Thread):
         return answer
 
     def read(self, game: Game) -> Answer:
-        return self._request(game, "read", "GET", f"/v1/games/{game.id}")
+        return self._request(game.id, "read", "GET", f"/v1/games/{game.id}")
 
     def write(self, game: Game) -> Answer:
         key = game.pending_key or uuid.uuid4().hex
         game.keys.add(key)
         headers = auth(game.token, **{"Idempotency-Key": key})
         if game.next_write == "deal":
-            answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/moves",
+            answer = self._request(game.id, "write", "POST", f"/v1/games/{game.id}/moves",
                                    body={"type": "deal"}, headers=headers)
         else:
-            answer = self._request(game, "write", "POST", f"/v1/games/{game.id}/undo",
+            answer = self._request(game.id, "write", "POST", f"/v1/games/{game.id}/undo",
                                    headers=headers)
         if answer.ok:
             game.acknowledged += 1
@@ -328,6 +380,153 @@ def stop_players(stop: threading.Event, players: list[Player]) -> list[Answer]:
         player.settle()
     return sorted((answer for player in players for answer in player.answers),
                   key=lambda answer: answer.started)
+
+
+class Owners(Player):
+    """Accounts doing their plans (:class:`Account`), in turn, one step of each at a
+    time, ``pause`` apart: a create (``POST /v1/games`` with the account's token) or a
+    resignation (``POST .../moves`` ``resign``, with the account's token or the game's
+    own), each with an Idempotency-Key.  A step not acknowledged (201 for a create, 200
+    for a resignation) is sent again with the same key at the account's next turn, until
+    it is: so a game is the account's once, whatever was refused meanwhile.  Every
+    answer is kept (:attr:`answers`, the account's id for a create's game).  With
+    ``go``, they begin once it is set."""
+
+    def __init__(self, base: str, accounts: list[Account], pause: float = 0.05,
+                 seconds: float = 90.0, go: threading.Event | None = None):
+        super().__init__(base, [], threading.Event(), pause=pause)
+        self.accounts, self.seconds, self.go = accounts, seconds, go
+
+    def run(self) -> None:
+        if self.go is not None:
+            self.go.wait(self.seconds)
+        deadline = time.monotonic() + self.seconds
+        try:
+            while any(account.plan for account in self.accounts):
+                for account in self.accounts:
+                    if account.plan:
+                        assert time.monotonic() < deadline, \
+                            f"{account.id}: still {account.plan} after {self.seconds} s"
+                        self.step(account)
+                        time.sleep(self.pause)
+        except BaseException as error:  # the test reports it
+            self.error = error
+        finally:
+            self.connection.close()
+
+    def step(self, account: Account) -> Answer:
+        kind, argument = account.plan[0]
+        key = account.pending_key or uuid.uuid4().hex
+        headers = auth(account.token, **{"Idempotency-Key": key})
+        if kind == "create":
+            answer = self._request(account.id, "create", "POST", "/v1/games",
+                                   body={"variant": argument}, headers=headers)
+            done = answer.status == 201
+            if done:
+                created = json.loads(self.body)
+                account.games.append(created["game"]["id"])
+                account.game_tokens[created["game"]["id"]] = created["player_token"]
+        else:
+            game_id = account.games[argument]
+            if kind != "resign":
+                headers = auth(account.game_tokens[game_id], **{"Idempotency-Key": key})
+            answer = self._request(game_id, "resign", "POST", f"/v1/games/{game_id}/moves",
+                                   body={"type": "resign"}, headers=headers)
+            done = answer.ok
+        if done:
+            account.plan.pop(0)
+            account.pending_key = None
+        else:
+            account.pending_key = key
+            account.refused += answer.acceptable_failure
+        return answer
+
+
+def run_owners(base: str, accounts: list[Account], threads: int, *, pause: float = 0.05,
+               go: threading.Event | None = None) -> list[Owners]:
+    """``threads`` :class:`Owners` sharing ``accounts`` out, started (doing their plans
+    once ``go`` is set, when given)."""
+    owners = [Owners(base, accounts[number::threads], pause=pause, go=go)
+              for number in range(threads)]
+    for owner in owners:
+        owner.start()
+    return owners
+
+
+def join_owners(owners: list[Owners], seconds: float = 90.0) -> list[Answer]:
+    deadline = time.monotonic() + seconds
+    for owner in owners:
+        owner.join(max(0.0, deadline - time.monotonic()))
+        assert not owner.is_alive(), "an account's plan is not done"
+        assert owner.error is None, repr(owner.error)
+    return sorted((answer for owner in owners for answer in owner.answers),
+                  key=lambda answer: answer.started)
+
+
+def _shared(base: str, items: list, read, threads: int) -> list:
+    """``read(session, item)`` of every item, by ``threads`` clients at once, in order."""
+    def some(share: list) -> list:
+        with requests.Session() as session:
+            return [read(session, item) for item in share]
+
+    shares = [items[number::threads] for number in range(threads)]
+    with ThreadPoolExecutor(threads) as pool:
+        answers = list(pool.map(some, shares))
+    found = [None] * len(items)
+    for number, share in enumerate(answers):
+        found[number::threads] = share
+    return found
+
+
+#: The figures of a player's statistics (per variant) that :func:`tally` counts.
+COUNTED = ("played", "won", "lost", "resigned", "in_play")
+
+
+def _player_view(base: str):
+    def read(session: requests.Session, account: Account) -> tuple[list[dict], dict]:
+        listing = session.get(f"{base}/v1/players/me/games",
+                              headers=auth(account.token, Accept="application/x-ndjson"),
+                              timeout=30)
+        assert listing.status_code == 200, listing.text
+        summaries = [json.loads(line) for line in listing.text.splitlines() if line.strip()]
+        stats = session.get(f"{base}/v1/players/me/stats", headers=auth(account.token),
+                            timeout=10)
+        assert stats.status_code == 200, stats.text
+        return summaries, {entry["variant"]: {name: entry[name] for name in COUNTED}
+                           for entry in stats.json()["variants"]}
+    return read
+
+
+def player_views(base: str, accounts: list[Account],
+                 threads: int = 4) -> dict[str, tuple[list[dict], dict]]:
+    """Each account's list of games (every summary, as NDJSON: one request) and
+    statistics (the :data:`COUNTED` figures per variant), as the service answers now."""
+    views = _shared(base, accounts, _player_view(base), threads)
+    return {account.id: view for account, view in zip(accounts, views, strict=True)}
+
+
+def read_games(base: str, game_ids: list[str], threads: int = 4) -> dict[str, dict]:
+    """Each game as the service reads it now."""
+    def read(session: requests.Session, game_id: str) -> dict:
+        answer = session.get(f"{base}/v1/games/{game_id}", timeout=10)
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    return dict(zip(game_ids, _shared(base, game_ids, read, threads), strict=True))
+
+
+def tally(games: list[dict]) -> dict[str, dict[str, int]]:
+    """The :data:`COUNTED` figures per variant recomputed from ``games`` themselves."""
+    counts: dict[str, Counter] = {}
+    for game in games:
+        counted = counts.setdefault(game["variant"], Counter())
+        if game["status"] == "playing":
+            counted["in_play"] += 1
+        else:
+            counted[game["status"]] += 1
+            counted["played"] += 1
+    return {variant: {name: counted[name] for name in COUNTED}
+            for variant, counted in counts.items()}
 
 
 def versions(base: str, games: list[Game]) -> dict[str, int]:

@@ -10,6 +10,9 @@ request through the load balancer's published port.
 - a Redis master SIGKILLed for good (never restarted): the time to the promotion of its
   replica and to reads and writes answered again on its shard; no request on the healthy
   shards fails, no acknowledged move is lost, nothing but 503 with Retry-After meanwhile;
+  and 200 players who own the games, create and resign theirs meanwhile: once the
+  cluster has healed and the sweeper is done, each one's list holds exactly the games
+  whose create was acknowledged to it, and its statistics are those of its games;
 - an API replica SIGKILLed for good: clients do not notice.
 
 The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by default).
@@ -29,15 +32,22 @@ import requests
 from redis.crc import key_slot
 
 from tests.deploy.clients import (
+    COUNTED,
     auth,
     create,
+    join_owners,
     play_followed_game,
+    player_views,
+    read_games,
     recoveries,
+    register_many,
+    run_owners,
     run_players,
     salic_law_games,
     spread,
     stop_players,
     summary,
+    tally,
     versions,
 )
 from tests.deploy.compose import ROOT, DeployError, Deployment, docker, free_prefix
@@ -71,6 +81,16 @@ UP_WITHIN, WRITES_WITHIN = 180, 60
 #: Seconds a request of a playing client may take while a part of the deployment is
 #: restarted or lost (HAProxy's connect timeout is 1 s, with 2 retries).
 LATENCY_WITHIN = 5.0
+#: Players with an account while a master is lost: the first ones own the games played
+#: throughout, each of the others creates one or two games and resigns one.
+PLAYERS = 200
+PLAYED_GAMES = 24
+VARIANTS = ("clock", "salic-law", "four-corners")
+#: The players' lists and statistics are settled once they have not changed for this
+#: many seconds (the worker sweeps the outboxes every 2 s)...
+SETTLED_AFTER = 3.0
+#: ...which they must be within this many seconds of the last acknowledgement.
+SWEEPER_WAIT_WITHIN = 30.0
 
 
 def _states(deployment: Deployment) -> dict[str, str]:
@@ -378,7 +398,20 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     shards must not have seen it (no failure, no request sent again)."""
     deployment, base, prefix = cluster
     session = requests.Session()
-    games = salic_law_games(session, base, 24)
+    accounts = register_many(base, PLAYERS)
+    games = salic_law_games(session, base, PLAYED_GAMES, owners=accounts[:PLAYED_GAMES])
+    # The others create a game each now, then, from the kill on, half of them a second
+    # one; each resigns one of its games, half of them with the game's own token (no read
+    # of the player's keys: acknowledged while those are lost, and left to the sweeper).
+    creators = accounts[PLAYED_GAMES:]
+    for number, account in enumerate(creators):
+        account.plan = [("create", VARIANTS[number % 3])]
+    join_owners(run_owners(base, creators, 4, pause=0.0))
+    for number, account in enumerate(creators):
+        account.plan = [("create", VARIANTS[(number + 1) % 3])] if number % 2 else []
+        account.plan.append(("resign" if number // 4 % 2 else "resign with the game's token",
+                             number // 2 % (1 + number % 2)))
+    go = threading.Event()
     nodes = _cluster_nodes(deployment, "redis-5")
     masters = {node["id"]: node for node in nodes if "master" in node["flags"]}
     # redis-1, the first node of REDIS_URL, is the master lost (it took the whole service
@@ -387,19 +420,21 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
     replicas = [node["ip"] for node in nodes if node["master"] == victim["id"]]
     assert len(replicas) == 2, nodes
 
-    def on_victim(game_id: str) -> bool:
-        slot = key_slot(f"game:{{{game_id}}}".encode())
+    def on_victim(game_id: str, kind: str = "game") -> bool:
+        slot = key_slot(f"{kind}:{{{game_id}}}".encode())
         return any(low <= slot <= high for low, high in victim["slots"])
 
     lost = {game.id for game in games if on_victim(game.id)}
     assert 0 < len(lost) < len(games), "the games are not spread over the shards"
     stop, players = run_players(base, games, 4)
+    owners = run_owners(base, creators, 4, go=go)
     watch = PromotionWatch(deployment, prefix, replicas, victim["slot_texts"])
     try:
         time.sleep(1.5)  # the players are under way
         watch.start()
         assert watch.watching.wait(30), "the promotion's watch did not start"
         death = deployment.kill_for_good("redis-1")
+        go.set()
         killed = death.reported
         deployment.wait_for(lambda: watch.promoted or not watch.is_alive(), 60,
                             "a replica of the killed master promoted", pause=0.05)
@@ -416,6 +451,9 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
         time.sleep(3.0)  # and nothing fails afterwards
     finally:
         answers = stop_players(stop, players)
+        go.set()
+        owners_answers = join_owners(owners)
+        acknowledged_all = time.monotonic()
         watch.join(60)
     assert docker("inspect", "--format", "{{.State.Status}}",
                   deployment.container("redis-1")).stdout.strip() == "exited"
@@ -487,6 +525,108 @@ def test_a_master_lost_for_good_stops_nothing_else(cluster):
             sum(max(0, acknowledged[g] - found[g]) for g in found), equal(0)),
         "master_lost: moves_applied_twice": (
             sum(max(0, found[g] - acknowledged[g]) for g in found), equal(0)),
+    })
+    _players_exactly_once(base, accounts, owners_answers, on_victim, killed, promoted,
+                          acknowledged_all)
+
+
+def _settled_views(base: str, accounts: list) -> tuple[dict, dict, float | None]:
+    """The players' lists and statistics as first read, then once they stopped changing
+    (unchanged for :data:`SETTLED_AFTER` seconds), and the seconds from the start of the
+    first read to the end of the read that found them as they stayed (None: still
+    changing after :data:`SWEEPER_WAIT_WITHIN` seconds)."""
+    begun = time.monotonic()
+    first = views = None
+    changed = begun
+    while True:
+        found = player_views(base, accounts)
+        first = first or found
+        now = time.monotonic()
+        if found != views:
+            views, changed = found, now
+        elif now - changed >= SETTLED_AFTER:
+            return first, views, round(changed - begun, 1)
+        if now - begun > SWEEPER_WAIT_WITHIN:
+            return first, views, None
+        time.sleep(max(0.2, changed + SETTLED_AFTER - time.monotonic()))
+
+
+def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
+                          killed: float, promoted: float, acknowledged_all: float) -> None:
+    """Every player's list and statistics against what was acknowledged to it and the
+    games themselves, once the sweeper is done."""
+    owned = [game_id for account in accounts for game_id in account.games]
+    games = read_games(base, owned)
+    first, views, waited = _settled_views(base, accounts)
+    missing = extra = twice = summaries_behind = 0
+    counted_twice = not_counted = players_miscounted = 0
+    for account in accounts:
+        summaries, stats = views[account.id]
+        listed = [summary["id"] for summary in summaries]
+        missing += len(set(account.games) - set(listed))
+        extra += len(set(listed) - set(account.games))
+        twice += len(listed) - len(set(listed))
+        summaries_behind += sum(summary["status"] != games[summary["id"]]["status"]
+                                for summary in summaries if summary["id"] in games)
+        expected = tally([games[game_id] for game_id in account.games])
+        differences = [stats.get(variant, {}).get(name, 0)
+                       - expected.get(variant, {}).get(name, 0)
+                       for variant in set(stats) | set(expected) for name in COUNTED]
+        counted_twice += sum(max(0, difference) for difference in differences)
+        not_counted += sum(max(0, -difference) for difference in differences)
+        players_miscounted += any(differences)
+    refused = [a for a in answers if a.acceptable_failure]
+    owner_of = {game_id: account for account in accounts for game_id in account.games}
+    record(SECTION, detail=[f"{a.kind} {a.status} {a.error}" for a in answers
+                            if a.status not in (200, 201) and not a.acceptable_failure][:10],
+           **{
+        "players: accounts": (len(accounts), equal(PLAYERS)),
+        "players: accounts_on_lost_shard": (
+            sum(on_victim(account.id, "player") for account in accounts),
+            between(PLAYERS // 10, PLAYERS - PLAYERS // 10)),
+        "players: creates_acknowledged": (len(owned), at_least(PLAYERS)),
+        "players: games_on_lost_shard": (sum(on_victim(game_id) for game_id in owned),
+                                         between(len(owned) // 10, len(owned) - len(owned) // 10)),
+        "players: games_with_game_or_player_on_lost_shard": (
+            sum(on_victim(game_id) or on_victim(account.id, "player")
+                for account in accounts for game_id in account.games), at_least(len(owned) // 4)),
+        "players: resigned": (sum(game["status"] == "resigned" for game in games.values()),
+                              equal(PLAYERS - PLAYED_GAMES)),
+        # The outage was seen by the players' creates and resignations, and none was
+        # answered otherwise than acknowledged or 503 with Retry-After.
+        "players: requests_from_the_kill_on": (len(answers), at_least(PLAYERS - PLAYED_GAMES)),
+        "players: requests_sent_between_kill_and_promotion": (
+            sum(killed < a.started < promoted for a in answers), at_least(1)),
+        "players: creates_answered_503_with_retry_after": (
+            sum(a.kind == "create" for a in refused), at_least(1)),
+        "players: resignations_answered_503_with_retry_after": (
+            sum(a.kind == "resign" for a in refused), at_least(0)),
+        "players: answers_other_than_acknowledged_or_503_with_retry_after": (
+            sum(a.status not in (200, 201) and not a.acceptable_failure for a in answers),
+            equal(0)),
+        "players: last_acknowledged_after_the_promotion_s": (
+            round(acknowledged_all - promoted, 1), at_most(60.0)),
+        # A resignation acknowledged while its player's keys were on no master: the
+        # request could not project it, the sweeper did.
+        "players: resignations_left_to_the_sweeper": (
+            sum(a.kind == "resign" and a.ok and killed < a.started and a.ended < promoted
+                and on_victim(owner_of[a.game].id, "player") for a in answers),
+            at_least(0)),
+        "players: sweeper_wait_s": (waited, at_most(SWEEPER_WAIT_WITHIN)),
+        # Players whose list or statistics the sweeper completed after they were first
+        # read (projections the requests left in the outboxes).
+        "players: players_completed_while_waiting": (
+            sum(first[account.id] != views[account.id] for account in accounts),
+            between(0, PLAYERS)),
+        # Each list is exactly the games acknowledged to its player...
+        "players: listed_games_missing": (missing, equal(0)),
+        "players: listed_games_extra": (extra, equal(0)),
+        "players: listed_games_twice": (twice, equal(0)),
+        "players: summaries_behind_their_game": (summaries_behind, equal(0)),
+        # ...and its statistics are those of its games.
+        "players: stats_counted_twice": (counted_twice, equal(0)),
+        "players: stats_not_counted": (not_counted, equal(0)),
+        "players: players_whose_stats_differ": (players_miscounted, equal(0)),
     })
 
 
