@@ -21,52 +21,55 @@ if [ -z "${COMPOSE:-}" ]; then
     else COMPOSE=docker-compose; fi
 fi
 
-redis=$($COMPOSE ps -q redis)
+# The containers of redis and api (one compose call: each takes a second or more).
+redis= api=
+for container in $($COMPOSE ps -q); do
+    case $(docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}}' \
+           "$container") in
+        redis) redis=$container ;;
+        api) api=$container ;;
+    esac
+done
 if [ -z "$redis" ]; then
     echo "backup: the redis service has no container (is the service up?)" >&2
     exit 1
 fi
-# redis-cli in the container, logged in with the secret (never on a command line).
-cli() {
-    docker exec "$redis" sh -c \
-        'REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)" exec redis-cli "$@"' \
-        cli "$@"
-}
-field() {  # a field of INFO persistence
-    cli INFO persistence | tr -d '\r' | sed -n "s/^$1://p"
-}
-
-started=$(date +%s)
-before=$(cli LASTSAVE | tr -d '\r')
-# LASTSAVE counts whole seconds: the snapshot asked for must end in a later second than
-# the last one did, or its end could not be told from it.
-while [ "$(date +%s)" -le "$before" ]; do sleep 0.2; done
-# SCHEDULE: should a rewrite of the append-only file be under way, the snapshot starts
-# when it ends rather than being refused.
-cli BGSAVE SCHEDULE >/dev/null
-while :; do
-    last=$(cli LASTSAVE | tr -d '\r')
-    if [ "$last" -gt "$before" ] && [ "$(field rdb_bgsave_in_progress)" = 0 ]; then
-        break
-    fi
-    if [ $(($(date +%s) - started)) -gt "${BACKUP_WITHIN:-600}" ]; then
-        echo "backup: the snapshot did not end within ${BACKUP_WITHIN:-600} s" >&2
+# In the container, one `docker exec` (redis-cli logged in with the secret, never on a
+# command line): the snapshot asked for and waited for; then its path and LASTSAVE.
+# LASTSAVE counts whole seconds: the snapshot must end in a later second than the last
+# one did, or its end could not be told from it.  SCHEDULE: should a rewrite of the
+# append-only file be under way, the snapshot starts when it ends, not refused.
+found=$(docker exec -e BACKUP_WITHIN="${BACKUP_WITHIN:-600}" "$redis" sh -c '
+    set -eu
+    REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)"
+    export REDISCLI_AUTH
+    cli() { redis-cli "$@" | tr -d "\r"; }
+    field() { cli INFO persistence | sed -n "s/^$1://p"; }
+    started=$(date +%s)
+    before=$(cli LASTSAVE)
+    while [ "$(date +%s)" -le "$before" ]; do sleep 0.1; done
+    cli BGSAVE SCHEDULE >/dev/null
+    until [ "$(cli LASTSAVE)" -gt "$before" ] && [ "$(field rdb_bgsave_in_progress)" = 0 ]
+    do
+        if [ $(($(date +%s) - started)) -gt "$BACKUP_WITHIN" ]; then
+            echo "backup: the snapshot did not end within $BACKUP_WITHIN s" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    if [ "$(field rdb_last_bgsave_status)" != ok ]; then
+        echo "backup: the snapshot failed (Redis'"'"' log says why)" >&2
         exit 1
     fi
-    sleep 0.2
-done
-if [ "$(field rdb_last_bgsave_status)" != ok ]; then
-    echo "backup: the snapshot failed (Redis' log says why)" >&2
-    exit 1
-fi
-
-dir=$(cli CONFIG GET dir | tr -d '\r' | sed -n 2p)
-file=$(cli CONFIG GET dbfilename | tr -d '\r' | sed -n 2p)
+    echo "$(cli CONFIG GET dir | sed -n 2p)/$(cli CONFIG GET dbfilename | sed -n 2p)"
+    cli LASTSAVE')
+path=$(echo "$found" | sed -n 1p)
+last=$(echo "$found" | sed -n 2p)
 stamp=$(date -u +%Y%m%dT%H%M%SZ)
 mkdir -p "$directory"
 target="$directory/redis-$stamp.rdb"
 # A later snapshot replaces the file whole (a rename), never part of it.
-docker cp "$redis:$dir/$file" "$target.partial"
+docker cp "$redis:$path" "$target.partial"
 if [ "$(head -c 5 "$target.partial")" != REDIS ]; then
     echo "backup: $target.partial is not a Redis snapshot" >&2
     exit 1
@@ -74,7 +77,6 @@ fi
 mv "$target.partial" "$target"
 
 # The fingerprint of the secret key the service runs with (not the key).
-api=$($COMPOSE ps -q api)
 fingerprint=unknown
 if [ -n "$api" ]; then
     fingerprint=$(docker exec "$api" sha256sum /run/secrets/secret_key | cut -d' ' -f1)

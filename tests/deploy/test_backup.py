@@ -48,16 +48,21 @@ def _wait_ready(deployment: Deployment, base: str, seconds: float = 90) -> None:
     deployment.wait_for(ready, seconds, "GET /readyz through the published port")
 
 
-def _script(deployment: Deployment, name: str, *args: str) -> tuple[str, float]:
-    """deploy/<name> run as the operator runs it, for this deployment: its output and
-    its seconds."""
+def _run(deployment: Deployment, name: str, *args: str,
+         **env: str) -> subprocess.CompletedProcess:
+    """deploy/<name> run as the operator runs it, for this deployment."""
     env = {**deployment.env, "COMPOSE": " ".join(deployment.command),
            "COMPOSE_FILE": str(deployment.file), "COMPOSE_PROJECT_NAME": deployment.project,
            # The tests' image is built already: never again here.
-           "RESTORE_UP_ARGS": "--no-build"}
+           "RESTORE_UP_ARGS": "--no-build", **env}
+    return subprocess.run([str(ROOT / "deploy" / name), *args], capture_output=True,
+                          text=True, timeout=300, env=env, cwd=ROOT)
+
+
+def _script(deployment: Deployment, name: str, *args: str) -> tuple[str, float]:
+    """deploy/<name> run to success: its output and its seconds."""
     started = time.monotonic()
-    result = subprocess.run([str(ROOT / "deploy" / name), *args], capture_output=True,
-                            text=True, timeout=300, env=env, cwd=ROOT)
+    result = _run(deployment, name, *args)
     seconds = round(time.monotonic() - started, 1)
     assert result.returncode == 0, f"{name}: {result.stdout}{result.stderr}"
     return result.stdout, seconds
@@ -156,8 +161,19 @@ def test_a_backup_taken_during_play_restores_every_move_acknowledged_before_it(
     played = versions(base, games) | clock.acknowledged
     histories = _histories(base, list(clock.tokens))
 
-    # The service stopped, its volumes destroyed; the restore starts it again.
+    # No restore while the service runs.
+    refused_running = _run(deployment, "restore.sh", str(snapshot))
+    assert refused_running.returncode != 0
+    assert "stop the service first" in refused_running.stderr
+    # The service stopped, its volumes destroyed.  No restore under another secret key
+    # than the one of the snapshot's note; the restore starts the service again.
     deployment.down(volumes=True)
+    other_key = tmp_path / "other_key"
+    other_key.write_text("another key, not the snapshot's\n")
+    refused_key = _run(deployment, "restore.sh", str(snapshot),
+                       SECRET_KEY_FILE=str(other_key))
+    assert refused_key.returncode != 0
+    assert "is not the secret key of" in refused_key.stderr
     _, restore_seconds = _script(deployment, "restore.sh", str(snapshot))
     started = time.monotonic()
     base = f"http://{deployment.published('api', 8000)}"
