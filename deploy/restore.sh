@@ -24,11 +24,10 @@ if [ -z "${COMPOSE:-}" ]; then
     if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
     else COMPOSE=docker-compose; fi
 fi
-for service in $($COMPOSE ps --services 2>/dev/null); do
-    if [ -n "$($COMPOSE ps -q "$service")" ] && \
-       [ "$(docker inspect -f '{{.State.Running}}' "$($COMPOSE ps -q "$service")")" = true ]
-    then
-        echo "restore: $service is running: stop the service first (docker compose down -v)" >&2
+for container in $($COMPOSE ps -q); do
+    if [ "$(docker inspect -f '{{.State.Running}}' "$container")" = true ]; then
+        echo "restore: a container of the service runs ($container): stop the service" \
+             "first (docker compose down -v)" >&2
         exit 1
     fi
 done
@@ -55,37 +54,39 @@ docker cp "$snapshot" "$redis:/data/dump.rdb"
 loader=$($COMPOSE run -d --no-deps redis \
     sh /usr/local/bin/redis-start.sh --appendonly no --save "" | tail -n 1)
 trap 'docker rm -f "$loader" >/dev/null 2>&1 || true' EXIT
-cli() {
-    docker exec "$loader" sh -c \
-        'REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)" exec redis-cli "$@"' \
-        cli "$@" | tr -d '\r'
-}
-field() {  # a field of INFO persistence
-    cli INFO persistence | sed -n "s/^$1://p"
-}
-started=$(date +%s)
-until [ "$(cli PING 2>/dev/null)" = PONG ]; do
-    if [ $(($(date +%s) - started)) -gt "${RESTORE_WITHIN:-600}" ]; then
-        echo "restore: Redis did not load the snapshot within ${RESTORE_WITHIN:-600} s" >&2
-        docker logs "$loader" >&2
+# In it, one `docker exec` (redis-cli logged in with the secret, never on a command
+# line): the snapshot loaded, then the append-only file turned on and written anew from
+# the data set loaded (a rewrite); then Redis stopped, and the service's Redis loads
+# that file.  Prints the number of keys loaded.
+keys=$(docker exec -e RESTORE_WITHIN="${RESTORE_WITHIN:-600}" "$loader" sh -c '
+    set -eu
+    REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)"
+    export REDISCLI_AUTH
+    cli() { redis-cli "$@" 2>/dev/null | tr -d "\r"; }
+    field() { cli INFO persistence | sed -n "s/^$1://p"; }
+    started=$(date +%s)
+    until [ "$(cli PING)" = PONG ]; do
+        if [ $(($(date +%s) - started)) -gt "$RESTORE_WITHIN" ]; then
+            echo "restore: Redis did not load the snapshot within $RESTORE_WITHIN s" >&2
+            exit 1
+        fi
+        sleep 0.1
+    done
+    keys=$(cli DBSIZE)
+    [ "$(cli CONFIG SET appendonly yes)" = OK ]
+    until [ "$(field aof_rewrite_in_progress)" = 0 ] &&
+          [ "$(field aof_rewrite_scheduled)" = 0 ] && [ "$(field aof_enabled)" = 1 ]; do
+        sleep 0.1
+    done
+    if [ "$(field aof_last_bgrewrite_status)" != ok ]; then
+        echo "restore: writing the append-only file failed" >&2
         exit 1
     fi
-    sleep 0.2
-done
-keys=$(cli DBSIZE)
-# The append-only file, written anew from the data set loaded (a rewrite), then Redis
-# stopped: the service's Redis loads that file.
-cli CONFIG SET appendonly yes >/dev/null
-until [ "$(field aof_rewrite_in_progress)" = 0 ] && \
-      [ "$(field aof_rewrite_scheduled)" = 0 ] && [ "$(field aof_enabled)" = 1 ]; do
-    sleep 0.2
-done
-if [ "$(field aof_last_bgrewrite_status)" != ok ]; then
-    echo "restore: writing the append-only file failed (Redis' log says why)" >&2
-    docker logs "$loader" >&2
-    exit 1
-fi
-cli SHUTDOWN >/dev/null 2>&1 || true
+    echo "$keys"') || { docker logs "$loader" >&2; exit 1; }
+# Stopped (its own exec: the container ends with it, and the exec may be cut short).
+docker exec "$loader" sh -c \
+    'REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)" exec redis-cli SHUTDOWN' \
+    >/dev/null 2>&1 || true
 docker wait "$loader" >/dev/null
 docker rm "$loader" >/dev/null
 trap - EXIT
