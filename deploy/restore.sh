@@ -46,7 +46,7 @@ if [ -f "$note" ] && [ -f "$key" ]; then
 fi
 
 # The redis container (not started) and its volume; the snapshot into the volume.
-$COMPOSE up --no-start redis >/dev/null 2>&1
+$COMPOSE up --no-start redis >/dev/null
 redis=$($COMPOSE ps -q redis)
 docker cp "$snapshot" "$redis:/data/dump.rdb"
 
