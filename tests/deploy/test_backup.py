@@ -146,7 +146,7 @@ def test_a_backup_taken_during_play_restores_every_move_acknowledged_before_it(
 
     # What was acknowledged before the backup began; then the backup, play going on.
     before = {game.id: game.acknowledged for game in games}
-    before.update(clock.acknowledged)
+    before.update(clock.acknowledged.copy())  # a copy made at once: the player goes on
     output, backup_seconds = _script(deployment, "backup.sh", str(tmp_path))
     snapshot = Path(output.strip().splitlines()[-1])
     note = snapshot.with_suffix(".txt").read_text()
