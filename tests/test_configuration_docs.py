@@ -41,6 +41,9 @@ NOT_SETTINGS = {
     "WORKER_CPUS": "docker-compose.yml", "LB_MEMORY": "docker-compose.cluster.yml",
     "LB_CPUS": "docker-compose.cluster.yml", "LOG_MAX_SIZE": "docker-compose.yml",
     "LOG_MAX_FILE": "docker-compose.yml",
+    # the backup and restore scripts' own, and compose's that they read
+    "RESTORE_ANY_KEY": "deploy/restore.sh", "COMPOSE_FILE": "deploy/backup.sh",
+    "COMPOSE_PROJECT_NAME": "deploy/restore.sh",
     # redis-cli's own (the health checks and cluster-init log in with it)
     "REDISCLI_AUTH": "deploy/cluster-init.sh",
     # the test runner's (Makefile), and the deploy tests' (set by .ci/run)
