@@ -141,8 +141,8 @@ def cluster(base_images, app_image):
                 raise
     try:
         base = f"http://{deployment.published('lb', 8000)}"
-        _wait_in_rotation(deployment, [f"api/{name}" for name in APIS] + ["events/events-1", "events/events-2"],
-                          120)
+        _wait_in_rotation(deployment, [f"api/{name}" for name in APIS]
+                          + ["events/events-1", "events/events-2"], 120)
         ready = time.monotonic()
         # In rotation, a replica reaches Redis; a write also needs its shard's replica
         # in sync (REDIS_WAIT_REPLICAS), and answers 503 with Retry-After until then.
