@@ -241,10 +241,26 @@ local want, budget = tonumber(ARGV[2]), tonumber(ARGV[5])
 local variant, status = nil, nil
 if ARGV[3] ~= '' then variant = '"variant":"' .. ARGV[3] .. '"' end
 if ARGV[4] ~= '' then status = '"status":"' .. ARGV[4] .. '"' end
+if variant == nil and status == nil then
+  -- No filter: the page and the next id (is there more?) in one read.
+  local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
+                         'LIMIT', 0, want + 1)
+  local take = math.min(#ids / 2, want)
+  if take == 0 then return {''} end
+  local names = {}
+  for i = 1, take do names[i] = ids[2 * i - 1] end
+  local summaries = redis.call('HMGET', KEYS[2], unpack(names))
+  local page = {''}
+  if #ids / 2 > want then page[1] = ids[2 * take] end
+  for i = 1, take do
+    if summaries[i] then page[#page + 1] = summaries[i] end
+  end
+  return page
+end
 local found, last = {}, nil
 local seen = 0
 while #found < want and seen < budget do
-  local batch = math.min(budget - seen, variant == nil and status == nil and want or 100)
+  local batch = math.min(budget - seen, 100)
   local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
                          'LIMIT', 0, batch)
   if #ids == 0 then return {'', unpack(found)} end
