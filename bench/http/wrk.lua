@@ -3,8 +3,9 @@
 --   wrk -t T -c C ... -s bench/http/wrk.lua URL -- MODE FILE EXPECTED_STATUS
 --
 -- MODE:
---   paths  FILE: GET every path of FILE (one a line) in turn, each thread from its own
---                offset;
+--   paths  FILE: GET every path of FILE (one a line, optionally followed by its headers:
+--                `path TAB Name: value TAB ...`, a player's `Authorization` say) in
+--                turn, each thread from its own offset;
 --   posts  FILE: POST (no body) to every path of FILE in turn, the threads far apart;
 --   create FILE: POST /v1/games with every body of FILE (one a line) in turn;
 --   moves  FILE: POST /v1/games/<id>/moves with precomputed legal moves.  A FILE line is
@@ -59,6 +60,14 @@ function init(args)
         }
         items[#items + 1] = game
       end
+    elseif mode == "paths" and line ~= "" then
+      local fields = split(line)
+      local headers = {}
+      for i = 2, #fields do
+        local name, value = string.match(fields[i], "^([^:]+):%s*(.*)$")
+        headers[name] = value
+      end
+      items[#items + 1] = wrk.format("GET", fields[1], headers)
     elseif line ~= "" then
       items[#items + 1] = line
     end
@@ -99,7 +108,7 @@ function request()
     return wrk.format("POST", "/v1/games", {["Content-Type"] = "application/json"},
                       items[index])
   end
-  return wrk.format("GET", items[index])
+  return items[index]  -- paths: each request made once, in init
 end
 
 function response(status, headers, body)

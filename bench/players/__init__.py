@@ -25,7 +25,7 @@ Nothing fails on a figure.
                             [--output PATH]
 
 One module a job: ``fill`` (the player and its games, through the API), ``load`` (wrk
-with ``wrk.lua``'s requests, the rounds), ``export`` (the export and the processes'
+with bench/http/wrk.lua's requests, the rounds), ``export`` (the export and the processes'
 memory), ``report`` (the goals and the section), ``cli`` (the command).  The service,
 wrk and the rounds' figures are :mod:`bench.http`'s.
 """

@@ -15,10 +15,10 @@ from bench.http.cli import unavailable  # noqa: F401  (the bench registry asks e
 from bench.http.constants import RESULTS
 from bench.http.measure import log_problems
 from bench.http.service import Service, describe_workers
-from bench.http.wrk import Unavailable, find_wrk, round_seconds, wrk_version
+from bench.http.wrk import Bench, Unavailable, find_wrk, round_seconds, wrk_version
 from bench.machine import cpu_model, filesystem_of, load_average
 from bench.players.fill import FILL_CONNECTIONS, check, make_player
-from bench.players.load import HeaderBench, list_paths, run_rounds
+from bench.players.load import list_paths, run_rounds
 from bench.players.report import BEGIN, END, goals_table, section
 from bench.procs import WorkerWatch
 from bench.sections import write_section
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     with WorkerWatch() as watch, tempfile.TemporaryDirectory(prefix="bench-players-") as tmp:
         work = Path(tmp)
         facts["filesystem"] = filesystem_of(work)
-        bench = HeaderBench(wrk, args.threads, args.connections, round_seconds(args),
+        bench = Bench(wrk, args.threads, args.connections, round_seconds(args),
                             args.warmup, work, rounds=args.rounds)
         with Service(work, "always") as service:
             facts["settings"] = service.settings

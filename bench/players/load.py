@@ -1,13 +1,10 @@
-"""The reads under load: wrk with the requests of ``wrk.lua`` beside this module (a
-player's ``Authorization`` on each), the endpoints in rounds, and each figure against
+"""The reads under load: wrk with bench/http/wrk.lua's ``paths`` mode (a player's
+``Authorization`` on each request), the endpoints in rounds, and each figure against
 ``GET /v1/games/<id>`` of the same round."""
 
 from __future__ import annotations
 
-import json
-import shlex
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,29 +16,10 @@ from bench.players.export import Export, export
 from bench.players.fill import Player
 from bench.walks import VARIANT_IDS
 
-LUA = Path(__file__).with_name("wrk.lua")
 #: The page size of the lists measured.
 LIMIT = 50
 #: Games whose ``GET /v1/games/<id>`` is the reference (the player's first ones).
 REFERENCE_GAMES = 1000
-
-
-class HeaderBench(Bench):
-    """:class:`Bench` with bench/players/wrk.lua: GETs with headers, read from the data
-    file (``mode`` is not used)."""
-
-    def _wrk(self, service: Service, mode: str, data: Path, expected: int,
-             seconds: int) -> dict:
-        command = [self.wrk, f"-t{self.threads}", f"-c{self.connections}",
-                   f"-d{seconds}s", "--timeout", self.timeout, "-s", str(LUA), service.base,
-                   "--", str(data), str(expected)]
-        done = subprocess.run(command, capture_output=True, text=True, check=False,
-                              timeout=seconds + 60)
-        for line in done.stdout.splitlines():
-            if line.startswith("BENCH_RESULT "):
-                return json.loads(line.split(" ", 1)[1])
-        raise RuntimeError(f"wrk failed ({done.returncode}): {shlex.join(command)}\n"
-                           f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
 
 
 def list_paths(filtered: bool) -> list[str]:
@@ -95,7 +73,7 @@ def run_rounds(bench: Bench, service: Service, player: Player, work: Path,
     for number in range(1, bench.rounds + 1):
         for key, label, data in endpoints:
             print(f"  round {number}/{bench.rounds}: {label} ...", end="", flush=True)
-            run = bench.run(service, key, label, "get", data, 200)
+            run = bench.run(service, key, label, "paths", data, 200)
             print(summary(run), flush=True)
             rounds.setdefault(key, []).append(run)
         for _ in range(exports_per_round):
