@@ -42,20 +42,34 @@ def unavailable() -> str | None:
     return None
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The options of ``python -m bench http``, checked."""
-    parser = argparse.ArgumentParser(prog="python -m bench http", description=DESCRIPTION)
+def add_load_options(parser: argparse.ArgumentParser, rounds_help: str) -> None:
+    """The options of the load every wrk benchmark gives: ``--duration`` (over all the
+    rounds), ``--rounds``, ``--warmup``, ``--connections`` and ``--threads``."""
     parser.add_argument("--duration", type=int, default=12,
                         help="seconds of measurement per endpoint, over all rounds "
                              "(default 12)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds: every endpoint in turn, each round (default 3)")
+    parser.add_argument("--rounds", type=int, default=3, help=rounds_help)
     parser.add_argument("--warmup", type=int, default=1,
                         help="seconds of discarded load before each measurement (default 1)")
     parser.add_argument("--connections", type=int, default=32,
                         help="concurrent connections (default 32)")
     parser.add_argument("--threads", type=int, default=None,
                         help="wrk threads (default: one per core, at most --connections)")
+
+
+def load_options_fit(args: argparse.Namespace) -> bool:
+    """Whether the options of :func:`add_load_options` make sense (``--threads`` set to
+    its default first, when not given)."""
+    if args.threads is None:
+        args.threads = min(args.connections, os.cpu_count() or 1)
+    return (args.duration >= 1 and args.rounds >= 1 and args.warmup >= 0
+            and 1 <= args.threads <= args.connections)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The options of ``python -m bench http``, checked."""
+    parser = argparse.ArgumentParser(prog="python -m bench http", description=DESCRIPTION)
+    add_load_options(parser, "rounds: every endpoint in turn, each round (default 3)")
     parser.add_argument("--games-per-connection", type=int, default=4,
                         help="games each connection plays in turn (default 4)")
     parser.add_argument("--persistence", choices=("always", "off", "both"), default="both",
@@ -79,11 +93,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report (default bench/RESULTS.md)")
     args = parser.parse_args(argv)
-    if args.threads is None:
-        args.threads = min(args.connections, os.cpu_count() or 1)
-    if args.duration < 1 or args.rounds < 1 or args.warmup < 0 \
-            or args.connections < args.threads \
-            or args.threads < 1 \
+    if not load_options_fit(args) \
             or args.games_per_connection < 1 or args.memory_games < 1 \
             or args.memory_played < 1:
         parser.error("durations, connections and game counts must be positive")

@@ -11,7 +11,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.http.cli import unavailable  # noqa: F401  (the bench registry asks each module)
+from bench.http.cli import (
+    add_load_options,
+    load_options_fit,
+    unavailable,  # noqa: F401  (the bench registry asks each module)
+)
 from bench.http.constants import RESULTS
 from bench.http.measure import log_problems
 from bench.http.service import Service, describe_workers
@@ -36,27 +40,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--resigned", type=float, default=0.25,
                         help="share of the games resigned through the API: one in every "
                              "round(1 / SHARE) (default 0.25, one in 4)")
-    parser.add_argument("--duration", type=int, default=12,
-                        help="seconds of measurement per endpoint, over all rounds "
-                             "(default 12)")
-    parser.add_argument("--rounds", type=int, default=3,
-                        help="rounds: every endpoint in turn, then the exports (default 3)")
-    parser.add_argument("--warmup", type=int, default=1,
-                        help="seconds of discarded load before each measurement (default 1)")
-    parser.add_argument("--connections", type=int, default=32,
-                        help="concurrent connections (default 32)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="wrk threads (default: one per core, at most --connections)")
+    add_load_options(parser, "rounds: every endpoint in turn, then the exports (default 3)")
     parser.add_argument("--exports", type=int, default=1,
                         help="NDJSON exports in each round (default 1)")
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report whose section is written "
                              "(default bench/RESULTS.md)")
     args = parser.parse_args(argv)
-    if args.threads is None:
-        args.threads = min(args.connections, os.cpu_count() or 1)
-    if args.games < 1 or args.duration < 1 or args.rounds < 1 or args.warmup < 0 \
-            or args.threads < 1 or args.connections < args.threads or args.exports < 0 \
+    if not load_options_fit(args) or args.games < 1 or args.exports < 0 \
             or not 0 <= args.resigned <= 1:
         parser.error("sizes, durations and connections must be positive, "
                      "--resigned between 0 and 1")
