@@ -19,6 +19,8 @@ import shutil
 import signal
 import subprocess
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -261,6 +263,18 @@ class Deployment:
                 raise DeployError(f"{self.project}: {what} not within {seconds:g} s")
             time.sleep(pause)
 
+    def wait_ready(self, base: str, seconds: float = 90, pause: float = 0.1) -> None:
+        """Waits until ``GET <base>/readyz`` answers 200 (the published port, or the load
+        balancer's)."""
+        def ready() -> bool:
+            try:
+                with urllib.request.urlopen(f"{base}/readyz", timeout=5) as answer:
+                    return answer.status == 200
+            except (OSError, urllib.error.URLError):  # HTTPError (a 503) included
+                return False
+
+        self.wait_for(ready, seconds, f"GET {base}/readyz answered 200", pause=pause)
+
     def haproxy_states(self, via: str) -> dict[str, str]:
         """``{"api/api-1": "UP", ...}``: the load balancer's servers, read from its stats
         page (front network only) by ``python`` in the container of ``via``."""
@@ -270,3 +284,22 @@ class Deployment:
         rows = csv.DictReader(io.StringIO(text.lstrip("# ")))
         return {f"{row['pxname']}/{row['svname']}": row["status"] for row in rows
                 if row["svname"] not in ("FRONTEND", "BACKEND")}
+
+
+def up_on_a_free_network(compose_file: str, project: str,
+                         environment: Callable[[str], dict]) -> tuple[Deployment, str]:
+    """``compose_file`` up with its Redis network on a /24 no network uses
+    (``environment(prefix)``: the deployment's variables for that network's first three
+    numbers); another run may take the range between the choice and ``up``, so up to 3
+    tries.  The deployment and the prefix."""
+    for attempt in range(3):
+        prefix = free_prefix()
+        deployment = Deployment(compose_file, project, environment(prefix))
+        try:
+            deployment.up()
+            return deployment, prefix
+        except DeployError as error:
+            deployment.remove()
+            if "overlaps" not in str(error) or attempt == 2:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -38,16 +38,6 @@ RESTORE_WITHIN = 60.0
 UP_WITHIN = 120
 
 
-def _wait_ready(deployment: Deployment, base: str, seconds: float = 90) -> None:
-    def ready():
-        try:
-            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
-        except requests.RequestException:
-            return False
-
-    deployment.wait_for(ready, seconds, "GET /readyz through the published port")
-
-
 def _run(deployment: Deployment, name: str, *args: str,
          **env: str) -> subprocess.CompletedProcess:
     """deploy/<name> run as the operator runs it, for this deployment."""
@@ -126,7 +116,7 @@ def single(base_images, app_image):
     try:
         deployment.up()
         base = f"http://{deployment.published('api', 8000)}"
-        _wait_ready(deployment, base)
+        deployment.wait_ready(base)
         yield deployment, base
     finally:
         deployment.save_logs("deploy-backup.log")
@@ -177,7 +167,7 @@ def test_a_backup_taken_during_play_restores_every_move_acknowledged_before_it(
     _, restore_seconds = _script(deployment, "restore.sh", str(snapshot))
     started = time.monotonic()
     base = f"http://{deployment.published('api', 8000)}"
-    _wait_ready(deployment, base)
+    deployment.wait_ready(base)
     ready_seconds = round(time.monotonic() - started, 1)
 
     restored = {}

@@ -50,7 +50,7 @@ from tests.deploy.clients import (
     tally,
     versions,
 )
-from tests.deploy.compose import ROOT, DeployError, Deployment, docker, free_prefix
+from tests.deploy.compose import ROOT, DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, between, equal, record
 from tests.sse import messages
@@ -125,20 +125,11 @@ def cluster(base_images, app_image):
     """The deployment up with every API replica and the events group in HAProxy's
     rotation: ``(deployment, base URL, the Redis network's first three numbers)``."""
     started = time.monotonic()
-    for attempt in range(3):
-        prefix = free_prefix()
-        deployment = Deployment("docker-compose.cluster.yml", project_name("cluster"),
-                                deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
-                                               REDIS_NETWORK=prefix,
-                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS)))
-        try:
-            deployment.up()
-            break
-        except DeployError as error:
-            deployment.remove()
-            # Another test run took the network's range between the choice and `up`.
-            if "overlaps" not in str(error) or attempt == 2:
-                raise
+    deployment, prefix = up_on_a_free_network(
+        "docker-compose.cluster.yml", project_name("cluster"),
+        lambda prefix: deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
+                                      REDIS_NETWORK=prefix,
+                                      REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS)))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
         _wait_in_rotation(deployment, [f"api/{name}" for name in APIS]

@@ -22,7 +22,7 @@ import requests
 from redis.crc import key_slot
 
 from tests.deploy.clients import auth
-from tests.deploy.compose import DeployError, Deployment, docker, free_prefix
+from tests.deploy.compose import DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, equal, record
 from tests.sse import Message, messages
@@ -99,22 +99,13 @@ def cluster(base_images, app_image, secret_files):
     """The deployment up, creates taken by every shard: ``(deployment, base URL,
     the Redis network's first three numbers)``."""
     started = time.monotonic()
-    for attempt in range(3):
-        prefix = free_prefix()
-        deployment = Deployment("docker-compose.cluster.yml", project_name("ops"),
-                                deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
-                                               REDIS_NETWORK=prefix,
-                                               REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
-                                               SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
-                                               REDIS_PASSWORD_FILE=secret_files[
-                                                   "REDIS_PASSWORD_FILE"]))
-        try:
-            deployment.up()
-            break
-        except DeployError as error:
-            deployment.remove()
-            if "overlaps" not in str(error) or attempt == 2:
-                raise
+    deployment, prefix = up_on_a_free_network(
+        "docker-compose.cluster.yml", project_name("ops"),
+        lambda prefix: deployment_env(base_images, app_image, WEB_CONCURRENCY="1",
+                                      REDIS_NETWORK=prefix,
+                                      REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
+                                      SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
+                                      REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"]))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
         answers = _creates_right_after_readyz(deployment, base)
@@ -140,14 +131,7 @@ def _creates_right_after_readyz(deployment: Deployment, base: str, creates: int 
     balancer: HAProxy's own 503 (text) means it sent them to replicas that could not
     answer (HAProxy before 3.1 counts a server up at its start, until a check fails);
     the service's own 503 (JSON) a shard not ready for writes yet."""
-    def ready() -> bool:
-        try:
-            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
-        except requests.RequestException:
-            return False
-
-    deployment.wait_for(ready, 90, "/readyz answered 200 through the load balancer",
-                        pause=0.05)
+    deployment.wait_ready(base, 90, pause=0.05)
     answers = []
     with requests.Session() as session:
         for _ in range(creates):

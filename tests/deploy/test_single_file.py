@@ -50,16 +50,6 @@ UP_WITHIN = 120
 CRASH_BACK_WITHIN = 10.0
 
 
-def _wait_ready(deployment: Deployment, base: str, seconds: float = 90) -> None:
-    def ready():
-        try:
-            return requests.get(f"{base}/readyz", timeout=5).status_code == 200
-        except requests.RequestException:
-            return False
-
-    deployment.wait_for(ready, seconds, "GET /readyz through the published port")
-
-
 @pytest.fixture(scope="module")
 def single(base_images, app_image):
     """The deployment up, and its base URL (the published port)."""
@@ -69,7 +59,7 @@ def single(base_images, app_image):
         started = time.monotonic()
         deployment.up()
         base = f"http://{deployment.published('api', 8000)}"
-        _wait_ready(deployment, base)
+        deployment.wait_ready(base)
         record(SECTION, up_to_ready_s=(round(time.monotonic() - started, 1),
                                        at_most(UP_WITHIN)))
         yield deployment, base
@@ -167,7 +157,7 @@ def test_redis_down_answers_503_with_retry_after_until_it_is_started(single):
     assert session.get(f"{base}/healthz", timeout=10).status_code == 200
     # The operator starts it again: the game is where it was.
     deployment.start("redis")
-    _wait_ready(deployment, base, 60)
+    deployment.wait_ready(base, 60)
     assert session.get(f"{base}/v1/games/{game_id}", timeout=10).json()["version"] == 3
     KEPT[game_id] = 3
 
@@ -179,7 +169,7 @@ def test_down_and_up_keep_the_games(single):
     started = time.monotonic()
     deployment.up()
     base = f"http://{deployment.published('api', 8000)}"
-    _wait_ready(deployment, base)
+    deployment.wait_ready(base)
     record(SECTION, down_up_to_ready_s=(round(time.monotonic() - started, 1),
                                         at_most(UP_WITHIN)))
     with requests.Session() as session:
