@@ -8,7 +8,8 @@ from flask import g, request
 
 from service.api.context import services
 from service.api.errors import BadRequest
-from service.players.accounts import ANONYMOUS, Identity
+from service.players.accounts import ANONYMOUS, Identity, IdentityProviderUnavailable
+from service.storage.game_store import StorageUnavailable
 
 
 def _bearer() -> str | None:
@@ -51,6 +52,6 @@ def rate_limit_key(address: str) -> str:
         return address
     try:
         player = request_identity().player
-    except Exception:  # Redis unreachable: the view answers 503 itself
+    except (StorageUnavailable, IdentityProviderUnavailable):  # the view answers 503
         return address
     return f"player:{player}" if player is not None else address
