@@ -45,6 +45,10 @@ class _Attaching:
         return environ
 
     def process_result(self):
+        if self.command == "HEAD":  # the head alone: no body, no end of a chunked one
+            if self.status and not self.headers_sent:
+                self.write(b"")
+            return
         for data in self.result:
             if isinstance(data, Attach):
                 if not self.headers_sent:

@@ -147,3 +147,28 @@ def test_a_write_with_odd_header_bytes_is_a_documented_refusal(server):
     assert status == 400
     assert headers["Content-Type"] == "application/problem+json"
     assert json.loads(answer)["code"] == "invalid_header"
+
+
+def test_a_head_of_a_stream_is_its_head_alone(either_server):
+    """``HEAD`` of a game's events asking for a stream: the head of the stream's answer,
+    no byte of body (not even the end of a chunked body), so the next request on the
+    connection reads its own answer."""
+    created = _raw(either_server, b"POST /v1/games HTTP/1.1\r\nHost: x\r\n"
+                   b"Content-Type: application/json\r\nContent-Length: 19\r\n\r\n"
+                   b'{"variant":"clock"}')
+    assert created[0] == 201, created
+    game = json.loads(created[2])["game"]["id"]
+    with socket.create_connection(("127.0.0.1", either_server.port), timeout=10) as sock:
+        sock.sendall(f"HEAD /v1/games/{game}/events HTTP/1.1\r\nHost: x\r\n"
+                     "Accept: text/event-stream\r\n\r\n".encode()
+                     + b"GET /v1/variants HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while received.count(b"\r\n\r\n") < 2 or not received.rstrip().endswith(b"]}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, _, rest = received.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), received[:300]
+    assert b"text/event-stream" in head
+    assert rest.startswith(b"HTTP/1.1 200"), rest[:300]
