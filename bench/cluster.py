@@ -22,7 +22,9 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -174,6 +176,9 @@ class Failover:
     other: dict[int, int] = field(default_factory=dict)  # the lost shard: other statuses
     healthy_requests: int = 0  # requests for games of the other shards
     healthy_failed: dict[int, int] = field(default_factory=dict)  # their non-200 answers
+    healthy_reasons: dict[str, int] = field(default_factory=dict)  # ... by problem detail
+    #: the server's log: why it answered 503 (a lost connection, a WAIT that fell short)
+    logged_reasons: dict[str, int] = field(default_factory=dict)
     healthy_slowest: float = 0.0  # their slowest answer after the kill (s)
     promoted_after: float = 0.0  # seconds from the kill to the replica's promotion
     reads_back_after: float = 0.0  # from the promotion to the lost shard's reads back
@@ -195,13 +200,15 @@ class Failover:
                 f"after the promotion ({self.games_hit} of {self.games} games on it: "
                 f"{self.unavailable} answers 503, {self.without_retry_after} of them without "
                 f"Retry-After, other statuses {self.other or 'none'}); the other shards: "
-                f"{self.healthy_requests} requests, failed {self.healthy_failed or 'none'}, "
+                f"{self.healthy_requests} requests, failed {self.healthy_failed or 'none'}"
+                f"{' ' + str(self.healthy_reasons) if self.healthy_reasons else ''}, "
                 f"slowest {self.healthy_slowest * 1000:.0f} ms after the kill; "
                 f"{self.acknowledged} moves acknowledged, {self.lost} lost, {self.extra} "
                 f"applied unacknowledged; two games followed over SSE: {self.feed_gaps} "
                 f"with a gap, {self.resumed} resumptions, {self.silent_streams} streams "
                 f"silent for {SILENT:g} s; /readyz not ready {self.not_ready or 'never'}, slowest "
-                f"{self.readyz_slowest * 1000:.0f} ms")
+                f"{self.readyz_slowest * 1000:.0f} ms; the log's 503 reasons "
+                f"{self.logged_reasons or 'none'}")
 
 
 _FAULTS = {"kill": "SIGKILLed", "freeze": "frozen (SIGSTOP)"}
@@ -262,12 +269,16 @@ class _Client(threading.Thread):
         """One request, recorded; its status (0: no answer)."""
         started = time.monotonic()
         try:
-            status, answer_headers, _answer = client.call(method, path, body, headers)
-        except (OSError, http.client.HTTPException):
-            status, answer_headers = 0, {}
+            status, answer_headers, answer = client.call(method, path, body, headers)
+        except (OSError, http.client.HTTPException) as error:
+            status, answer_headers, answer = 0, {}, {"detail": type(error).__name__}
         took = time.monotonic() - started
         with self.lock:
             self.game.answers.append((started - self.epoch, self.kind, status, took))
+            if status != 200 and not self.game.lost_shard:
+                reason = f"{status} {(answer or {}).get('detail', '')}"
+                self.result.healthy_reasons[reason] = \
+                    self.result.healthy_reasons.get(reason, 0) + 1
             if status == 503 and self.game.lost_shard:
                 self.result.unavailable += 1
                 if "Retry-After" not in answer_headers:
@@ -341,6 +352,10 @@ class _Prober(threading.Thread):
                 if status != 200:
                     self.failed[status] = self.failed.get(status, 0) + 1
                 time.sleep(self.pause)
+
+
+#: A 503's reason in the server's log: the exception's name, or a WAIT that fell short.
+_UNAVAILABLE = re.compile(r"storage unavailable: ([^:\"\n]+)")
 
 
 def _back_after(games: list[_Game], kind: str, promoted: float) -> float:
@@ -472,6 +487,10 @@ def failover(work: Path, *, wait_replicas: int, replicas: int = 2, games: int = 
                     result.feed_gaps += 1
                 result.resumed += follower.streams - 1
                 result.silent_streams += follower.silent
+        log = (work / f"failover-{wait_replicas}.log").read_text(errors="replace")
+        for reason in _UNAVAILABLE.findall(log):
+            reason = re.sub(r"\d+", "N", reason)
+            result.logged_reasons[reason] = result.logged_reasons.get(reason, 0) + 1
         lost_games = [game for game in played if game.lost_shard]
         result.reads_back_after = _back_after(lost_games, "read", promoted - epoch)
         result.writes_back_after = _back_after(lost_games, "write", promoted - epoch)
@@ -500,6 +519,19 @@ def failover(work: Path, *, wait_replicas: int, replicas: int = 2, games: int = 
     return result
 
 
+@contextlib.contextmanager
+def _busy(count: int):
+    """``count`` processes spinning on the CPU while the block runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench cluster", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -507,15 +539,28 @@ def main(argv: list[str]) -> int:
                         help="a master dies for good while games are played: killed, then "
                              "frozen, with two replicas per master and WAIT 1; then killed "
                              "with one replica per master and WAIT 0")
+    parser.add_argument("--games", type=int, default=12, help="--failover: games played")
+    parser.add_argument("--pause", type=float, default=0.05,
+                        help="--failover: seconds each client waits between requests")
+    parser.add_argument("--processes", type=int, default=2,
+                        help="--failover: the gunicorn's request processes")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="--failover: how many times each failover is run")
+    parser.add_argument("--busy", type=int, default=0,
+                        help="--failover: processes that spin on the CPU meanwhile (a loaded "
+                             "machine)")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200,
                         help="moves (and as many reads) per backend and turn")
     args = parser.parse_args(argv)
     if args.failover:
-        for wait, replicas, fault in ((1, 2, "kill"), (1, 2, "freeze"), (0, 1, "kill")):
-            with tempfile.TemporaryDirectory(prefix="bench-failover-") as folder:
-                print(failover(Path(folder), wait_replicas=wait, replicas=replicas,
-                               fault=fault).summary(), flush=True)
+        with _busy(args.busy):
+            for _round in range(args.rounds):
+                for wait, replicas, fault in ((1, 2, "kill"), (1, 2, "freeze"), (0, 1, "kill")):
+                    with tempfile.TemporaryDirectory(prefix="bench-failover-") as folder:
+                        print(failover(Path(folder), wait_replicas=wait, replicas=replicas,
+                                       fault=fault, games=args.games, pause=args.pause,
+                                       workers=args.processes).summary(), flush=True)
         return 0
     results = run_round(args.turns, args.requests)
     print(f"one request at a time, {args.turns} turns of {args.requests} moves and "
