@@ -360,6 +360,20 @@ class Player(threading.Thread):
                 self.write(game)
 
 
+def writes_taken(base: str, creates: int = 16) -> bool:
+    """``creates`` games created in a row, each answered 201 (random ids: 16 reach all
+    three shards of a cluster but for a 0.2 % chance); False at the first answered 503
+    with Retry-After (a shard not ready for writes yet), the only other answer allowed."""
+    with requests.Session() as session:
+        for _ in range(creates):
+            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
+            if answer.status_code != 201:
+                assert answer.status_code == 503, answer.text
+                assert answer.headers.get("Retry-After"), answer.headers
+                return False
+    return True
+
+
 def run_players(base: str, games: list[Game], threads: int, *, pause: float = 0.1):
     """``threads`` players sharing ``games`` out (each game played by one of them)."""
     stop = threading.Event()

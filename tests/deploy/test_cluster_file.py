@@ -49,6 +49,7 @@ from tests.deploy.clients import (
     summary,
     tally,
     versions,
+    writes_taken,
 )
 from tests.deploy.compose import ROOT, DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
@@ -107,19 +108,6 @@ def _wait_in_rotation(deployment: Deployment, servers: list[str], seconds: float
                         pause=0.2)
 
 
-def _writes_taken(base: str, creates: int = 16) -> bool:
-    """``creates`` games created in a row, each answered 201 (random ids: 16 reach all
-    three shards but for a 0.2 % chance)."""
-    with requests.Session() as session:
-        for _ in range(creates):
-            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
-            if answer.status_code != 201:
-                assert answer.status_code == 503, answer.text
-                assert answer.headers.get("Retry-After"), answer.headers
-                return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def cluster(base_images, app_image):
     """The deployment up with every API replica and the events group in HAProxy's
@@ -137,7 +125,7 @@ def cluster(base_images, app_image):
         ready = time.monotonic()
         # In rotation, a replica reaches Redis; a write also needs its shard's replica
         # in sync (REDIS_WAIT_REPLICAS), and answers 503 with Retry-After until then.
-        deployment.wait_for(lambda: _writes_taken(base), WRITES_WITHIN,
+        deployment.wait_for(lambda: writes_taken(base), WRITES_WITHIN,
                             "creates taken by every shard", pause=0.5)
         record(SECTION, up_to_ready_s=(round(ready - started, 1), at_most(UP_WITHIN)),
                ready_to_writes_taken_s=(round(time.monotonic() - ready, 1),
