@@ -167,6 +167,6 @@ def pytest_sessionfinish(session):
 def deployment_env(base_images: dict[str, str], app_image: str, **extra: str) -> dict:
     return {**base_images, "APP_IMAGE": app_image, "SECRET_KEY": secrets.token_urlsafe(32),
             # Published on 127.0.0.1 only, on a port the engine picks.
-            "PORT": "127.0.0.1:", "LOG_LEVEL": "INFO",
+            "PORT": "127.0.0.1:", "STATS_PORT": "127.0.0.1:", "LOG_LEVEL": "INFO",
             # The tests' clients all come from one address, faster than a person plays.
             "RATELIMIT_DEFAULT": "100000 per minute", **extra}

@@ -96,7 +96,7 @@ SWEEPER_WAIT_WITHIN = 30.0
 
 def _states(deployment: Deployment) -> dict[str, str]:
     try:
-        return deployment.haproxy_states(via="events-2")
+        return deployment.haproxy_states()
     except DeployError:
         return {}
 

@@ -85,12 +85,13 @@ def secret_files(tmp_path_factory) -> dict[str, str]:
     values by name, and the variables that name the files."""
     folder = tmp_path_factory.mktemp("secrets")
     found = {}
-    for name in ("secret_key", "redis_password"):
+    for name in ("secret_key", "redis_password", "stats_password"):
         found[name] = secrets.token_urlsafe(32)
         (folder / name).write_text(found[name] + "\n")
         (folder / name).chmod(0o644)  # the containers' users read it
     found["SECRET_KEY_FILE"] = str(folder / "secret_key")
     found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    found["STATS_PASSWORD_FILE"] = str(folder / "stats_password")
     return found
 
 
@@ -105,7 +106,8 @@ def cluster(base_images, app_image, secret_files):
                                       REDIS_NETWORK=prefix,
                                       REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
                                       SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
-                                      REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"]))
+                                      REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"],
+                                      STATS_PASSWORD_FILE=secret_files["STATS_PASSWORD_FILE"]))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
         answers = _creates_right_after_readyz(deployment, base)
@@ -298,7 +300,9 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
                                      "Config": {"max-file": "5", "max-size": "10m"}}, service
         bindings = host["PortBindings"] or {}
         if service == "lb":
+            assert set(bindings) == {"8000/tcp", "8404/tcp"}, bindings
             assert [b["HostIp"] for b in bindings["8000/tcp"]] == ["127.0.0.1"]
+            assert [b["HostIp"] for b in bindings["8404/tcp"]] == ["127.0.0.1"]
         else:
             assert not bindings, service
     config = _as_the_service(deployment, "redis-2", "config", "get", "maxmemory-policy")
@@ -316,7 +320,8 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
     holds neither secret, nor does any log; Redis answers nothing without the password."""
     deployment, _base, _prefix = cluster
     deployment._containers.clear()
-    values = (secret_files["secret_key"], secret_files["redis_password"])
+    values = (secret_files["secret_key"], secret_files["redis_password"],
+              secret_files["stats_password"])
     containers = deployment.compose("ps", "-a", "-q").stdout.split()
     assert len(containers) == 17, containers
     for container in containers:
@@ -333,6 +338,33 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
         assert "NOAUTH" in refused.stdout + refused.stderr, (command, refused)
     assert "cluster_state:ok" in _as_the_service(deployment, "redis-3", "cluster", "info")
     assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
+
+
+def test_the_stats_page_asks_for_the_password_of_its_secret(cluster, secret_files):
+    """HAProxy's stats page, published on 127.0.0.1: 401 without credentials or with a
+    wrong password (and no server's state in the answer), 200 with the password of the
+    secret stats_password; its admin actions too.  Its monitor URI needs none."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    password = secret_files["stats_password"]
+    assert deployment.stats_password() == password
+    answers = {
+        "none": deployment.stats(password=""),
+        "wrong": deployment.stats(password=password[:-1] + ("x" if password[-1] != "x" else "y")),
+        "right": deployment.stats(password=password),
+        "admin_action_none": deployment.stats(
+            "/stats", password="", data=b"s=api-1&action=drain&b=api"),
+        "healthz_none": deployment.stats("/healthz", password=""),
+    }
+    record(SECTION, **{f"stats_page_{name}_status": (status, equal(expected))
+                       for (name, (status, _body)), expected
+                       in zip(answers.items(), (401, 401, 200, 401, 200), strict=True)})
+    for name in ("none", "wrong", "admin_action_none"):
+        assert "api-1" not in answers[name][1], name
+    assert "api/api-1" in {f"{row.split(',')[0]}/{row.split(',')[1]}"
+                           for row in answers["right"][1].splitlines()}
+    # The refused action did nothing: api-1 still takes requests at its full weight.
+    assert deployment.haproxy_states()["api/api-1"] == "UP"
 
 
 #: Followers of the events test, and the games they follow (two followers a game).
@@ -427,7 +459,7 @@ def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(clu
 
     def both_up() -> bool:
         try:
-            states = deployment.haproxy_states(via="events-2")
+            states = deployment.haproxy_states()
         except DeployError:
             return False
         return all(states.get(f"events/{name}") == "UP" for name in EVENTS)
