@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -34,6 +35,11 @@ APP_REPOSITORY = "patience-server-test"
 CACHE_TAG = f"{APP_REPOSITORY}:cache"
 #: Seconds the service's image may take to build (the compose build's own limit).
 BUILD_WITHIN = 1200
+
+#: The inputs of the service's image whose last change makes the previous image the one
+#: a rolling upgrade starts from (tests/deploy/test_upgrade.py).
+IMAGE_CODE = ("service", "pyproject.toml")
+
 
 def project_name(kind: str) -> str:
     """A compose project name of this run alone."""
@@ -59,6 +65,8 @@ class Preparation(threading.Thread):
         self.tags: dict[str, str] | None = None
         self.app_image: str | None = None
         self.error: BaseException | None = None
+        self.previous: tuple[str, str] | None = None
+        self.previous_error: BaseException | None = None
         self.problem = engine_problem()
 
     def run(self) -> None:
@@ -81,6 +89,15 @@ class Preparation(threading.Thread):
                                                 at_most(BUILD_WITHIN)))
         except BaseException as error:  # the fixtures report it
             self.error = error
+            return
+        try:
+            started = time.monotonic()
+            self.previous = build_previous_image(self.tags["PYTHON_IMAGE"])
+            record("images", previous_app_image=(self.previous[1], starts_with("commit ")),
+                   previous_app_image_ready_s=(round(time.monotonic() - started, 1),
+                                               at_most(BUILD_WITHIN)))
+        except BaseException as error:  # its fixture reports it
+            self.previous_error = error
 
     def result(self) -> Preparation:
         started = time.monotonic()
@@ -141,6 +158,49 @@ def app_image(prepared) -> str:
     """The service's image, built once from the Dockerfile on :func:`base_images`' python
     by the single-file compose's build (both files build the same image)."""
     return prepared.app_image
+
+
+@pytest.fixture(scope="session")
+def previous_app_image(prepared) -> str:
+    """The service's image of the commit before the last change of its code
+    (:func:`build_previous_image`), built beside :func:`app_image`."""
+    if prepared.previous_error is not None:
+        raise prepared.previous_error
+    return prepared.previous[0]
+
+
+def _git(*args: str) -> str:
+    result = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                            timeout=60)
+    if result.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)} failed: {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def build_previous_image(python_image: str) -> tuple[str, str]:
+    """The service's image as it was before the last commit that changed its code
+    (:data:`IMAGE_CODE`): that commit's parent, exported (``git archive``) and built
+    with its own Dockerfile on ``python_image``, tagged ``<repository>:previous-<commit>``
+    and kept between runs (built again only when that commit changes; the previous
+    commit's other tags are removed).  The tag, and ``"commit <hash> (<subject>)"``."""
+    last_change = _git("rev-list", "-1", "HEAD", "--", *IMAGE_CODE)
+    commit = _git("rev-parse", f"{last_change}^")
+    tag = f"{APP_REPOSITORY}:previous-{commit[:12]}"
+    if docker("image", "inspect", tag, check=False).returncode != 0:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit],
+                                 capture_output=True, timeout=120, check=True).stdout
+        result = subprocess.run(
+            ["docker", "build", "--quiet", "-t", tag, "--build-arg",
+             f"PYTHON_IMAGE={python_image}", "-"], input=archive, capture_output=True,
+            timeout=BUILD_WITHIN, env={**os.environ, "DOCKER_BUILDKIT": "0"})
+        if result.returncode != 0:
+            raise RuntimeError(f"building {tag} failed:\n"
+                               f"{result.stderr.decode(errors='replace')[-3000:]}")
+        for other in docker("images", "--format", "{{.Repository}}:{{.Tag}}",
+                            APP_REPOSITORY).stdout.split():
+            if other.startswith(f"{APP_REPOSITORY}:previous-") and other != tag:
+                docker("rmi", other, check=False)
+    return tag, f"commit {commit[:12]} ({_git('log', '-1', '--format=%s', commit)[:80]})"
 
 
 def pytest_sessionfinish(session):
