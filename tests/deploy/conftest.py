@@ -1,7 +1,9 @@
 """Fixtures of the deploy tests: the Docker Engine (or the reason they are skipped), the
 base images (tests/deploy/images.py: the official ones where ``docker pull`` gets them,
-else stand-ins, cached between runs) and the service's image built once per session from
-the Dockerfile.  The figures the tests measure are tests/deploy/figures.py's.
+else stand-ins, cached between runs), the service's image built once per session from
+the Dockerfile, and its previous image (the commit before the last change of its code,
+kept between runs) that the rolling upgrade starts from.  The figures the tests measure
+are tests/deploy/figures.py's.
 
 With ``REQUIRE_DOCKER=1`` in the environment (``.ci/run`` sets it), what would skip them
 (no Docker Engine, no compose, no debootstrap for the stand-ins) fails them instead.

@@ -21,11 +21,10 @@ import pytest
 import requests
 from redis.crc import key_slot
 
-from tests.deploy.clients import auth
+from tests.deploy.clients import ResumingFollower, auth
 from tests.deploy.compose import DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, equal, record
-from tests.sse import Message, messages
 
 pytestmark = pytest.mark.timeout(300)
 SECTION = "operations (docker-compose.cluster.yml)"
@@ -369,73 +368,10 @@ def test_the_stats_page_asks_for_the_password_of_its_secret(cluster, secret_file
 
 #: Followers of the events test, and the games they follow (two followers a game).
 FOLLOWERS, GAMES = 20, 10
-#: Seconds a follower waits before it reconnects (an EventSource waits the `retry:`
-#: hint, 3000 ms; a client may come back sooner).
-RECONNECT_AFTER = 0.5
 #: Seconds from an events container's reported death to the first event each of its
 #: followers gets on its new stream: the reconnect's wait, HAProxy's connect timeout
 #: (1 s) before the retry on the other container, and the catch-up from the journal.
 RESUMED_WITHIN, RESUMED_MEDIAN_WITHIN = 10.0, 5.0
-
-
-class ResumingFollower(threading.Thread):
-    """Follows a game's events through the load balancer as an EventSource does: when
-    its stream ends or a connection fails it reconnects, with ``Last-Event-ID`` once it
-    has an event; it stops at the game's ``deleted`` event (or a 404, the same news).
-    Each event is kept with the time it came, and each failure with its time."""
-
-    def __init__(self, base: str, game_id: str):
-        super().__init__(daemon=True)
-        self.url = f"{base}/v1/games/{game_id}/events"
-        self.game_id = game_id
-        self.events: list[Message] = []
-        self.times: list[float] = []
-        self.failures: list[tuple[float, str]] = []
-        self.opened = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            while not self._follow():
-                time.sleep(RECONNECT_AFTER)
-        except BaseException as error:  # the test reports it
-            self.error = error
-        finally:
-            self.opened.set()
-
-    def _follow(self) -> bool:
-        """One stream: True once the game is deleted, False when the stream ended or
-        could not be opened (a failure recorded)."""
-        headers = {"Accept": "text/event-stream"}
-        if self.events:
-            headers["Last-Event-ID"] = self.events[-1].id
-        try:
-            with requests.get(self.url, headers=headers, stream=True,
-                              timeout=(5, 30)) as response:
-                if response.status_code == 404:
-                    return True
-                if response.status_code != 200:
-                    self.failures.append((time.monotonic(), f"answered {response.status_code}"))
-                    return False
-                for message in messages(response.iter_content(chunk_size=None)):
-                    if message.retry is not None:
-                        self.opened.set()
-                    if message.event == "deleted":
-                        return True
-                    if message.event is not None:
-                        self.events.append(message)
-                        self.times.append(time.monotonic())
-            self.failures.append((time.monotonic(), "ended"))
-        except requests.RequestException as error:
-            self.failures.append((time.monotonic(), type(error).__name__))
-        return False
-
-    def resumed(self) -> float | None:
-        """When the first event came after the last failure (None without failures)."""
-        if not self.failures:
-            return None
-        last = self.failures[-1][0]
-        return next((moment for moment in self.times if moment > last), None)
 
 
 def _streams_held(deployment: Deployment, service: str) -> float:

@@ -20,6 +20,7 @@ import pytest
 import requests
 
 from tests.deploy.clients import (
+    ResumingFollower,
     auth,
     create,
     run_players,
@@ -42,9 +43,13 @@ UP_WITHIN = 180
 #: Seconds deploy/upgrade.sh may take for the six services (each: drained, recreated,
 #: answering, checked by HAProxy, back in rotation).
 UPGRADE_WITHIN = 240.0
+#: Seconds each service's step may take (the script's own limit of a wait is 120 s).
+STEP_WITHIN = 120.0
 #: Seconds a request of a playing client may take meanwhile.
 LATENCY_WITHIN = 5.0
 GAMES = 8
+#: Games of those followed over Server-Sent Events through the roll, and followers each.
+FOLLOWED, FOLLOWERS_EACH = 2, 2
 CLOCK_GAMES, CLOCK_MOVES = 3, 4
 
 
@@ -150,6 +155,12 @@ def test_a_rolling_upgrade_from_the_previous_image_fails_no_request(
     with requests.Session() as session:
         games = salic_law_games(session, base, GAMES)
     clock = _clock_games(base)
+    followers = [ResumingFollower(base, game.id) for game in games[:FOLLOWED]
+                 for _ in range(FOLLOWERS_EACH)]
+    for follower in followers:
+        follower.start()
+    for follower in followers:
+        assert follower.opened.wait(15), "a stream did not open"
     stop, players = run_players(base, games, 2, pause=0.02)
     upgrade = Upgrade(deployment, app_image)
     try:
@@ -163,6 +174,9 @@ def test_a_rolling_upgrade_from_the_previous_image_fails_no_request(
         answers = stop_players(stop, players)
     assert not upgrade.is_alive(), "deploy/upgrade.sh did not end"
     output = "\n".join(line for _, line in upgrade.lines)
+    (ROOT / "tests" / "artifacts").mkdir(parents=True, exist_ok=True)
+    (ROOT / "tests" / "artifacts" / "deploy-upgrade-steps.txt").write_text(
+        f"{output}\n{upgrade.stderr}")
     assert upgrade.returncode == 0, f"{output}\n{upgrade.stderr[-3000:]}"
 
     # Old and new replicas both served from api-1's return to the rotation on the new
@@ -172,6 +186,13 @@ def test_a_rolling_upgrade_from_the_previous_image_fails_no_request(
     mixed = [a for a in answers if mixed_from <= a.started and a.ended <= mixed_until]
     mixed_games = {a.game for a in mixed if a.kind == "write" and a.ok}
     figures = summary(answers)
+    # Each service's step: from the end of the one before to its own end.
+    done = {service: "running" if service == "worker" else "in rotation"
+            for service in ROLLED}
+    ends = [started] + [upgrade.moment(f"{service} {done[service]} on image {current[7:19]}")
+                        for service in ROLLED]
+    steps = {f"step_{service}_s": (round(end - before, 1), at_most(STEP_WITHIN))
+             for service, before, end in zip(ROLLED, ends, ends[1:], strict=True)}
 
     # Every container rolled runs the new image; every game of before reads as
     # acknowledged, its history too, and takes its next move there.
@@ -206,10 +227,15 @@ def test_a_rolling_upgrade_from_the_previous_image_fails_no_request(
             except AssertionError as error:
                 refused.append(f"{game_id}: {error}")
 
+    # The followers went through both events containers' replacement: each stream ended
+    # and resumed; each follower has its game's whole feed, every event once, in order.
+    missed, twice = _followers_got_every_event(base, games[:FOLLOWED], followers)
+
     record(
         SECTION, detail=figures["other_failures"] or refused[:5] or output,
         previous_image_differs_from_current=(previous != current, equal(True)),
         upgrade_s=(round(upgraded - started, 1), at_most(UPGRADE_WITHIN)),
+        **steps,
         services_rolled_onto_the_new_image=(
             sum(image == current for image in running.values()), equal(len(ROLLED))),
         requests=(figures["requests"], at_least(100)),
@@ -229,4 +255,45 @@ def test_a_rolling_upgrade_from_the_previous_image_fails_no_request(
         moves_applied_twice=(
             sum(max(0, found[g.id] - g.acknowledged) for g in games), equal(0)),
         games_of_before_refusing_their_next_move=(len(refused), equal(0)),
+        followers=(len(followers), equal(FOLLOWED * FOLLOWERS_EACH)),
+        followers_whose_stream_ended_and_resumed=(
+            sum(bool(f.failures) and f.resumed() is not None for f in followers),
+            equal(len(followers))),
+        followers_events_missed=(missed, equal(0)),
+        followers_events_twice=(twice, equal(0)),
     )
+
+
+def _followers_got_every_event(base: str, followed: list, followers: list) -> tuple[int, int]:
+    """Each followed game's feed (read as JSON) against what its followers got, once
+    they caught up; then the games deleted, which ends their streams.  The events missed
+    and the events got twice, over all followers."""
+    with requests.Session() as session:
+        feeds = {}
+        for game in followed:
+            answer = session.get(f"{base}/v1/games/{game.id}/events",
+                                 headers={"Accept": "application/json"}, timeout=10)
+            assert answer.status_code == 200, answer.text
+            feeds[game.id] = answer.json()["events"]
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline and \
+                any(len(f.events) < len(feeds[f.game_id]) for f in followers):
+            time.sleep(0.1)
+        for game in followed:
+            answer = session.delete(f"{base}/v1/games/{game.id}", headers=auth(game.token),
+                                    timeout=10)
+            assert answer.status_code in (200, 204), answer.text
+    for follower in followers:
+        follower.join(15)
+        assert not follower.is_alive(), follower.game_id
+        assert follower.error is None, repr(follower.error)
+    missed = twice = 0
+    for follower in followers:
+        got = [int(message.id) for message in follower.events]
+        expected = [entry["version"] for entry in feeds[follower.game_id]]
+        missed += len(set(expected) - set(got))
+        twice += len(got) - len(set(got))
+        if not missed and not twice:
+            assert [message.json() for message in follower.events] == \
+                feeds[follower.game_id], follower.game_id
+    return missed, twice
