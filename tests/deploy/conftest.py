@@ -62,12 +62,14 @@ def pytest_collection_modifyitems(config, items):
 class Preparation(threading.Thread):
     """Builds the stand-ins, then the service's image; :meth:`result` waits for them."""
 
-    def __init__(self):
+    def __init__(self, previous: bool = True):
         super().__init__(daemon=True, name="deploy-images")
+        self.wants_previous = previous
         self.tags: dict[str, str] | None = None
         self.app_image: str | None = None
         self.error: BaseException | None = None
         self.previous: tuple[str, str] | None = None
+        self.previous_thread: threading.Thread | None = None
         self.previous_error: BaseException | None = None
         self.problem = engine_problem()
 
@@ -92,6 +94,14 @@ class Preparation(threading.Thread):
         except BaseException as error:  # the fixtures report it
             self.error = error
             return
+        if not self.wants_previous:
+            return
+        # The previous image in a thread of its own: only the upgrade's test waits for it.
+        self.previous_thread = threading.Thread(target=self._previous, daemon=True,
+                                                name="deploy-previous-image")
+        self.previous_thread.start()
+
+    def _previous(self) -> None:
         try:
             started = time.monotonic()
             self.previous = build_previous_image(self.tags["PYTHON_IMAGE"])
@@ -119,7 +129,8 @@ def pytest_collection_finish(session):
         return
     if worker() not in (None, "gw0"):
         return
-    preparation = Preparation()
+    preparation = Preparation(previous=any(item.path.name == "test_upgrade.py"
+                                           for item in session.items))
     preparation.start()
     _PREPARATION.append(preparation)
 
@@ -166,6 +177,8 @@ def app_image(prepared) -> str:
 def previous_app_image(prepared) -> str:
     """The service's image of the commit before the last change of its code
     (:func:`build_previous_image`), built beside :func:`app_image`."""
+    if prepared.previous_thread is not None:
+        prepared.previous_thread.join()
     if prepared.previous_error is not None:
         raise prepared.previous_error
     return prepared.previous[0]
@@ -213,6 +226,8 @@ def pytest_sessionfinish(session):
         return
     preparation = _PREPARATION[0]
     preparation.join()
+    if preparation.previous_thread is not None:
+        preparation.previous_thread.join()
     tag = preparation.app_image
     if tag is None:
         return
