@@ -9,8 +9,9 @@
 #
 # Each server of the load balancer is first drained through HAProxy's stats page (the
 # user admin and the password of STATS_PASSWORD_FILE, ./secrets/stats_password unless
-# set): HAProxy sends it no new request, and the script waits until it serves none
-# (UPGRADE_DRAIN_WITHIN seconds at most, 30); an events container's streams are not
+# set): HAProxy sends it no new request, and the script waits until it serves none (a
+# request still served after UPGRADE_DRAIN_WITHIN seconds, 30, stops the script, the
+# replica left drained); an events container's streams are not
 # waited for (they last as long as their clients follow): they end when it stops, and
 # their clients resume with Last-Event-ID on the other one.  Then the service is
 # recreated alone (`up -d --no-deps --force-recreate`, its graceful stop within 30 s),
