@@ -25,22 +25,27 @@ if [ -z "${COMPOSE:-}" ]; then
     else COMPOSE=docker-compose; fi
 fi
 
-# The running containers of the nodes (by their address) and one of the service's.
+# The running containers of the nodes (by their address) and one of the service's: one
+# `docker inspect` of them all.
 nodes="" app="" seed=""
-for container in $($COMPOSE ps -q); do
-    [ "$(docker inspect -f '{{.State.Running}}' "$container")" = true ] || continue
-    service=$(docker inspect -f '{{index .Config.Labels "com.docker.compose.service"}}' \
-              "$container")
+containers=$($COMPOSE ps -q)
+if [ -n "$containers" ]; then
+    # shellcheck disable=SC2086
+    described=$(docker inspect -f '{{.Id}} {{.State.Running}} {{index .Config.Labels "com.docker.compose.service"}} {{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' $containers)
+else
+    described=""
+fi
+while read -r container running service ips; do
+    [ "$running" = true ] || continue
     case $service in
         redis-*)
-            for ip in $(docker inspect -f \
-                    '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$container"); do
-                nodes="$nodes $ip=$container=$service"
-            done
+            for ip in $ips; do nodes="$nodes $ip=$container=$service"; done
             seed=${seed:-$container} ;;
         api-*|events-*) app=${app:-$container} ;;
     esac
-done
+done <<EOF_CONTAINERS
+$described
+EOF_CONTAINERS
 if [ -z "$seed" ]; then
     echo "cluster-backup: no node of the cluster runs (is the service up?)" >&2
     exit 1

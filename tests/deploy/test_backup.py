@@ -39,6 +39,9 @@ CLUSTER_SECTION = "backup and restore (docker-compose.cluster.yml)"
 BACKUP_WITHIN = 15.0
 #: Seconds deploy/restore.sh may take, the service's `up -d` included (not its start).
 RESTORE_WITHIN = 60.0
+#: Seconds deploy/cluster-backup.sh may take: three masters' snapshots at once and their
+#: copies (3.9 and 5.1 s measured, 19.7 s at a load average of 32 on 2 cores).
+CLUSTER_BACKUP_WITHIN = 45.0
 #: Seconds deploy/cluster-restore.sh may take: nine nodes and cluster-init started, each
 #: snapshot loaded and imported, then the service's `up -d`.
 CLUSTER_RESTORE_WITHIN = 180.0
@@ -133,7 +136,8 @@ def single(base_images, app_image):
 
 def _played_backed_up_and_restored(deployment: Deployment, base: str, tmp_path: Path,
                                    scripts: tuple[str, str], section: str,
-                                   restarted, restore_within: float = RESTORE_WITHIN) -> str:
+                                   restarted, backup_within: float = BACKUP_WITHIN,
+                                   restore_within: float = RESTORE_WITHIN) -> str:
     """Players play, deploy/<backup script> runs while they do, they play 1.5 s more;
     then `down -v` and deploy/<restore script>, and what came back is checked and
     recorded under ``section``: every move acknowledged before the backup began, none
@@ -191,13 +195,17 @@ def _played_backed_up_and_restored(deployment: Deployment, base: str, tmp_path: 
             restored[game_id] = answer.json()["version"] if answer.status_code == 200 else None
     missing = sum(version - (restored[game_id] or 0) for game_id, version in before.items()
                   if (restored[game_id] or 0) < version)
+    # A Clock game created once the backup began may be absent (it is, if created after
+    # the snapshot): only the games of before must be there.
+    absent = [game_id for game_id, version in restored.items()
+              if version is None and game_id not in before]
     # A Clock game's history only grows: the restored one is the start of the one read
     # before `down`, up to the version restored.
     restored_histories = _histories(base, [g for g in clock.tokens if restored[g]])
     histories_differing = sum(
         restored_histories.get(game_id) != [entry for entry in history
                                             if entry["version"] <= (restored[game_id] or 0)]
-        for game_id, history in histories.items())
+        for game_id, history in histories.items() if game_id not in absent)
 
     # Each game goes on with its token: the next write on the version restored.
     refused = []
@@ -230,15 +238,17 @@ def _played_backed_up_and_restored(deployment: Deployment, base: str, tmp_path: 
         # The players' requests, the backup's included: every one answered 200.
         requests_while_playing=(len(answers), at_least(50)),
         requests_failed_while_playing=(summary(answers)["failed"], equal(0)),
+        requests_sent_again_while_playing=(summary(answers)["sent_again"], equal(0)),
         moves_acknowledged_before_the_backup=(acknowledged, at_least(20)),
         moves_acknowledged_in_all=(sum(played.values()), at_least(acknowledged)),
-        games_missing_after_restore=(sum(v is None for v in restored.values()), equal(0)),
+        games_missing_after_restore=(sum(restored[g] is None for g in before), equal(0)),
+        games_created_after_the_backup_began_absent=(len(absent), between(0, 2)),
         moves_missing_after_restore=(missing, equal(0)),
         games_restored_past_their_last_move=(
             sum((restored[g] or 0) > played[g] for g in played), equal(0)),
         clock_histories_differing=(histories_differing, equal(0)),
         games_refusing_their_next_move=(len(refused), equal(0)),
-        backup_s=(backup_seconds, at_most(BACKUP_WITHIN)),
+        backup_s=(backup_seconds, at_most(backup_within)),
         restore_s=(restore_seconds, at_most(restore_within)),
         restore_to_ready_s=(ready_seconds, at_most(UP_WITHIN)),
         moves_played_after_the_backup_began=(
@@ -298,7 +308,7 @@ def test_a_cluster_backup_taken_during_play_restores_every_move_acknowledged_bef
     deployment, base = cluster
     note = _played_backed_up_and_restored(
         deployment, base, tmp_path, ("cluster-backup.sh", "cluster-restore.sh"),
-        CLUSTER_SECTION, _taking_writes, CLUSTER_RESTORE_WITHIN)
+        CLUSTER_SECTION, _taking_writes, CLUSTER_BACKUP_WITHIN, CLUSTER_RESTORE_WITHIN)
     snapshots = [line for line in note.splitlines() if line.startswith("Snapshot: ")]
     slots = sum(int(high) - int(low) + 1 for line in snapshots
                 for low, _, high in (text.partition("-") for text in
