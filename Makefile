@@ -22,10 +22,10 @@ TEST_PROCESSES ?= auto
 test: .venv secrets
 	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
-# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key and Redis'
-# password, random, made once and kept (the folder is the owner's alone; the files are
+# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key, Redis'
+# password and the password of HAProxy's stats page (cluster file), random, made once and kept (the folder is the owner's alone; the files are
 # readable by the containers' users, which compose mounts them for).
-secrets: secrets/secret_key secrets/redis_password
+secrets: secrets/secret_key secrets/redis_password secrets/stats_password
 
 secrets/%:
 	mkdir -p -m 700 secrets

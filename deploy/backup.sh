@@ -34,35 +34,10 @@ if [ -z "$redis" ]; then
     echo "backup: the redis service has no container (is the service up?)" >&2
     exit 1
 fi
-# In the container, one `docker exec` (redis-cli logged in with the secret, never on a
-# command line): the snapshot asked for and waited for; then its path and LASTSAVE.
-# LASTSAVE counts whole seconds: the snapshot must end in a later second than the last
-# one did, or its end could not be told from it.  SCHEDULE: should a rewrite of the
-# append-only file be under way, the snapshot starts when it ends, not refused.
-found=$(docker exec -e BACKUP_WITHIN="${BACKUP_WITHIN:-600}" "$redis" sh -c '
-    set -eu
-    REDISCLI_AUTH="$(head -n 1 /run/secrets/redis_password)"
-    export REDISCLI_AUTH
-    cli() { redis-cli "$@" | tr -d "\r"; }
-    field() { cli INFO persistence | sed -n "s/^$1://p"; }
-    started=$(date +%s)
-    before=$(cli LASTSAVE)
-    while [ "$(date +%s)" -le "$before" ]; do sleep 0.1; done
-    cli BGSAVE SCHEDULE >/dev/null
-    until [ "$(cli LASTSAVE)" -gt "$before" ] && [ "$(field rdb_bgsave_in_progress)" = 0 ]
-    do
-        if [ $(($(date +%s) - started)) -gt "$BACKUP_WITHIN" ]; then
-            echo "backup: the snapshot did not end within $BACKUP_WITHIN s" >&2
-            exit 1
-        fi
-        sleep 0.1
-    done
-    if [ "$(field rdb_last_bgsave_status)" != ok ]; then
-        echo "backup: the snapshot failed (Redis'"'"' log says why)" >&2
-        exit 1
-    fi
-    echo "$(cli CONFIG GET dir | sed -n 2p)/$(cli CONFIG GET dbfilename | sed -n 2p)"
-    cli LASTSAVE')
+# In the container (deploy/redis-snapshot.sh, one `docker exec`): the snapshot asked for
+# and waited for; then its path and LASTSAVE.
+found=$(docker exec -i -e BACKUP_WITHIN="${BACKUP_WITHIN:-600}" "$redis" sh -s \
+        < "$(dirname "$0")/redis-snapshot.sh")
 path=$(echo "$found" | sed -n 1p)
 last=$(echo "$found" | sed -n 2p)
 stamp=$(date -u +%Y%m%dT%H%M%SZ)

@@ -215,13 +215,16 @@ def test_every_long_running_service_has_a_health_check_that_means_it():
     assert worker_checks_its_heartbeat(services["worker"])
 
 
-def secrets_are_files_never_variables(compose: dict, readers: dict[str, set]) -> None:
-    """The two secrets are files (``SECRET_KEY_FILE``, ``REDIS_PASSWORD_FILE`` name them on
-    the host, ``./secrets`` by default), mounted in the services of ``readers`` only and
-    named by their settings; no service's environment holds a secret."""
+def secrets_are_files_never_variables(compose: dict, readers: dict[str, set],
+                                      others: tuple[str, ...] = ()) -> None:
+    """The two secrets (and ``others``) are files (``SECRET_KEY_FILE``,
+    ``REDIS_PASSWORD_FILE``, ``<OTHER>_FILE`` name them on the host, ``./secrets`` by
+    default), mounted in the services of ``readers`` only and named by their settings; no
+    service's environment holds a secret."""
     assert compose["secrets"] == {
         "secret_key": {"file": "${SECRET_KEY_FILE:-./secrets/secret_key}"},
-        "redis_password": {"file": "${REDIS_PASSWORD_FILE:-./secrets/redis_password}"}}
+        "redis_password": {"file": "${REDIS_PASSWORD_FILE:-./secrets/redis_password}"},
+        **{name: {"file": f"${{{name.upper()}_FILE:-./secrets/{name}}}"} for name in others}}
     for name, service in compose["services"].items():
         environment = service.get("environment", {})
         assert "SECRET_KEY" not in environment, name

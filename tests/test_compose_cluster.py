@@ -123,17 +123,25 @@ def test_two_events_containers_serve_streams_on_the_cluster_with_a_variable_open
                                        "hard": "${LB_NOFILE:-16384}"}
 
 
-def test_only_the_load_balancer_is_published_on_loopback_and_its_stats_are_not():
+def test_only_the_load_balancer_is_published_on_loopback_its_stats_behind_a_password():
     compose = _compose()
-    assert published_on_loopback_only(compose) == {"lb": ["8000:8000"]}
-    assert compose["services"]["lb"]["ports"] == ["${PORT:-127.0.0.1:8000}:8000"]
+    lb = compose["services"]["lb"]
+    assert published_on_loopback_only(compose) == {"lb": ["8000:8000", "8404:8404"]}
+    assert lb["ports"] == ["${PORT:-127.0.0.1:8000}:8000",
+                           "${STATS_PORT:-127.0.0.1:8404}:8404"]
     config = (ROOT / "deploy" / "haproxy.cfg").read_text()
     frontends = dict(re.findall(r"^frontend (\S+)\n((?:[ \t]+.*\n|\n)*)", config, re.MULTILINE))
-    # The stats page is on a port of its own, on the front network, never published.
+    # The stats page is on a port of its own, behind the user admin and the password
+    # that deploy/haproxy-start.sh reads from the secret into HAProxy's environment.
     assert "bind :8404" in frontends["stats"]
+    assert 'stats auth "admin:${HAPROXY_STATS_PASSWORD}"' in frontends["stats"]
     assert "stats" not in frontends["http"]
-    assert "8404" not in " ".join(str(p) for s in compose["services"].values()
-                                 for p in s.get("ports", []))
+    assert lb["command"] == ["sh", "/usr/local/bin/haproxy-start.sh"]
+    assert "./deploy/haproxy-start.sh:/usr/local/bin/haproxy-start.sh:ro" in lb["volumes"]
+    start = (ROOT / "deploy" / "haproxy-start.sh").read_text()
+    assert "/run/secrets/stats_password" in start
+    assert "export HAPROXY_STATS_PASSWORD" in start
+    assert "exec haproxy -W -db -f /usr/local/etc/haproxy/haproxy.cfg" in start
 
 
 def test_haproxy_balances_the_three_apis_and_the_two_events_containers_on_readyz():
@@ -393,7 +401,8 @@ def test_the_secrets_are_files_and_every_node_asks_for_a_password():
     both = {"secret_key", "redis_password"}
     secrets_are_files_never_variables(compose, {
         **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
-        **dict.fromkeys([*APIS, *EVENTS], both), "worker": {"redis_password"}})
+        **dict.fromkeys([*APIS, *EVENTS], both), "worker": {"redis_password"},
+        "lb": {"stats_password"}}, others=("stats_password",))
     init = compose["services"]["cluster-init"]["environment"]
     assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
     for node in NODES:

@@ -41,9 +41,15 @@ NOT_SETTINGS = {
     "WORKER_CPUS": "docker-compose.yml", "LB_MEMORY": "docker-compose.cluster.yml",
     "LB_CPUS": "docker-compose.cluster.yml", "LOG_MAX_SIZE": "docker-compose.yml",
     "LOG_MAX_FILE": "docker-compose.yml",
+    "STATS_PORT": "docker-compose.cluster.yml",
+    "STATS_PASSWORD_FILE": "docker-compose.cluster.yml",
+    # HAProxy's own environment (deploy/haproxy-start.sh), named by deploy/haproxy.cfg
+    "HAPROXY_STATS_PASSWORD": "deploy/haproxy-start.sh",
     # the backup and restore scripts' own, and compose's that they read
     "RESTORE_ANY_KEY": "deploy/restore.sh", "COMPOSE_FILE": "deploy/backup.sh",
     "COMPOSE_PROJECT_NAME": "deploy/restore.sh",
+    # the rolling upgrade's own
+    "UPGRADE_DRAIN_WITHIN": "deploy/upgrade.sh", "UPGRADE_STEP_WITHIN": "deploy/upgrade.sh",
     # redis-cli's own (the health checks and cluster-init log in with it)
     "REDISCLI_AUTH": "deploy/cluster-init.sh",
     # the test runner's (Makefile), and the deploy tests' (set by .ci/run)

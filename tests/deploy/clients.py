@@ -4,7 +4,9 @@ same key after a 503) and reading while the deployment loses parts, recording ev
 answer with its time; and what those records say of an outage, game by game
 (:func:`recoveries`).  Accounts (``POST /v1/players``) that own games, create and resign
 them while the deployment loses parts (:class:`Owners`), and what their lists and
-statistics say against the games themselves (:func:`player_views`, :func:`tally`)."""
+statistics say against the games themselves (:func:`player_views`, :func:`tally`).  A
+follower of a game's events that resumes as an EventSource does
+(:class:`ResumingFollower`)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import requests
 
 from tests.deploy.figures import at_most, between, one_of, record
 from tests.e2e.test_events_e2e import Follower
+from tests.sse import Message, messages
 
 #: A Clock deal that the player of :func:`play_whole_game` takes to its end (lost, after
 #: 74 moves: the twelve foundations stall) in about 80 requests.
@@ -360,6 +363,20 @@ class Player(threading.Thread):
                 self.write(game)
 
 
+def writes_taken(base: str, creates: int = 16) -> bool:
+    """``creates`` games created in a row, each answered 201 (random ids: 16 reach all
+    three shards of a cluster but for a 0.2 % chance); False at the first answered 503
+    with Retry-After (a shard not ready for writes yet), the only other answer allowed."""
+    with requests.Session() as session:
+        for _ in range(creates):
+            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
+            if answer.status_code != 201:
+                assert answer.status_code == 503, answer.text
+                assert answer.headers.get("Retry-After"), answer.headers
+                return False
+    return True
+
+
 def run_players(base: str, games: list[Game], threads: int, *, pause: float = 0.1):
     """``threads`` players sharing ``games`` out (each game played by one of them)."""
     stop = threading.Event()
@@ -583,3 +600,68 @@ def spread(seconds: list[float]) -> tuple[float | None, float | None]:
     if not seconds:
         return None, None
     return round(max(seconds), 2), round(statistics.median(seconds), 2)
+
+
+#: Seconds a :class:`ResumingFollower` waits before it reconnects (an EventSource waits
+#: the `retry:` hint, 3000 ms; a client may come back sooner).
+RECONNECT_AFTER = 0.5
+
+
+class ResumingFollower(threading.Thread):
+    """Follows a game's events through the load balancer as an EventSource does: when
+    its stream ends or a connection fails it reconnects, with ``Last-Event-ID`` once it
+    has an event; it stops at the game's ``deleted`` event (or a 404, the same news).
+    Each event is kept with the time it came, and each failure with its time."""
+
+    def __init__(self, base: str, game_id: str):
+        super().__init__(daemon=True)
+        self.url = f"{base}/v1/games/{game_id}/events"
+        self.game_id = game_id
+        self.events: list[Message] = []
+        self.times: list[float] = []
+        self.failures: list[tuple[float, str]] = []
+        self.opened = threading.Event()
+        self.error: BaseException | None = None
+
+    def run(self):
+        try:
+            while not self._follow():
+                time.sleep(RECONNECT_AFTER)
+        except BaseException as error:  # the test reports it
+            self.error = error
+        finally:
+            self.opened.set()
+
+    def _follow(self) -> bool:
+        """One stream: True once the game is deleted, False when the stream ended or
+        could not be opened (a failure recorded)."""
+        headers = {"Accept": "text/event-stream"}
+        if self.events:
+            headers["Last-Event-ID"] = self.events[-1].id
+        try:
+            with requests.get(self.url, headers=headers, stream=True,
+                              timeout=(5, 30)) as response:
+                if response.status_code == 404:
+                    return True
+                if response.status_code != 200:
+                    self.failures.append((time.monotonic(), f"answered {response.status_code}"))
+                    return False
+                for message in messages(response.iter_content(chunk_size=None)):
+                    if message.retry is not None:
+                        self.opened.set()
+                    if message.event == "deleted":
+                        return True
+                    if message.event is not None:
+                        self.events.append(message)
+                        self.times.append(time.monotonic())
+            self.failures.append((time.monotonic(), "ended"))
+        except requests.RequestException as error:
+            self.failures.append((time.monotonic(), type(error).__name__))
+        return False
+
+    def resumed(self) -> float | None:
+        """When the first event came after the last failure (None without failures)."""
+        if not self.failures:
+            return None
+        last = self.failures[-1][0]
+        return next((moment for moment in self.times if moment > last), None)

@@ -8,6 +8,7 @@ port the engine chooses), and is taken down with its volumes (``down -v``) by
 
 from __future__ import annotations
 
+import base64
 import csv
 import io
 import ipaddress
@@ -275,12 +276,39 @@ class Deployment:
 
         self.wait_for(ready, seconds, f"GET {base}/readyz answered 200", pause=pause)
 
-    def haproxy_states(self, via: str) -> dict[str, str]:
+    def stats_password(self) -> str:
+        """The password of HAProxy's stats page (user ``admin``): the first line of the
+        secret's file, ``STATS_PASSWORD_FILE`` or ``secrets/stats_password``."""
+        path = Path(self.env.get("STATS_PASSWORD_FILE") or ROOT / "secrets" / "stats_password")
+        return path.read_text().splitlines()[0].strip()
+
+    def stats(self, path: str = "/stats;csv", password: str | None = None,
+              data: bytes | None = None) -> tuple[int, str]:
+        """A request to HAProxy's stats page where the ``lb`` container publishes it (on
+        127.0.0.1), with the user ``admin`` and ``password`` (the secret's unless given;
+        ``""``: no credentials): the status and the body."""
+        address = docker("port", self.container("lb"), "8404/tcp").stdout.split()[0]
+        password = self.stats_password() if password is None else password
+        headers = {}
+        if password:
+            token = base64.b64encode(f"admin:{password}".encode()).decode()
+            headers["Authorization"] = f"Basic {token}"
+        request = urllib.request.Request(f"http://{address}{path}", data=data,
+                                         headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                return answer.status, answer.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+        except OSError as error:
+            raise DeployError(f"{self.project}: the stats page: {error}") from error
+
+    def haproxy_states(self) -> dict[str, str]:
         """``{"api/api-1": "UP", ...}``: the load balancer's servers, read from its stats
-        page (front network only) by ``python`` in the container of ``via``."""
-        text = self.execute(via, "python", "-c",
-                            "import urllib.request; print(urllib.request.urlopen("
-                            "'http://lb:8404/stats;csv', timeout=5).read().decode())")
+        page (published on 127.0.0.1, behind the password of the secret)."""
+        status, text = self.stats()
+        if status != 200:
+            raise DeployError(f"{self.project}: the stats page answered {status}")
         rows = csv.DictReader(io.StringIO(text.lstrip("# ")))
         return {f"{row['pxname']}/{row['svname']}": row["status"] for row in rows
                 if row["svname"] not in ("FRONTEND", "BACKEND")}

@@ -49,6 +49,7 @@ from tests.deploy.clients import (
     summary,
     tally,
     versions,
+    writes_taken,
 )
 from tests.deploy.compose import ROOT, DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
@@ -95,7 +96,7 @@ SWEEPER_WAIT_WITHIN = 30.0
 
 def _states(deployment: Deployment) -> dict[str, str]:
     try:
-        return deployment.haproxy_states(via="events-2")
+        return deployment.haproxy_states()
     except DeployError:
         return {}
 
@@ -105,19 +106,6 @@ def _wait_in_rotation(deployment: Deployment, servers: list[str], seconds: float
                                     for server in servers),
                         seconds, f"HAProxy sending requests to {', '.join(servers)}",
                         pause=0.2)
-
-
-def _writes_taken(base: str, creates: int = 16) -> bool:
-    """``creates`` games created in a row, each answered 201 (random ids: 16 reach all
-    three shards but for a 0.2 % chance)."""
-    with requests.Session() as session:
-        for _ in range(creates):
-            answer = session.post(f"{base}/v1/games", json={"variant": "clock"}, timeout=10)
-            if answer.status_code != 201:
-                assert answer.status_code == 503, answer.text
-                assert answer.headers.get("Retry-After"), answer.headers
-                return False
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +125,7 @@ def cluster(base_images, app_image):
         ready = time.monotonic()
         # In rotation, a replica reaches Redis; a write also needs its shard's replica
         # in sync (REDIS_WAIT_REPLICAS), and answers 503 with Retry-After until then.
-        deployment.wait_for(lambda: _writes_taken(base), WRITES_WITHIN,
+        deployment.wait_for(lambda: writes_taken(base), WRITES_WITHIN,
                             "creates taken by every shard", pause=0.5)
         record(SECTION, up_to_ready_s=(round(ready - started, 1), at_most(UP_WITHIN)),
                ready_to_writes_taken_s=(round(time.monotonic() - ready, 1),

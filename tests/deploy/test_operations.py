@@ -21,11 +21,10 @@ import pytest
 import requests
 from redis.crc import key_slot
 
-from tests.deploy.clients import auth
+from tests.deploy.clients import ResumingFollower, auth
 from tests.deploy.compose import DeployError, Deployment, docker, up_on_a_free_network
 from tests.deploy.conftest import deployment_env, project_name
 from tests.deploy.figures import at_least, at_most, equal, record
-from tests.sse import Message, messages
 
 pytestmark = pytest.mark.timeout(300)
 SECTION = "operations (docker-compose.cluster.yml)"
@@ -85,12 +84,13 @@ def secret_files(tmp_path_factory) -> dict[str, str]:
     values by name, and the variables that name the files."""
     folder = tmp_path_factory.mktemp("secrets")
     found = {}
-    for name in ("secret_key", "redis_password"):
+    for name in ("secret_key", "redis_password", "stats_password"):
         found[name] = secrets.token_urlsafe(32)
         (folder / name).write_text(found[name] + "\n")
         (folder / name).chmod(0o644)  # the containers' users read it
     found["SECRET_KEY_FILE"] = str(folder / "secret_key")
     found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    found["STATS_PASSWORD_FILE"] = str(folder / "stats_password")
     return found
 
 
@@ -105,7 +105,8 @@ def cluster(base_images, app_image, secret_files):
                                       REDIS_NETWORK=prefix,
                                       REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
                                       SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
-                                      REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"]))
+                                      REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"],
+                                      STATS_PASSWORD_FILE=secret_files["STATS_PASSWORD_FILE"]))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
         answers = _creates_right_after_readyz(deployment, base)
@@ -298,7 +299,9 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
                                      "Config": {"max-file": "5", "max-size": "10m"}}, service
         bindings = host["PortBindings"] or {}
         if service == "lb":
+            assert set(bindings) == {"8000/tcp", "8404/tcp"}, bindings
             assert [b["HostIp"] for b in bindings["8000/tcp"]] == ["127.0.0.1"]
+            assert [b["HostIp"] for b in bindings["8404/tcp"]] == ["127.0.0.1"]
         else:
             assert not bindings, service
     config = _as_the_service(deployment, "redis-2", "config", "get", "maxmemory-policy")
@@ -316,7 +319,8 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
     holds neither secret, nor does any log; Redis answers nothing without the password."""
     deployment, _base, _prefix = cluster
     deployment._containers.clear()
-    values = (secret_files["secret_key"], secret_files["redis_password"])
+    values = (secret_files["secret_key"], secret_files["redis_password"],
+              secret_files["stats_password"])
     containers = deployment.compose("ps", "-a", "-q").stdout.split()
     assert len(containers) == 17, containers
     for container in containers:
@@ -335,75 +339,39 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
     assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
 
 
+def test_the_stats_page_asks_for_the_password_of_its_secret(cluster, secret_files):
+    """HAProxy's stats page, published on 127.0.0.1: 401 without credentials or with a
+    wrong password (and no server's state in the answer), 200 with the password of the
+    secret stats_password; its admin actions too.  Its monitor URI needs none."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    password = secret_files["stats_password"]
+    assert deployment.stats_password() == password
+    answers = {
+        "none": deployment.stats(password=""),
+        "wrong": deployment.stats(password=password[:-1] + ("x" if password[-1] != "x" else "y")),
+        "right": deployment.stats(password=password),
+        "admin_action_none": deployment.stats(
+            "/stats", password="", data=b"s=api-1&action=drain&b=api"),
+        "healthz_none": deployment.stats("/healthz", password=""),
+    }
+    record(SECTION, **{f"stats_page_{name}_status": (status, equal(expected))
+                       for (name, (status, _body)), expected
+                       in zip(answers.items(), (401, 401, 200, 401, 200), strict=True)})
+    for name in ("none", "wrong", "admin_action_none"):
+        assert "api-1" not in answers[name][1], name
+    assert "api/api-1" in {f"{row.split(',')[0]}/{row.split(',')[1]}"
+                           for row in answers["right"][1].splitlines()}
+    # The refused action did nothing: api-1 still takes requests at its full weight.
+    assert deployment.haproxy_states()["api/api-1"] == "UP"
+
+
 #: Followers of the events test, and the games they follow (two followers a game).
 FOLLOWERS, GAMES = 20, 10
-#: Seconds a follower waits before it reconnects (an EventSource waits the `retry:`
-#: hint, 3000 ms; a client may come back sooner).
-RECONNECT_AFTER = 0.5
 #: Seconds from an events container's reported death to the first event each of its
 #: followers gets on its new stream: the reconnect's wait, HAProxy's connect timeout
 #: (1 s) before the retry on the other container, and the catch-up from the journal.
 RESUMED_WITHIN, RESUMED_MEDIAN_WITHIN = 10.0, 5.0
-
-
-class ResumingFollower(threading.Thread):
-    """Follows a game's events through the load balancer as an EventSource does: when
-    its stream ends or a connection fails it reconnects, with ``Last-Event-ID`` once it
-    has an event; it stops at the game's ``deleted`` event (or a 404, the same news).
-    Each event is kept with the time it came, and each failure with its time."""
-
-    def __init__(self, base: str, game_id: str):
-        super().__init__(daemon=True)
-        self.url = f"{base}/v1/games/{game_id}/events"
-        self.game_id = game_id
-        self.events: list[Message] = []
-        self.times: list[float] = []
-        self.failures: list[tuple[float, str]] = []
-        self.opened = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self):
-        try:
-            while not self._follow():
-                time.sleep(RECONNECT_AFTER)
-        except BaseException as error:  # the test reports it
-            self.error = error
-        finally:
-            self.opened.set()
-
-    def _follow(self) -> bool:
-        """One stream: True once the game is deleted, False when the stream ended or
-        could not be opened (a failure recorded)."""
-        headers = {"Accept": "text/event-stream"}
-        if self.events:
-            headers["Last-Event-ID"] = self.events[-1].id
-        try:
-            with requests.get(self.url, headers=headers, stream=True,
-                              timeout=(5, 30)) as response:
-                if response.status_code == 404:
-                    return True
-                if response.status_code != 200:
-                    self.failures.append((time.monotonic(), f"answered {response.status_code}"))
-                    return False
-                for message in messages(response.iter_content(chunk_size=None)):
-                    if message.retry is not None:
-                        self.opened.set()
-                    if message.event == "deleted":
-                        return True
-                    if message.event is not None:
-                        self.events.append(message)
-                        self.times.append(time.monotonic())
-            self.failures.append((time.monotonic(), "ended"))
-        except requests.RequestException as error:
-            self.failures.append((time.monotonic(), type(error).__name__))
-        return False
-
-    def resumed(self) -> float | None:
-        """When the first event came after the last failure (None without failures)."""
-        if not self.failures:
-            return None
-        last = self.failures[-1][0]
-        return next((moment for moment in self.times if moment > last), None)
 
 
 def _streams_held(deployment: Deployment, service: str) -> float:
@@ -427,7 +395,7 @@ def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(clu
 
     def both_up() -> bool:
         try:
-            states = deployment.haproxy_states(via="events-2")
+            states = deployment.haproxy_states()
         except DeployError:
             return False
         return all(states.get(f"events/{name}") == "UP" for name in EVENTS)
