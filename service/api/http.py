@@ -177,10 +177,19 @@ def json_response(payload, status: int = 200, *, version: int | None = None) -> 
     return response
 
 
-def read_game(read: Callable[[str], tuple[int, dict]], game_id: str) -> Response:
+def viewer() -> str | None:
+    """The player a read comes from (None: anonymous, a game's own token, or a player
+    token that is not valid): a ranked game is its player's only while its day is
+    open."""
+    if "HTTP_AUTHORIZATION" not in request.environ:
+        return None
+    return request_identity().player
+
+
+def read_game(read: Callable[..., tuple[int, dict]], game_id: str) -> Response:
     """The answer to a read of one game (``read`` is a method of :class:`Games`): its
     body, with the game's version as the ETag."""
-    version, body = read(checked_id(game_id))
+    version, body = read(checked_id(game_id), viewer())
     return json_response(body, version=version)
 
 

@@ -18,7 +18,12 @@ from service.engine.hints import DEFAULT_BUDGET
 from service.engine.hints import hint as engine_hint
 from service.engine.moves import Move
 from service.game import commands
-from service.game.errors import game_not_found
+from service.game.errors import (
+    game_not_found,
+    ranked_analysis_refused,
+    ranked_game_hidden,
+    ranked_hint_refused,
+)
 from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Projection, Write
 from service.game.record import StoredGame
@@ -70,37 +75,44 @@ class Games:
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------
-    def _load(self, game_id: str) -> StoredGame:
+    # ``viewer``: the player who reads (None: anonymous, or a game's own token).  A
+    # ranked game is its owner's only while its day is open (403 ranked_game_hidden).
+    def _load(self, game_id: str, viewer: str | None = None) -> StoredGame:
         game = self.store.load(game_id)
         if game is None:
             raise game_not_found(game_id)
+        check_visible(game, viewer)
         return game
 
-    def get(self, game_id: str) -> tuple[int, dict]:
-        game = self._load(game_id)
+    def get(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+        game = self._load(game_id, viewer)
         return game.version, game.public(game_id)
 
-    def legal_moves(self, game_id: str) -> tuple[int, dict]:
-        game = self._load(game_id)
+    def legal_moves(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+        game = self._load(game_id, viewer)
         state = game.record.engine_state()
         moves = [_listed(state, move) for move in state.legal_moves()]
         return game.version, {"version": game.version, "moves": moves}
 
-    def history(self, game_id: str) -> tuple[int, dict]:
+    def history(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
         found = self.store.load_with_journal(game_id)
         if found is None:
             raise game_not_found(game_id)
         game, journal = found
+        check_visible(game, viewer)
         moves = [{"version": version, "move": step.move.to_dict(),
                   "events": [event.to_dict() for event in step.events]}
                  for version, step in replay(game, journal)[0].history]
         return game.version, {"moves": moves}
 
-    def hint(self, game_id: str) -> tuple[int, dict]:
+    def hint(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
         """``{"move": ListedMove | None, "reason": str}``, from what the player sees only:
         the engine's hint (a card move), else the action move (deal, draw, refill) when
-        no card move helps, else null."""
-        game = self._load(game_id)
+        no card move helps, else null.  None for a ranked game while its day is open
+        (409 ``ranked_hint_refused``)."""
+        game = self._load(game_id, viewer)
+        if game.record.day_open:
+            raise ranked_hint_refused()
         state = game.record.engine_state()
         if state.is_over:
             return game.version, {"move": None, "reason": f"the game is over ({state.status})"}
@@ -163,8 +175,45 @@ class Games:
         return self.pipeline.write(
             game_id, write, lambda game, _journal, _at: commands.claim(game, player_id))
 
+    def create_ranked(self, write: Write, game_id: str, variant_id: str, seed: int,
+                      salt: str, *, winnable: bool, ranked: dict) -> Reply:
+        """The ranked game of a daily deal (docs/daily.md), under the id its day's
+        attempts decided, owned by ``write.player``: the day's secret seed and salt (one
+        commitment for every player of the day), undo off."""
+        def create(_game, _journal, at):
+            return commands.create(
+                variant_id, None, "off", at, winnable_seed=seed if winnable else None,
+                secret_seed=None if winnable else seed, salt=salt, owner=write.player,
+                ranked=ranked)
+
+        return self.pipeline.create(write, create, game_id=game_id)
+
+    def abandon(self, game_id: str, owner: str) -> bool:
+        """The ranked game ended by the server as its day closes, if still in play
+        (a normal write: its end reaches the board through the outbox): whether it
+        was."""
+        game = self.store.load(game_id)
+        if game is None or game.record.ranked is None or game.record.is_over \
+                or game.record.owner != owner:
+            return False
+        self.pipeline.write(game_id, Write("", None, None, None, owner),
+                            lambda current, _journal, at: commands.abandon(current, at))
+        return True
+
     def detach(self, game_id: str, owner: str) -> None:
         detach(self.store, game_id, owner, retries=self.pipeline.retries)
+
+
+def check_visible(game: StoredGame, viewer: str | None) -> None:
+    """403 ``ranked_game_hidden`` unless ``viewer`` may read the game now."""
+    if game.record.hidden_from(viewer):
+        raise ranked_game_hidden()
+
+
+def check_analysable(game: StoredGame) -> None:
+    """409 ``ranked_analysis_refused`` for a ranked game while its day is open."""
+    if game.record.day_open:
+        raise ranked_analysis_refused()
 
 
 def detach(store: GameStore[StoredGame], game_id: str, owner: str, *, retries: int = 16

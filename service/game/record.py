@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -34,6 +35,17 @@ def now() -> str:
 def deal_commitment(variant_id: str, seed: int, salt: str) -> str:
     """The SHA-256 of ``"<variant>:<seed>:<salt>"``, lowercase hex (docs/rules.md)."""
     return hashlib.sha256(f"{variant_id}:{seed}:{salt}".encode()).hexdigest()
+
+
+def now_ms() -> int:
+    """The current time in milliseconds since 1970 (this process's clock)."""
+    return round(time.time() * 1000)
+
+
+def iso_ms(at_ms: int) -> str:
+    """Milliseconds since 1970 as a time of :func:`now`."""
+    return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
 
 
 def epoch_ms(at: str) -> int:
@@ -69,9 +81,12 @@ class GameRecord:
     winnable: bool = False  # dealt from a seed the solver proved winnable
     owner: str | None = None  # the player who owns the game (docs/players.md)
     started: str | None = None  # the time of its first move
+    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "deadline_ms"}``, and
+    #: ``"result"`` (:func:`service.game.ranked.result`) once it has ended.
+    ranked: dict | None = None
 
     #: Fields stored only when set: a record without them reads as before.
-    _OPTIONAL = ("owner", "started")
+    _OPTIONAL = ("owner", "started", "ranked")
 
     # --- stored form ----------------------------------------------------------------
     @classmethod
@@ -98,6 +113,16 @@ class GameRecord:
         return self.status != PLAYING
 
     @property
+    def day_open(self) -> bool:
+        """A ranked game whose day is not over: its deal is secret, and so is the game
+        to anyone but its owner."""
+        return self.ranked is not None and now_ms() < self.ranked["deadline_ms"]
+
+    def hidden_from(self, viewer: str | None) -> bool:
+        """Whether ``viewer`` (a player id, None: anonymous) may not read the game now."""
+        return self.day_open and (viewer is None or viewer != self.owner)
+
+    @property
     def game_variant(self) -> Variant:
         return get_variant(self.variant)
 
@@ -119,7 +144,8 @@ class GameRecord:
         are printed card codes, shown as they are (each pile's ``cards`` a tuple, for
         the JSON encoder)."""
         variant = self.game_variant
-        over = self.is_over
+        # A ranked game's deal is secret until its day is over, even once it has ended.
+        over = self.is_over and not self.day_open
         texts = self.state["piles"]
         game = {
             "id": game_id,
@@ -142,6 +168,10 @@ class GameRecord:
         game.update(variant.public_fields(self.state["turn"], len(texts[variant.stock]) // 2))
         game["created_at"] = self.created
         game["updated_at"] = self.updated
+        if self.ranked is not None:
+            game["ranked"] = {"day": self.ranked["day"],
+                              "deadline": iso_ms(self.ranked["deadline_ms"]),
+                              "result": self.ranked.get("result")}
         return game
 
 

@@ -49,6 +49,8 @@ __all__ = ["CommitResult", "GameStore", "StorageUnavailable", "WriteView", "stor
 
 #: Outcomes of :meth:`GameStore.commit`.
 OK, CONFLICT, ANSWERED, MISSING = "ok", "conflict", "answered", "missing"
+#: A ranked game's write at or past its deadline (Redis' clock).
+CLOSED = "closed"
 
 _COMMIT, _TOUCH, _CLAIM = Script(COMMIT), Script(TOUCH), Script(CLAIM)
 _CLEAR_OUTBOX = Script(CLEAR_OUTBOX)
@@ -88,7 +90,7 @@ class WriteView(Generic[Game]):
 
 @dataclass(frozen=True, slots=True)
 class CommitResult:
-    outcome: str  # OK, CONFLICT, ANSWERED or MISSING
+    outcome: str  # OK, CONFLICT, ANSWERED, MISSING or CLOSED
     first_response: bytes | None = None  # the stored record when ANSWERED
 
 
@@ -192,7 +194,8 @@ class GameStore(Generic[Game]):
         first_response: bytes | None = None,
         stat: str | None = None,
         create: bool = False,
-        outbox: tuple[str, bytes] | None = None,
+        outbox: dict[str, bytes] | None = None,
+        deadline_ms: int | None = None,
     ) -> CommitResult:
         """Write the game atomically if its version is still ``expected`` (None: the
         game must not exist yet).  ``version`` None deletes the game; else ``record``
@@ -204,12 +207,13 @@ class GameStore(Generic[Game]):
         ``create``: the key belongs to ``POST /v1/games`` (no game yet), so its record
         is scoped by the key alone.  Every change publishes the new version on the
         game's channel (a delete: ``deleted``).  ``outbox`` (an owned game's event and
-        its payload) is written to the game's outbox with the write, and the game's id
-        to the pending set of its slot (:meth:`pending_outboxes`)."""
+        its payload, by event) is written to the game's outbox with the write, and the
+        game's id to the pending set of its slot (:meth:`pending_outboxes`).
+        ``deadline_ms``: a ranked game's write is refused (CLOSED) at or past this time
+        of Redis' clock."""
         game_key = keys.game(game_id)
-        names = [game_key, self.backend.stats_key(keys.STATS, game_key)]
-        if outbox is not None:
-            names += [keys.outbox(game_id), self.backend.stats_key(keys.OUTBOX, game_key)]
+        names = [game_key, self.backend.stats_key(keys.STATS, game_key),
+                 keys.outbox(game_id), self.backend.stats_key(keys.OUTBOX, game_key)]
         if idempotency_key is not None:
             names.append(keys.create_idempotency(game_id, idempotency_key) if create
                          else keys.write_idempotency(game_id, idempotency_key))
@@ -224,7 +228,9 @@ class GameStore(Generic[Game]):
             stat or "",
             keys.channel(game_id),
             "1" if self.wait_replicas else "",
-            *(("", "", "") if outbox is None else (outbox[0], outbox[1], game_id)),
+            "" if deadline_ms is None else str(deadline_ms),
+            game_id,
+            *(item for pair in (outbox or {}).items() for item in pair),
         )
         if not self.wait_replicas:
             outcome, value = _COMMIT.run(self._fast, names, args)
