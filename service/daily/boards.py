@@ -164,15 +164,16 @@ class Daily:
                 "end": iso_ms(self.calendar.end_ms(index)), "variants": rows}
 
     def day(self, variant_id: str, day_id: str, viewer: str | None) -> dict:
-        """``GET /v1/daily/{variant}/{day}``: the day, its deal's commitment (chosen now
-        for today if it has none), its seed and salt once it is over."""
+        """``GET /v1/daily/{variant}/{day}``: the day, its deal's commitment (null until
+        the deal is chosen: by the worker from the pool, or by the day's first attempt),
+        its seed and salt once it is over."""
         variant = _variant(variant_id)
         index = self._day(day_id)
         today = self.today()
         if index > today:
             raise GameError(409, "day_not_open", f"the day {day_id} has not begun")
         over = index < today
-        deal = self._deal(variant, day_id, index, choose=index == today)
+        deal = self._deal(variant, day_id, index, choose=False)
         players, entries = self.store.counts(variant.id, day_id)
         attempt = None if viewer is None else self.store.attempt(variant.id, day_id, viewer)
         return {
