@@ -185,7 +185,7 @@ def abandon(game: StoredGame, at: str) -> Change:
     record = game.record
     if record.ranked is None or record.is_over:
         return Change(ABANDON, record.variant, game.version, record)
-    change = move(game, Move(RESIGN), at)
+    change = dataclasses.replace(move(game, Move(RESIGN), at), kind=ABANDON)
     return settle(change, scoring.ABANDONED)
 
 

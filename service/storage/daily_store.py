@@ -43,8 +43,12 @@ def _text(value) -> str:
 
 
 def _pairs(found) -> list[tuple]:
-    return list(found.items()) if isinstance(found, dict) else \
-        list(zip(found[::2], found[1::2], strict=True))
+    """A reply of field/value (or member/score) pairs, as RESP2 or RESP3 gives it."""
+    if isinstance(found, dict):
+        return list(found.items())
+    if found and isinstance(found[0], list | tuple):
+        return [tuple(pair) for pair in found]
+    return list(zip(found[::2], found[1::2], strict=True))
 
 
 class DailyStore:
