@@ -349,3 +349,51 @@ def test_a_day_without_a_deal_ready_is_503_and_four_corners_falls_back(daily_app
         assert response.status_code == 404, path
     future = client.get("/v1/daily/clock/2999-01-01")
     assert (future.status_code, future.get_json()["code"]) == (409, "day_not_open")
+
+
+def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, monkeypatch):
+    """Past the day's end and the grace, the worker's step abandons every game still in
+    play, in batches (read, written, projected together), each onto the board and into
+    its player's statistics once; a game already over is left as it is."""
+    from types import SimpleNamespace
+
+    from service.daily import boards
+    from service.solver.worker import Worker
+
+    monkeypatch.setattr(boards, "CLOSE_BATCH", 7)  # several batches
+    app = daily_app(DAILY_PERIOD_SECONDS=4)
+    client = FlaskClient(app)
+    calendar = app.services.daily.calendar
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < 3000:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+        index = calendar.index(now_ms())
+    app.services.solver_store.add_seed("clock", 13)
+    tokens, games = [], []
+    for number in range(20):
+        _player, token = register(client, f"P{number}")
+        game, _ = start(client, token)
+        tokens.append(token)
+        games.append(game["id"])
+    resign(client, games[0], tokens[0])  # over before the close
+    day = calendar.day_id(index)
+    time.sleep(max(0, calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    analyses = SimpleNamespace(
+        store=SimpleNamespace(next_analysis=lambda: None),
+        settings=SimpleNamespace(pool={}, cpu_share=0.02, deal_seconds=1.0))
+    worker = Worker(analyses, app.services.projector, daily=app.services.daily)
+    assert worker.step() == "close"
+    assert app.services.daily.close_due() == 0
+    assert app.services.projector.sweep() == 0
+    assert app.services.store.pending_outboxes() == []
+    page = board(client, "clock", day, limit=100)
+    assert page["count"] == 20
+    outcomes = {entry["game_id"]: entry["outcome"] for entry in page["entries"]}
+    assert outcomes[games[0]] == "resigned"
+    assert sorted(outcomes) == sorted(games)
+    assert [outcomes[game_id] for game_id in games[1:]] == ["abandoned"] * 19
+    for token in tokens[:3]:
+        stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+        clock = next(row for row in stats["variants"] if row["variant"] == "clock")
+        assert (clock["resigned"], clock["in_play"]) == (1, 0)
+    assert redis_db.sismember(keys.daily("clock", "closed"), day)
