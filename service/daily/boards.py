@@ -313,6 +313,20 @@ class Daily:
                 "entries": entries,
                 "next_cursor": None if following is None else ":".join(following)}
 
+    def events(self, variant_id: str, day_id: str, after: str) -> dict:
+        """The day's board's feed after the event ``after`` ('0': from the first): each
+        entry that landed in the top ``DAILY_LIVE_TOP`` (moving those below it down), in
+        order, with its rank when it landed."""
+        variant = _variant(variant_id)
+        self._day(day_id)
+        found = self.store.feed(variant.id, day_id, after)
+        events = [{"id": event_id, "player_id": fields["player"], "rank": int(fields["rank"]),
+                   "entry": _entry(int(fields["rank"]), orjson.loads(fields["entry"]))}
+                  for event_id, fields in found]
+        return {"variant": variant.id, "day": day_id, "top": self.settings.live_top,
+                "events": events,
+                "last_event_id": events[-1]["id"] if events else after}
+
     def around(self, variant_id: str, day_id: str, player: str, k: int) -> dict:
         variant = _variant(variant_id)
         self._day(day_id)

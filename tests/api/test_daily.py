@@ -212,7 +212,7 @@ def test_a_win_reaches_the_board_once_with_the_record_s_score(daily_app, redis_d
 
 
 def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
-    app = daily_app()
+    app = daily_app(DAILY_LIVE_TOP=3)
     client = app.test_client()
     app.services.solver_store.add_seed("clock", 7)
     players = []
@@ -237,6 +237,22 @@ def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
             break
     assert seen == list(enumerate(expected, 1))
     assert all(score_ >= LOSS_BASE for score_, _ in players)
+    # The board's feed: an event for each entry that landed in the top 3, with its rank
+    # then (the board as it stood when the entry landed).
+    landed = [(player, sorted(players[:number + 1]).index(players[number]) + 1)
+              for number, (_score, player) in enumerate(players)]
+    feed = client.get(f"/v1/daily/clock/{day}/events").get_json()
+    assert [(event["player_id"], event["rank"]) for event in feed["events"]] == \
+        [(player, rank) for player, rank in landed if rank <= 3]
+    assert len(feed["events"]) >= 3
+    last = feed["last_event_id"]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": last}) \
+        .get_json()["events"] == []
+    assert client.get(f"/v1/daily/clock/{day}/events",
+                      headers={"Last-Event-ID": feed["events"][1]["id"]}) \
+        .get_json()["events"] == feed["events"][2:]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": "x"}) \
+        .status_code == 400
     middle = expected[2]
     around = client.get(f"/v1/daily/clock/{day}/board/players/{middle}",
                         query_string={"around": 1}).get_json()
