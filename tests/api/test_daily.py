@@ -290,7 +290,7 @@ def test_a_failed_board_projection_is_swept_exactly_once(daily_app, monkeypatch)
 
 
 def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app, redis_db):
-    app = daily_app(DAILY_PERIOD_SECONDS=3)
+    app = daily_app(DAILY_PERIOD_SECONDS=3, DAILY_KEEP_DAYS=2)
     client = app.test_client()
     calendar = app.services.daily.calendar
     # Start early in a day: the attempts and the first move fit in it.
@@ -334,6 +334,13 @@ def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app
     entry = next(e for e in page["entries"] if e["game_id"] == game["id"])
     assert entry["score"] == ended["ranked"]["result"]["score"]
     assert idle["id"] in {e["game_id"] for e in page["entries"]}
+    # Past DAILY_KEEP_DAYS the day is trimmed: its keys go, its games stay (they expire).
+    later = calendar.end_ms(calendar.parse(day)) + 3 * 3000 + 1
+    assert app.services.daily.close_due(later) == 0
+    left = [key for key in redis_db.keys("daily:*") if f":{day}:".encode() in key]
+    assert left == []
+    assert day.encode() not in redis_db.zrange(keys.daily("clock", "days"), 0, -1)
+    assert client.get(f"/v1/games/{game['id']}").status_code == 200
 
 
 def test_an_account_made_during_the_day_plays_ranked_from_the_next_day(daily_app):
