@@ -356,11 +356,11 @@ class Daily:
                     continue
                 if self.calendar.end_ms(index) + grace > at_ms or day_id in closed:
                     continue
-                abandoned += self._close(variant.id, day_id)
+                abandoned += self.close_day(variant.id, day_id)
                 self.store.mark_closed(variant.id, day_id)
         return abandoned
 
-    def _close(self, variant_id: str, day_id: str) -> int:
+    def close_day(self, variant_id: str, day_id: str) -> int:
         """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
         batch read in one round trip per master, written in one, its players' events
         applied in one, its board's in one (the board is one slot), its outboxes
