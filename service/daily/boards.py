@@ -126,11 +126,11 @@ class Daily:
             return found
         seed = self.pools.take_seed(variant.id)
         pooled = seed is not None
+        if seed is None and (chosen := self._chosen_meanwhile(variant, day_id)) is not None:
+            return chosen
         if seed is None and variant.id != FOUR_CORNERS:
             seed = self.search(variant)
         winnable = seed is not None
-        if seed is None and (chosen := self._chosen_meanwhile(variant, day_id)) is not None:
-            return chosen
         if seed is None:
             if variant.id != FOUR_CORNERS:
                 raise GameError(503, "daily_deal_unavailable",
