@@ -287,6 +287,30 @@ SETTINGS: dict[str, Setting] = {
         "wall-clock seconds of that analysis the first request tries itself before it "
         "hands the search to the solver's worker (`0`: none)"),
 
+    # --- the daily deal and its boards (service/daily/, docs/daily.md) -------------------
+    "DAILY_PERIOD_SECONDS": Setting(
+        env_int, 86400, APP,
+        "the length of a day of the daily deal (day k spans [k × period + offset, "
+        "(k + 1) × period + offset) seconds since 1970, UTC)"),
+    "DAILY_OFFSET_SECONDS": Setting(
+        env_int, 0, APP, "where the days of the daily deal begin, seconds after midnight UTC"),
+    "DAILY_ACCOUNT_RULE": Setting(
+        env_str, "before-day", APP,
+        "who may play the daily deal ranked: `before-day` (accounts made before the day "
+        "began, and identity-provider players) or `any` (any player)"),
+    "DAILY_CLOSE_GRACE_SECONDS": Setting(
+        env_int, 300, APP,
+        "seconds after a day's end before the solver's worker closes it: its ranked games "
+        "still in play are abandoned and written to its board"),
+    "DAILY_KEEP_DAYS": Setting(
+        env_int, 400, APP,
+        "days a daily board is kept; the solver's worker deletes older ones (their "
+        "games expire with `GAME_TTL_SECONDS`)"),
+    "DAILY_LIVE_TOP": Setting(
+        env_int, 10, APP,
+        "the top of a day's board whose changes are events of its feed "
+        "(`GET /v1/daily/{variant}/{day}/events`)"),
+
     # --- the solver's worker (service/solver/worker.py) -----------------------------------
     "WORKER_NICE": Setting(
         env_int, 10, SOLVER_WORKER,

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from service.daily.boards import Daily, daily_of
 from service.game.application import Games, open_store
 from service.game.record import StoredGame
 from service.live.feed import EventsFeed
@@ -48,6 +49,7 @@ class Services:
     solver_store: SolverStore
     games: Games
     players: Players
+    daily: Daily
     projector: Projector
     analyses: Analyses
     events_feed: EventsFeed
@@ -76,6 +78,9 @@ def build_services(config: Mapping) -> Services:
     games = Games(store, secret_key=config["SECRET_KEY"], retries=config["WRITE_RETRIES"],
                   hint_seconds=config["HINT_SECONDS"],
                   winnable=Winnable(solver_store, solver_settings), projection=projector)
+    # The daily boards follow the ranked games' ends through the same projection.
+    daily = daily_of(config, games, projector, solver_store,
+                     search=Winnable(solver_store, solver_settings).search)
     # OpenID Connect: with OIDC_ISSUER set, the verifier of its tokens (called by
     # Players.identify alone).
     verifier = verifier_from_config(config)
@@ -85,6 +90,7 @@ def build_services(config: Mapping) -> Services:
         solver_store=solver_store,
         games=games,
         players=Players(projector.players, games, verifier=verifier),
+        daily=daily,
         projector=projector,
         analyses=Analyses(store, solver_store, solver_settings),
         events_feed=EventsFeed(store, backend.subscriber(), config),

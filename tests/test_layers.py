@@ -22,6 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("api",),
     ("services",),
     ("live", "solver"),
+    ("daily",),
     ("players",),
     ("game",),
     ("storage",),

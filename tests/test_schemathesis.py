@@ -107,6 +107,17 @@ ACCEPTED = {
     "claimGame": [200, 401, 403, 404, 409, 422],
     "getPlayerStats": [200, 401],
     "exportPlayer": [200, 401],
+    # The daily deal: a generated day id is mostly no day (404) or not begun (409); a
+    # generated variant no variant (404); a fresh account may not play ranked today
+    # (403 account_too_new), a player has one attempt a day (409).
+    "getDaily": [200],
+    "getDailyDay": [200, 404, 409],
+    "startDailyAttempt": [201, 401, 403, 404, 409],
+    "getDailyBoard": [200, 404],
+    "getDailyBoardAround": [200, 404],
+    "getDailyBoardEvents": [200, 404],
+    "getWeeklyBoard": [200, 404],
+    "getStreaksBoard": [200, 404],
 }
 # ignored_auth probes a write without a token and with a wrong one after the write
 # succeeded: after a DELETE the game is gone and the wrong token meets 404, as it must (no

@@ -3,6 +3,7 @@
 from flask import Flask
 
 from service.api.analysis import bp as analysis_bp
+from service.api.daily import bp as daily_bp
 from service.api.errors import register_error_handlers
 from service.api.events import bp as events_bp
 from service.api.games import bp as games_bp
@@ -15,6 +16,6 @@ from service.api.variants import bp as variants_bp
 
 def register(app: Flask) -> None:
     for blueprint in (meta_bp, variants_bp, games_bp, events_bp, help_bp, stats_bp,
-                      analysis_bp, players_bp):
+                      analysis_bp, players_bp, daily_bp):
         app.register_blueprint(blueprint)
     register_error_handlers(app)

@@ -48,9 +48,21 @@ TITLES = {
     "idempotency_key_reused": "The Idempotency-Key was used for another request",
     "rate_limited": "Too many requests",
     "storage_unavailable": "The game storage is unavailable",
+    "identity_provider_unavailable": "The identity provider is unavailable",
     "too_many_streams": "Too many open event streams",
     "no_winnable_deal": "No deal proved winnable could be found in time",
     "game_not_over": "The game is not over",
+    "ranked_game": "This is a ranked game of a daily deal",
+    "ranked_game_hidden": "This ranked game is its player's only until the day is over",
+    "ranked_hint_refused": "No hint for a ranked game while its day is open",
+    "ranked_analysis_refused": "No analysis of a daily deal while its day is open",
+    "day_closed": "The day is over",
+    "day_not_open": "The day has not begun",
+    "day_not_found": "No such day",
+    "attempt_taken": "The player has made their attempt already",
+    "account_too_new": "The account was made after the day began",
+    "daily_deal_unavailable": "The day's deal is not ready",
+    "not_on_board": "The player has no entry on this board",
     "internal_error": "Internal error",
     # Refused by gunicorn before the app (service/runtime/refusals.py).
     "malformed_request": "The request is not valid HTTP/1.1",
@@ -119,7 +131,7 @@ def _illegal_move(error: IllegalMoveError) -> Response:
 
 
 def _game_error(error: GameError) -> Response:
-    return problem(error.status, error.code, error.detail)
+    return problem(error.status, error.code, error.detail, headers=error.headers)
 
 
 def _bad_request(error: BadRequest) -> Response:

@@ -11,7 +11,8 @@ from marshmallow import ValidationError
 
 from service.api.context import services
 from service.api.errors import BadRequest, problem
-from service.api.http import checked_id, etag, json_response
+from service.api.http import checked_id, etag, json_response, viewer
+from service.game.application import check_visible
 from service.live.feed import EventsFeed
 from service.live.follower import ATTACH_ENVIRON
 from service.live.negotiation import stream_wire
@@ -48,7 +49,7 @@ def follow_game(game_id):
     after = _after()
     wire = stream_wire(request.method, request.path, request.headers.get("Accept"))
     if wire is None:
-        version, body = feed().read(game_id, after)
+        version, body = feed().read(game_id, after, viewer())
         response = json_response(body, version=version)
         response.vary.update(("Accept", "Last-Event-ID"))
         return response
@@ -61,6 +62,11 @@ def follow_game(game_id):
         response = Response(status=204)
         del response.headers["Content-Type"]
         return response
+    try:
+        check_visible(stream.game, viewer())
+    except BaseException:
+        stream.release()
+        raise
     stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
         response = Response(feed().streams.frames(stream), mimetype=wire.content_type)

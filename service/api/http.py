@@ -22,6 +22,7 @@ from service.game.application import Games
 from service.game.errors import game_not_found
 from service.game.idempotency import Reply, request_hash
 from service.game.pipeline import Write
+from service.game.record import Viewer
 
 JSON = "application/json"
 #: The Content-Type headers clients send, accepted as they are (any other is parsed).
@@ -177,10 +178,22 @@ def json_response(payload, status: int = 200, *, version: int | None = None) -> 
     return response
 
 
-def read_game(read: Callable[[str], tuple[int, dict]], game_id: str) -> Response:
+def viewer() -> Viewer | None:
+    """Who a read comes from (None: no bearer token): the player a player token names,
+    and the token as sent (a game's own token proves its game).  A ranked game is its
+    player's only while its day is open."""
+    if "HTTP_AUTHORIZATION" not in request.environ:
+        return None
+    scheme, _, token = request.environ["HTTP_AUTHORIZATION"].strip().partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" and _TOKEN.fullmatch(token.strip()) \
+        else None
+    return Viewer(request_identity().player, token)
+
+
+def read_game(read: Callable[..., tuple[int, dict]], game_id: str) -> Response:
     """The answer to a read of one game (``read`` is a method of :class:`Games`): its
     body, with the game's version as the ETag."""
-    version, body = read(checked_id(game_id))
+    version, body = read(checked_id(game_id), viewer())
     return json_response(body, version=version)
 
 

@@ -139,3 +139,27 @@ games_query_schema = GamesQuerySchema()
 new_player_schema = NewPlayerSchema()
 claim_schema = ClaimSchema()
 undo_schema = UndoSchema()
+
+
+class BoardQuerySchema(Schema):
+    """A board's query: ``limit`` and ``cursor`` (other parameters are ignored)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=20)
+    cursor = fields.String(validate=validate.Regexp(r"^-?[0-9]{1,17}:[a-z0-9-]{1,40}$"),
+                           load_default=None)
+
+
+class AroundQuerySchema(Schema):
+    """``GET .../board/players/{player_id}``'s query: the entries either side."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    around = fields.Integer(strict=False, validate=validate.Range(0, 50), load_default=5)
+
+
+board_query_schema = BoardQuerySchema()
+around_query_schema = AroundQuerySchema()

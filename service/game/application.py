@@ -18,10 +18,15 @@ from service.engine.hints import DEFAULT_BUDGET
 from service.engine.hints import hint as engine_hint
 from service.engine.moves import Move
 from service.game import commands
-from service.game.errors import game_not_found
+from service.game.errors import (
+    game_not_found,
+    ranked_analysis_refused,
+    ranked_game_hidden,
+    ranked_hint_refused,
+)
 from service.game.idempotency import IdempotencyRecords, Reply
-from service.game.pipeline import Pipeline, Projection, Write
-from service.game.record import StoredGame
+from service.game.pipeline import Pipeline, Projection, Write, count, outbox_events
+from service.game.record import StoredGame, Viewer, now
 from service.game.replay import replay
 from service.storage import keys
 from service.storage.backend import client_options, open_backend
@@ -70,37 +75,44 @@ class Games:
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------
-    def _load(self, game_id: str) -> StoredGame:
+    # ``viewer``: who reads (None: anonymous).  A ranked game is its owner's only while
+    # its day is open (403 ranked_game_hidden).
+    def _load(self, game_id: str, viewer: Viewer | None = None) -> StoredGame:
         game = self.store.load(game_id)
         if game is None:
             raise game_not_found(game_id)
+        check_visible(game, viewer)
         return game
 
-    def get(self, game_id: str) -> tuple[int, dict]:
-        game = self._load(game_id)
+    def get(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
+        game = self._load(game_id, viewer)
         return game.version, game.public(game_id)
 
-    def legal_moves(self, game_id: str) -> tuple[int, dict]:
-        game = self._load(game_id)
+    def legal_moves(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
+        game = self._load(game_id, viewer)
         state = game.record.engine_state()
         moves = [_listed(state, move) for move in state.legal_moves()]
         return game.version, {"version": game.version, "moves": moves}
 
-    def history(self, game_id: str) -> tuple[int, dict]:
+    def history(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         found = self.store.load_with_journal(game_id)
         if found is None:
             raise game_not_found(game_id)
         game, journal = found
+        check_visible(game, viewer)
         moves = [{"version": version, "move": step.move.to_dict(),
                   "events": [event.to_dict() for event in step.events]}
                  for version, step in replay(game, journal)[0].history]
         return game.version, {"moves": moves}
 
-    def hint(self, game_id: str) -> tuple[int, dict]:
+    def hint(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         """``{"move": ListedMove | None, "reason": str}``, from what the player sees only:
         the engine's hint (a card move), else the action move (deal, draw, refill) when
-        no card move helps, else null."""
-        game = self._load(game_id)
+        no card move helps, else null.  None for a ranked game while its day is open
+        (409 ``ranked_hint_refused``)."""
+        game = self._load(game_id, viewer)
+        if game.record.day_open:
+            raise ranked_hint_refused()
         state = game.record.engine_state()
         if state.is_over:
             return game.version, {"move": None, "reason": f"the game is over ({state.status})"}
@@ -163,8 +175,77 @@ class Games:
         return self.pipeline.write(
             game_id, write, lambda game, _journal, _at: commands.claim(game, player_id))
 
+    def create_ranked(self, write: Write, game_id: str, variant_id: str, seed: int,
+                      salt: str, *, winnable: bool, ranked: dict) -> Reply:
+        """The ranked game of a daily deal (docs/daily.md), under the id its day's
+        attempts decided, owned by ``write.player``: the day's secret seed and salt (one
+        commitment for every player of the day), undo off."""
+        def create(_game, _journal, at):
+            return commands.create(
+                variant_id, None, "off", at, winnable_seed=seed if winnable else None,
+                secret_seed=None if winnable else seed, salt=salt, owner=write.player,
+                ranked=ranked)
+
+        return self.pipeline.create(write, create, game_id=game_id)
+
+    def abandon(self, game_id: str, owner: str) -> bool:
+        """The ranked game ended by the server as its day closes, if still in play
+        (a normal write: its end reaches the board through the outbox): whether it
+        was."""
+        game = self.store.load(game_id)
+        if game is None or game.record.ranked is None or game.record.is_over \
+                or game.record.owner != owner:
+            return False
+        self.pipeline.write(game_id, Write("", None, None, None, owner),
+                            lambda current, _journal, at: commands.abandon(current, at))
+        return True
+
+    def abandon_many(self, games: list[tuple[str, str]]) -> dict[str, dict[str, bytes]]:
+        """:meth:`abandon` of many ranked games ((game id, owner) pairs) in a few round
+        trips: read together, written together (each a compare-and-set, confirmed by the
+        replicas), their outbox events not applied (the caller applies them together:
+        :meth:`service.players.projection.Projector.apply_many`).  A game that changed
+        meanwhile is abandoned alone (:meth:`abandon`, which applies its events).  The
+        outbox events of each game written here."""
+        found = self.store.load_many([game_id for game_id, _owner in games])
+        writes, changes = [], []
+        at = now()
+        for (game_id, owner), game in zip(games, found, strict=True):
+            if game is None or game.record.ranked is None or game.record.is_over \
+                    or game.record.owner != owner:
+                continue
+            change = commands.abandon(game, at)
+            events = outbox_events(game_id, change, game)
+            writes.append({"game_id": game_id, "expected": game.version,
+                           "version": change.version, "record": change.record.to_json(),
+                           "journal": change.journal,
+                           "stat": keys.stat(change.variant, change.stat),
+                           "outbox": events})
+            changes.append((game_id, owner, change, events))
+        written = {}
+        for (game_id, owner, change, events), outcome in zip(
+                changes, self.store.commit_many(writes), strict=True):
+            if outcome == "ok":
+                count(change)
+                written[game_id] = events
+            elif outcome == CONFLICT:  # a move came first: the game read again
+                self.abandon(game_id, owner)
+        return written
+
     def detach(self, game_id: str, owner: str) -> None:
         detach(self.store, game_id, owner, retries=self.pipeline.retries)
+
+
+def check_visible(game: StoredGame, viewer: Viewer | None) -> None:
+    """403 ``ranked_game_hidden`` unless ``viewer`` may read the game now."""
+    if game.record.hidden_from(viewer):
+        raise ranked_game_hidden()
+
+
+def check_analysable(game: StoredGame) -> None:
+    """409 ``ranked_analysis_refused`` for a ranked game while its day is open."""
+    if game.record.day_open:
+        raise ranked_analysis_refused()
 
 
 def detach(store: GameStore[StoredGame], game_id: str, owner: str, *, retries: int = 16

@@ -12,6 +12,7 @@ alike.  A refusal is raised: a rule's ``IllegalMoveError`` (422) or a
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from dataclasses import dataclass, field
 
@@ -19,13 +20,15 @@ from service.engine import IllegalMoveError, Move, State, get_variant
 from service.engine.hints import autoplay as autoplay_steps
 from service.engine.journal import UNDO
 from service.engine.journal import encode as journal_token
-from service.game.errors import GameError
-from service.game.record import GameRecord, StoredGame, deal_commitment, token_hash
+from service.engine.moves import RESIGN
+from service.game import ranked as scoring
+from service.game.errors import GameError, ranked_game
+from service.game.record import GameRecord, StoredGame, deal_commitment, epoch_ms, token_hash
 from service.game.replay import replay
 
 #: Kinds of change (the metrics tell them apart).
 CREATE, MOVE, UNDO_MOVE, AUTOPLAY, DELETE = "create", "move", "undo", "autoplay", "delete"
-CLAIM = "claim"
+CLAIM, ABANDON = "claim", "abandon"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,24 +62,31 @@ def _ended(before: State, after: State) -> str | None:
 
 
 def create(variant_id: str, seed: int | None, undo: str, at: str, *,
-           winnable_seed: int | None = None, owner: str | None = None) -> Change:
+           winnable_seed: int | None = None, owner: str | None = None,
+           secret_seed: int | None = None, salt: str | None = None,
+           ranked: dict | None = None) -> Change:
     """A new game at version 0: the deal numbered ``seed`` (None: a secret random one,
-    or ``winnable_seed``, a secret seed the solver proved winnable), a random salt and a
+    or ``winnable_seed``, a secret seed the solver proved winnable, or ``secret_seed``,
+    a secret seed the caller chose: a daily deal), a random salt (or ``salt``) and a
     random player token, of which only the hash is stored; ``owner``: the player who
-    owns it (None: an anonymous game)."""
+    owns it (None: an anonymous game); ``ranked``: the ``{"day", "index",
+    "deadline_ms"}`` of a ranked game of a daily deal (undo off)."""
     variant = get_variant(variant_id)
     chosen = seed is not None
     if winnable_seed is not None:
         seed = winnable_seed
+    elif secret_seed is not None:
+        seed = secret_seed
     elif seed is None:
         seed = secrets.randbits(64)
-    salt = secrets.token_hex(16)
+    salt = salt or secrets.token_hex(16)
     token = secrets.token_urlsafe(32)
     record = GameRecord(
         variant=variant.id, seed=seed, chosen=chosen, salt=salt,
         commitment=deal_commitment(variant.id, seed, salt), token=token_hash(token),
         undo=undo, undos=0, moves=0, created=at, updated=at,
-        state=variant.deal(seed).to_dict(), winnable=winnable_seed is not None, owner=owner)
+        state=variant.deal(seed).to_dict(), winnable=winnable_seed is not None, owner=owner,
+        ranked=ranked)
     return Change(CREATE, variant.id, 0, record, stat="created", token=token)
 
 
@@ -110,6 +120,8 @@ def _check_card(state: State, played: Move, card: str) -> None:
 def undo(game: StoredGame, journal: str, at: str) -> Change:
     """The last move not yet undone taken back, as the game's undo policy allows."""
     record = game.record
+    if record.ranked is not None:
+        raise ranked_game("undo is off")
     if record.is_over:
         raise game_over(record.status, "a finished game is final")
     if record.undo == "off":
@@ -151,6 +163,8 @@ def autoplay(game: StoredGame, at: str) -> Change:
 
 
 def delete(game: StoredGame) -> Change:
+    if game.record.ranked is not None:
+        raise ranked_game("it stays until its board is trimmed")
     return Change(DELETE, game.record.variant, None, None)
 
 
@@ -158,6 +172,34 @@ def claim(game: StoredGame, player_id: str) -> Change:
     """The anonymous game made the player's: the same version (the Game a client sees
     does not change), its record naming its owner.  A game owned already is 409
     ``already_owned``."""
+    if game.record.ranked is not None:
+        raise ranked_game("it belongs to the player who made the attempt")
     if game.record.owner is not None:
         raise GameError(409, "already_owned", "this game belongs to a player already")
     return Change(CLAIM, game.record.variant, game.version, game.record.replace(owner=player_id))
+
+
+def abandon(game: StoredGame, at: str) -> Change:
+    """A ranked game still in play when its day closes, ended by the server: resigned,
+    its result ``abandoned`` (the close of the day, docs/daily.md)."""
+    record = game.record
+    if record.ranked is None or record.is_over:
+        return Change(ABANDON, record.variant, game.version, record)
+    change = dataclasses.replace(move(game, Move(RESIGN), at), kind=ABANDON)
+    return settle(change, scoring.ABANDONED)
+
+
+def settle(change: Change, outcome: str | None = None) -> Change:
+    """``change`` with the ``ranked.result`` of the ranked game it ends (None: not one):
+    computed from the record the server validated (docs/daily.md)."""
+    record = change.record
+    if record is None or record.ranked is None or not record.is_over \
+            or "result" in record.ranked:
+        return change
+    variant = get_variant(record.variant)
+    home = scoring.cards_home(tuple(spec.kind for spec in variant.layout),
+                              record.state["piles"])
+    took = max(0, epoch_ms(record.updated) - epoch_ms(record.created))
+    result = scoring.result(outcome or record.status, record.moves, took, home)
+    return dataclasses.replace(change, record=record.replace(
+        ranked={**record.ranked, "result": result}))

@@ -8,11 +8,13 @@ from __future__ import annotations
 class GameError(Exception):
     """A refusal: HTTP status, stable code, detail."""
 
-    def __init__(self, status: int, code: str, detail: str):
+    def __init__(self, status: int, code: str, detail: str, headers: dict | None = None):
         super().__init__(detail)
         self.status = status
         self.code = code
         self.detail = detail
+        #: Headers of the answer (a Location, a Retry-After).
+        self.headers = headers or {}
 
 
 def game_not_found(game_id: str | None = None) -> GameError:
@@ -47,3 +49,28 @@ def no_winnable_deal(variant_name: str) -> GameError:
     return GameError(422, "no_winnable_deal",
                      f"no deal of {variant_name} proved winnable could be found in time; "
                      "try again later, or ask for any deal")
+
+
+def ranked_game(what: str) -> GameError:
+    return GameError(409, "ranked_game", f"this is a ranked game of a daily deal: {what}")
+
+
+def ranked_game_hidden() -> GameError:
+    return GameError(403, "ranked_game_hidden",
+                     "this ranked game of a daily deal is its player's only until the day "
+                     "is over")
+
+
+def ranked_hint_refused() -> GameError:
+    return GameError(409, "ranked_hint_refused",
+                     "no hint for a ranked game of a daily deal while its day is open")
+
+
+def ranked_analysis_refused() -> GameError:
+    return GameError(409, "ranked_analysis_refused",
+                     "the analysis of a daily deal would tell its cards: it is shown once "
+                     "the day is over")
+
+
+def day_closed() -> GameError:
+    return GameError(409, "day_closed", "the day of this ranked game is over: no more moves")

@@ -28,12 +28,26 @@ import orjson
 
 from service.game import commands
 from service.game.commands import Change
-from service.game.errors import game_not_found, version_mismatch, write_conflict, wrong_token
+from service.game.errors import (
+    day_closed,
+    game_not_found,
+    version_mismatch,
+    write_conflict,
+    wrong_token,
+)
 from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.record import StoredGame, epoch_ms, now, token_hash
 from service.observability import metrics
 from service.storage import keys
-from service.storage.game_store import ANSWERED, CONFLICT, MISSING, OK, GameStore, WriteView
+from service.storage.game_store import (
+    ANSWERED,
+    CLOSED,
+    CONFLICT,
+    MISSING,
+    OK,
+    GameStore,
+    WriteView,
+)
 
 #: A command of the pipeline: the game as read (None for a create), its journal ('' unless
 #: asked for) and the time of the write, to the change it makes.
@@ -55,6 +69,8 @@ class Write:
 
 #: The events of an owned game that its player's keys follow (docs/players.md).
 CREATED, CLAIMED, ENDED, DELETED = "created", "claimed", "ended", "deleted"
+#: The event of a ranked game's end, which its day's board follows (docs/daily.md).
+RANKED_ENDED = "ranked-ended"
 
 
 class Projection(Protocol):
@@ -62,9 +78,10 @@ class Projection(Protocol):
     keys (:class:`service.players.projection.Projector`, given by the composition
     root).  The write script has put each event in its game's outbox first."""
 
-    def apply(self, game_id: str, event: str, payload: bytes, *, confirm: bool) -> None:
-        """Apply the event; ``confirm``: raise StorageUnavailable unless it is applied
-        (else a failure leaves it in the outbox, for the sweeper)."""
+    def apply(self, game_id: str, events: dict[str, bytes], *, confirm: bool) -> None:
+        """Apply the events (name -> payload); ``confirm``: raise StorageUnavailable
+        unless they are applied (else a failure leaves them in the outbox, for the
+        sweeper)."""
 
     def finish(self, game_id: str, *, confirm: bool) -> None:
         """Apply whatever the game's outbox still holds (a retried write)."""
@@ -80,11 +97,13 @@ class Pipeline:
         self.retries = max(1, retries)
         self.projection = projection
 
-    def create(self, write: Write, command: Command) -> Reply:
+    def create(self, write: Write, command: Command, *, game_id: str | None = None
+               ) -> Reply:
         """Store the new game of ``command`` under a fresh random id (with an
         Idempotency-Key, the one the key's first request claimed:
-        :meth:`GameStore.create_target`)."""
-        return self._run(None, write, command, journal=False)
+        :meth:`GameStore.create_target`), or under ``game_id`` (a ranked attempt, whose
+        id its day's attempts decided): a game there already is 409 ``write_conflict``."""
+        return self._run(None, write, command, journal=False, fixed_id=game_id)
 
     def write(self, game_id: str, write: Write, command: Command, *,
               journal: bool = False) -> Reply:
@@ -92,13 +111,16 @@ class Pipeline:
         return self._run(game_id, write, command, journal=journal)
 
     def _run(self, game_id: str | None, write: Write, command: Command, *,
-             journal: bool) -> Reply:
+             journal: bool, fixed_id: str | None = None) -> Reply:
         creating = game_id is None
         # A player's create is answered again to that player only.
         hashed_token = None if creating and write.player is None else token_hash(write.token)
         key = write.idempotency_key
         for _attempt in range(self.retries):
-            if creating:  # 128 random bits; with a key, the id its first request claimed
+            if creating and fixed_id is not None:
+                game_id = fixed_id
+                view = WriteView(None, "", None)
+            elif creating:  # 128 random bits; with a key, the id its first request claimed
                 game_id = (key is not None and self.store.claimed_target(key)) \
                     or secrets.token_urlsafe(16)
                 view = WriteView(None, "", key and self.store.created_response(game_id, key))
@@ -110,7 +132,7 @@ class Pipeline:
                                    game_id, creating)
             current = None if creating else self._admit(game_id, write, view.game,
                                                         hashed_token)
-            change = command(current, view.journal, now())
+            change = commands.settle(command(current, view.journal, now()))
             if creating and key is not None:  # a change to store: claim its id for the key
                 game_id = self.store.create_target(key, game_id)
             reply = _reply(game_id, change)
@@ -126,14 +148,16 @@ class Pipeline:
                 journal=change.journal,
                 idempotency_key=key, first_response=first,
                 stat=keys.stat(change.variant, change.stat) if change.stat else None,
-                create=creating, outbox=outbox)
+                create=creating, outbox=outbox, deadline_ms=_deadline(change, current))
             if result.outcome == OK:
                 _count(change)
-                if outbox is not None and self.projection is not None:
+                if outbox and self.projection is not None:
                     # A create or a claim is answered once its player's list has it.
-                    self.projection.apply(game_id, outbox[0], outbox[1],
-                                          confirm=outbox[0] in (CREATED, CLAIMED))
+                    self.projection.apply(game_id, outbox,
+                                          confirm=CREATED in outbox or CLAIMED in outbox)
                 return reply
+            if result.outcome == CLOSED:
+                raise day_closed()
             if result.outcome == ANSWERED:  # a racing request with the same key came first
                 return self._again(result.first_response, scope, write, hashed_token,
                                    game_id, creating)
@@ -141,6 +165,8 @@ class Pipeline:
                 raise game_not_found(game_id)
             if result.outcome != CONFLICT:
                 raise RuntimeError(f"unknown outcome of a write: {result.outcome!r}")
+            if fixed_id is not None:
+                raise write_conflict(1)
             if write.if_match is not None:
                 raise version_mismatch("the game changed meanwhile")
         if creating:  # pragma: no cover - needs many collisions of 128-bit random ids
@@ -175,10 +201,32 @@ class Pipeline:
         return reply
 
 
+def _deadline(change: Change, current: StoredGame | None) -> int | None:
+    """The end of the day of a ranked game's write by its player, which the write
+    script checks against Redis' clock (None: no deadline; the close of the day by the
+    server has none)."""
+    if current is None or current.record.ranked is None or change.kind == commands.ABANDON:
+        return None
+    return current.record.ranked["deadline_ms"]
+
+
+def outbox_events(game_id: str, change: Change, current: StoredGame | None
+                  ) -> dict[str, bytes] | None:
+    """The outbox events of a change that does not go through :meth:`Pipeline.write`
+    (the close of a day's games, :meth:`service.game.application.Games.abandon_many`)."""
+    return _outbox(game_id, change, current)
+
+
+def count(change: Change) -> None:
+    """The metrics of a change stored outside :meth:`Pipeline.write`."""
+    _count(change)
+
+
 def _outbox(game_id: str, change: Change, current: StoredGame | None
-            ) -> tuple[str, bytes] | None:
-    """The outbox event of an owned game's change, and its payload (None: no event,
-    and every anonymous game's change)."""
+            ) -> dict[str, bytes] | None:
+    """The outbox events of an owned game's change and their payloads (None: no event,
+    and every anonymous game's change): the player's event, and a ranked game's end
+    for its day's board."""
     record = change.record if change.record is not None else \
         (current.record if current is not None else None)
     if record is None or record.owner is None:
@@ -203,7 +251,14 @@ def _outbox(game_id: str, change: Change, current: StoredGame | None
         "win_ms": epoch_ms(record.updated) - epoch_ms(record.started)
         if record.status == "won" and record.started else None,
     }
-    return event, orjson.dumps(payload)
+    events = {event: orjson.dumps(payload)}
+    if event == ENDED and record.ranked is not None and "result" in record.ranked:
+        events[RANKED_ENDED] = orjson.dumps({
+            "player": record.owner, "game": game_id, "variant": record.variant,
+            "day": record.ranked["day"], "index": record.ranked["index"],
+            "ended_ms": epoch_ms(record.updated),
+            **record.ranked["result"]})
+    return events
 
 
 def _reply(game_id: str, change: Change) -> Reply:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -36,6 +38,17 @@ def deal_commitment(variant_id: str, seed: int, salt: str) -> str:
     return hashlib.sha256(f"{variant_id}:{seed}:{salt}".encode()).hexdigest()
 
 
+def now_ms() -> int:
+    """The current time in milliseconds since 1970 (this process's clock)."""
+    return round(time.time() * 1000)
+
+
+def iso_ms(at_ms: int) -> str:
+    """Milliseconds since 1970 as a time of :func:`now`."""
+    return datetime.fromtimestamp(at_ms / 1000, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
+
+
 def epoch_ms(at: str) -> int:
     """A time of :func:`now` as milliseconds since 1970."""
     return round(datetime.fromisoformat(at.replace("Z", "+00:00")).timestamp() * 1000)
@@ -44,6 +57,15 @@ def epoch_ms(at: str) -> int:
 def token_hash(token: str) -> str:
     """How a player token is stored: its SHA-256, never the token."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who reads a game: the player a player token names (None: none), and the bearer
+    token as sent (a game's own token proves its game)."""
+
+    player: str | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +91,13 @@ class GameRecord:
     winnable: bool = False  # dealt from a seed the solver proved winnable
     owner: str | None = None  # the player who owns the game (docs/players.md)
     started: str | None = None  # the time of its first move
+    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "index", "deadline_ms"}``
+    #: (its day's id and number, the day's end), and ``"result"``
+    #: (:func:`service.game.ranked.result`) once it has ended.
+    ranked: dict | None = None
 
     #: Fields stored only when set: a record without them reads as before.
-    _OPTIONAL = ("owner", "started")
+    _OPTIONAL = ("owner", "started", "ranked")
 
     # --- stored form ----------------------------------------------------------------
     @classmethod
@@ -98,6 +124,25 @@ class GameRecord:
         return self.status != PLAYING
 
     @property
+    def day_open(self) -> bool:
+        """A ranked game whose day is not over: its deal is secret, and so is the game
+        to anyone but its owner."""
+        return self.ranked is not None and now_ms() < self.ranked["deadline_ms"]
+
+    def hidden_from(self, viewer: Viewer | None) -> bool:
+        """Whether ``viewer`` may not read the game now: a ranked game while its day is
+        open is its owner's only (their player token, or the game's own token)."""
+        if not self.day_open:
+            return False
+        if viewer is None:
+            return True
+        if viewer.player is not None and self.owner is not None \
+                and secrets.compare_digest(viewer.player, self.owner):
+            return False
+        return not (viewer.token is not None
+                    and secrets.compare_digest(self.token, token_hash(viewer.token)))
+
+    @property
     def game_variant(self) -> Variant:
         return get_variant(self.variant)
 
@@ -119,7 +164,8 @@ class GameRecord:
         are printed card codes, shown as they are (each pile's ``cards`` a tuple, for
         the JSON encoder)."""
         variant = self.game_variant
-        over = self.is_over
+        # A ranked game's deal is secret until its day is over, even once it has ended.
+        over = self.is_over and not self.day_open
         texts = self.state["piles"]
         game = {
             "id": game_id,
@@ -142,6 +188,10 @@ class GameRecord:
         game.update(variant.public_fields(self.state["turn"], len(texts[variant.stock]) // 2))
         game["created_at"] = self.created
         game["updated_at"] = self.updated
+        if self.ranked is not None:
+            game["ranked"] = {"day": self.ranked["day"],
+                              "deadline": iso_ms(self.ranked["deadline_ms"]),
+                              "result": self.ranked.get("result")}
         return game
 
 

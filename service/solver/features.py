@@ -33,6 +33,7 @@ import orjson
 from service.engine import WON, Variant, get_variant
 from service.engine import search as engine_solver
 from service.engine.search import Outcome
+from service.game.application import check_analysable
 from service.game.errors import game_not_found, game_not_over, no_winnable_deal
 from service.storage.game_store import GameStore
 from service.storage.solver import SolverStore
@@ -194,6 +195,7 @@ class Analyses:
         game = self.games.load(game_id)
         if game is None:
             raise game_not_found(game_id)
+        check_analysable(game)
         if not game.record.is_over:
             raise game_not_over()
         stored = self.store.analysis(game_id)
@@ -256,12 +258,16 @@ class Winnable:
     def seed(self, variant: Variant) -> int:
         seed = self.store.take_seed(variant.id)
         if seed is None:
-            # A deal the solver wins is mostly won early: several short searches find one
-            # more often than a single long one.
-            seconds = self.settings.search_seconds
-            seed = find_winnable(variant, seconds=seconds,
-                                 deal_seconds=min(seconds / 6, self.settings.deal_seconds),
-                                 positions=self.settings.deal_positions)
+            seed = self.search(variant)
         if seed is None:
             raise no_winnable_deal(variant.name)
         return seed
+
+    def search(self, variant: Variant) -> int | None:
+        """A seed proved winnable within ``search_seconds`` (None: none found)."""
+        # A deal the solver wins is mostly won early: several short searches find one
+        # more often than a single long one.
+        seconds = self.settings.search_seconds
+        return find_winnable(variant, seconds=seconds,
+                             deal_seconds=min(seconds / 6, self.settings.deal_seconds),
+                             positions=self.settings.deal_positions)

@@ -46,8 +46,11 @@ short is queued again by the next request once its claim lapses; a search cut sh
 loses nothing).
 
 Every couple of seconds (:data:`SWEEP_EVERY`) it also sweeps the outboxes of owned
-games: the events a request could not apply to their players' keys
-(:mod:`service.players.projection`) are applied then, once.
+games: the events a request could not apply to their players' keys or to a day's board
+(:mod:`service.players.projection`) are applied then, once.  And it looks after the
+daily deal (:class:`service.daily.boards.Daily`): today's deals chosen from the pools,
+the days past their end and ``DAILY_CLOSE_GRACE_SECONDS`` closed (their ranked games
+still in play abandoned, onto their boards), the days past ``DAILY_KEEP_DAYS`` trimmed.
 
 It logs JSON lines on stderr and never a seed.
 """
@@ -62,9 +65,10 @@ import time
 from pathlib import Path
 
 from service.config import SOLVER_WORKER, process_settings, read_config
+from service.daily.boards import Daily, daily_of
 from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
-from service.game.application import open_store
+from service.game.application import Games, open_store
 from service.observability.telemetry import configure_logging
 from service.players.projection import Projector, projector_of
 from service.solver.features import Analyses, SolverSettings, try_deal
@@ -117,9 +121,10 @@ class Worker:
     """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
     def __init__(self, analyses: Analyses, projector: Projector | None = None,
-                 heartbeat: str | None = None):
+                 heartbeat: str | None = None, daily: Daily | None = None):
         self.analyses = analyses
         self.projector = projector
+        self.daily = daily
         self._swept = 0.0
         #: Touched after each step that reached Redis: a health check reads its age.
         self.heartbeat = Path(heartbeat) if heartbeat else None
@@ -135,6 +140,10 @@ class Worker:
         """Do the most urgent thing there is: what it did, in a word."""
         if self.projector is not None and time.monotonic() - self._swept >= SWEEP_EVERY:
             self._swept = time.monotonic()
+            if self.daily is not None:
+                self.daily.prepare()
+                if self.daily.close_due():
+                    return "close"
             if self.projector.sweep():
                 return "sweep"
         job = self.store.next_analysis()
@@ -206,6 +215,17 @@ def analyses_of(config) -> Analyses:
     return Analyses(games, SolverStore(games.backend), SolverSettings.from_config(config))
 
 
+def daily_worker_parts(config, analyses: Analyses) -> tuple[Projector, Daily]:
+    """The projection of owned games (the players' keys and the days' boards) and the
+    daily deal, on the worker's stores.  Its game writes (a day's close) carry no
+    Idempotency-Key: the key that seals first answers is not needed."""
+    store = analyses.games
+    projector = projector_of(store)
+    games = Games(store, secret_key=config.get("SECRET_KEY") or "unused: no idempotent write",
+                  retries=config["WRITE_RETRIES"], projection=projector)
+    return projector, daily_of(config, games, projector, analyses.store)
+
+
 def _stop(_signum, _frame):
     raise SystemExit(0)
 
@@ -230,7 +250,8 @@ def main() -> int:
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
                                       "cpu_share": analyses.settings.cpu_share})
     try:
-        Worker(analyses, projector_of(analyses.games), own["WORKER_HEARTBEAT_FILE"]).run()
+        projector, daily = daily_worker_parts(config, analyses)
+        Worker(analyses, projector, own["WORKER_HEARTBEAT_FILE"], daily).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:

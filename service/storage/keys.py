@@ -42,6 +42,9 @@ Every key of one player shares the hash tag ``{<player id>}`` (:mod:`service.pla
 - :func:`player_applied` SET: ``<game id>:<event>`` for every event applied, so that
   an event applied twice counts once.
 
+The daily deal's keys (:mod:`service.storage.daily_store`), :func:`daily`: every key of
+a variant's daily deal in the slot of the hash tag ``{daily:<variant>}``.
+
 The solver's keys (:mod:`service.storage.solver`), each used by one-key commands only:
 
 - :func:`pool` SET, one per variant with the variant as hash tag: the proved-winnable
@@ -132,6 +135,12 @@ def analysis_claim(game_id: str) -> str:
 def pool(variant_id: str) -> str:
     """The pool of proved-winnable seeds of a variant (hash tag: the variant)."""
     return f"pool:{{{variant_id}}}"
+
+
+def daily(variant_id: str, name: str) -> str:
+    """A key of the daily deal of a variant (:mod:`service.storage.daily_store`): every
+    one in the slot of the hash tag ``{daily:<variant>}``."""
+    return f"daily:{{daily:{variant_id}}}:{name}"
 
 
 #: The worker's list of analyses to compute.

@@ -17,21 +17,22 @@
 
 from service.storage import keys
 
-# KEYS: game hash, stats hash, [outbox hash, pending outbox set], [idempotency record]
+# KEYS: game hash, stats hash, outbox hash, pending outbox set, [idempotency record]
 # ARGV: 1 expected version ('' = the game must not exist), 2 new version ('' = delete
 #       the game), 3 new record, 4 journal tokens to append ('' = none), 5 idempotency
 #       record ('' = none), 6 idempotency TTL, 7 game TTL, 8 stats field to increment
 #       ('' = none), 9 the game's channel, 10 '1' when the answer waits for replicas,
-#       11 the outbox event of an owned game ('' = none: no outbox keys), 12 its payload,
-#       13 the game's id (for the pending set)
-# The outbox entry is written with the game, so an owned game's event is never lost
-# between the game's write and its player's (the player's keys are in another slot).
+#       11 the deadline of a ranked game's write (ms since 1970 on Redis' clock, TIME;
+#       '' = none): at or past it the write is refused ('closed'), 12 the game's id (for
+#       the pending set), 13.. the outbox events of an owned game, name and payload
+#       pairs (none: the outbox keys are not touched)
+# The outbox entries are written with the game, so an owned game's event is never lost
+# between the game's write and its player's or its board's (in other slots).
 # A stored first answer, answered again while writes wait for replicas, first has its
 # record's expiry written again: the replicas confirm that write, and with it the first
 # one, which came before it.
 COMMIT = """
-local idem = KEYS[3]
-if ARGV[11] ~= '' then idem = KEYS[5] end
+local idem = KEYS[5]
 if ARGV[5] ~= '' then
   local first = redis.call('GET', idem)
   if first then
@@ -50,6 +51,13 @@ elseif not current then
 elseif current ~= ARGV[1] then
   return {'conflict', current}
 end
+if ARGV[11] ~= '' then
+  local clock = redis.call('TIME')
+  if tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+      >= tonumber(ARGV[11]) then
+    return {'closed', ''}
+  end
+end
 if ARGV[2] == '' then
   redis.call('DEL', KEYS[1])
 else
@@ -67,9 +75,9 @@ end
 if ARGV[5] ~= '' then
   redis.call('SET', idem, ARGV[5], 'EX', ARGV[6])
 end
-if ARGV[11] ~= '' then
-  redis.call('HSET', KEYS[3], ARGV[11], ARGV[12])
-  redis.call('SADD', KEYS[4], ARGV[13])
+if #ARGV > 12 then
+  for i = 13, #ARGV, 2 do redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1]) end
+  redis.call('SADD', KEYS[4], ARGV[12])
 end
 if ARGV[2] == '' then
   redis.call('PUBLISH', ARGV[9], 'deleted')
@@ -299,4 +307,105 @@ else
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 end
 return 1
+"""
+
+
+# The daily deal's boards (:mod:`service.storage.daily_store`), every key in the slot of
+# its variant, ``{daily:<variant>}``.
+# KEYS: 1 the day's entries hash, 2 the day's board zset, 3 the week's hash, 4 the
+#       week's board zset, 5 the streaks hash, 6 the streaks board zset, 7 the day's
+#       feed stream, 8 the days zset
+# ARGV: 1 player, 2 entry (JSON), 3 score, 4 '1' when won, 5 moves, 6 the day's index,
+#       7 the top whose changes are events (DAILY_LIVE_TOP), 8 the feed's length kept,
+#       9 the day's id
+# Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
+# entry is the marker: a player has one ranked game a day, so its end is written once
+# however often it is applied.  A win also counts in the week (days won, then their
+# moves: score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry
+# that lands in the top ARGV[7], or moves others within it, is added to the day's feed.
+PROJECT_BOARD = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 'done' end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[8], ARGV[6], ARGV[9])
+if ARGV[4] == '1' then
+  local entry = cjson.decode(ARGV[2])
+  local week = {won = 0, moves = 0, player_id = ARGV[1], name = entry.name}
+  local stored = redis.call('HGET', KEYS[3], ARGV[1])
+  if stored then week = cjson.decode(stored) end
+  week.won = week.won + 1
+  week.moves = week.moves + tonumber(ARGV[5])
+  redis.call('HSET', KEYS[3], ARGV[1], cjson.encode(week))
+  redis.call('ZADD', KEYS[4], tostring(-week.won * 1000000000 + week.moves), ARGV[1])
+  local streak = {current = 0, longest = 0, last = -1, player_id = ARGV[1],
+                  name = entry.name}
+  stored = redis.call('HGET', KEYS[5], ARGV[1])
+  if stored then streak = cjson.decode(stored) end
+  local day = tonumber(ARGV[6])
+  if day == streak.last + 1 then
+    streak.current = streak.current + 1
+  elseif day > streak.last then
+    streak.current = 1
+  end
+  if day > streak.last then streak.last = day end
+  if streak.current > streak.longest then streak.longest = streak.current end
+  redis.call('HSET', KEYS[5], ARGV[1], cjson.encode(streak))
+  redis.call('ZADD', KEYS[6], tostring(-streak.longest), ARGV[1])
+end
+local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+if rank < tonumber(ARGV[7]) then
+  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'player', ARGV[1],
+             'rank', rank + 1, 'entry', ARGV[2])
+end
+return 'applied'
+"""
+
+# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from the
+# top), 2 the cursor's player, 3 the most entries.
+# Answers {next score, next player ('' '' at the end), rank, entry, rank, entry...}: in
+# order of score then player, those after the cursor.
+BOARD_PAGE = """
+local want = tonumber(ARGV[3])
+local low, after, player = '-inf', nil, ARGV[2]
+if ARGV[1] ~= '' then low = ARGV[1]; after = tonumber(ARGV[1]) end
+local found, offset = {}, 0
+while #found < want + 1 do
+  local batch = redis.call('ZRANGE', KEYS[1], low, '+inf', 'BYSCORE', 'LIMIT', offset, 100,
+                           'WITHSCORES')
+  if #batch == 0 then break end
+  for i = 1, #batch, 2 do
+    local score = tonumber(batch[i + 1])
+    if after == nil or score > after or batch[i] > player then
+      found[#found + 1] = {batch[i], batch[i + 1]}
+      if #found == want + 1 then break end
+    end
+  end
+  offset = offset + 100
+end
+local page = {'', ''}
+local take = math.min(#found, want)
+if #found > want then page = {found[want][2], found[want][1]} end
+if take == 0 then return page end
+local first = redis.call('ZRANK', KEYS[1], found[1][1])
+for i = 1, take do
+  page[#page + 1] = first + i
+  page[#page + 1] = redis.call('HGET', KEYS[2], found[i][1]) or '{}'
+end
+return page
+"""
+
+# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k.
+# Answers {} when the player has no entry, else {rank, count, rank, entry, ...}: the
+# player's rank and the k entries either side.
+BOARD_AROUND = """
+local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+if not rank then return {} end
+local k = tonumber(ARGV[2])
+local first = math.max(0, rank - k)
+local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
+local out = {rank + 1, redis.call('ZCARD', KEYS[1])}
+for i, member in ipairs(members) do
+  out[#out + 1] = first + i
+  out[#out + 1] = redis.call('HGET', KEYS[2], member) or '{}'
+end
+return out
 """

@@ -1,0 +1,88 @@
+"""``/v1/daily``: the daily deal, its ranked attempts and its boards (docs/daily.md).
+No route writes a board: an entry is written by the server when a ranked game ends."""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, request
+from marshmallow import ValidationError
+
+from service.api.context import services
+from service.api.errors import BadRequest
+from service.api.http import bearer_token, json_response, send, viewer
+from service.api.identity import current_player
+from service.api.schemas import around_query_schema, board_query_schema
+from service.daily.boards import Daily
+from service.game.errors import GameError
+
+bp = Blueprint("daily", __name__, url_prefix="/v1/daily")
+_WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
+_PLAYER = re.compile(r"(?:oidc-)?[a-z2-7]{26}")
+_EVENT_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
+
+
+def daily() -> Daily:
+    return services().daily
+
+
+@bp.get("")
+def overview():
+    return json_response(daily().overview())
+
+
+@bp.get("/<variant>/<day>")
+def get_day(variant, day):
+    reader = viewer()
+    return json_response(daily().day(variant, day, reader and reader.player))
+
+
+@bp.post("/<variant>/<day>")
+def attempt(variant, day):
+    player = current_player()
+    return send(daily().attempt(variant, day, player, bearer_token()))
+
+
+@bp.get("/<variant>/<day>/board")
+def board(variant, day):
+    query = board_query_schema.load(request.args.to_dict())
+    return json_response(daily().board(variant, day, limit=query["limit"],
+                                       cursor=query["cursor"]))
+
+
+@bp.get("/<variant>/<day>/board/players/<player_id>")
+def around(variant, day, player_id):
+    query = around_query_schema.load(request.args.to_dict())
+    if not _PLAYER.fullmatch(player_id):
+        raise GameError(404, "not_on_board", "there is no player with this id")
+    return json_response(daily().around(variant, day, player_id, query["around"]))
+
+
+@bp.get("/<variant>/<day>/events")
+def board_events(variant, day):
+    """The board's feed as JSON: the events after ``Last-Event-ID`` or ``?after=``."""
+    header = request.headers.get("Last-Event-ID")
+    query = request.args.get("after")
+    if query is not None and query != "0" and not _EVENT_ID.fullmatch(query):
+        raise ValidationError({"after": ["An event id of this feed ('<ms>-<n>'), or 0."]})
+    if header is not None and not _EVENT_ID.fullmatch(header):
+        raise BadRequest(400, "invalid_header",
+                         "Last-Event-ID must be an event id of this feed ('<ms>-<n>')")
+    after = header or query or "0"
+    return json_response(daily().events(variant, day, after))
+
+
+@bp.get("/<variant>/weeks/<week>/board")
+def week_board(variant, week):
+    query = board_query_schema.load(request.args.to_dict())
+    if not _WEEK.fullmatch(week):
+        raise GameError(404, "not_found", f"{week!r} is not an ISO week (YYYY-Www)")
+    return json_response(daily().week(variant, week, limit=query["limit"],
+                                      cursor=query["cursor"]))
+
+
+@bp.get("/<variant>/streaks")
+def streaks(variant):
+    query = board_query_schema.load(request.args.to_dict())
+    return json_response(daily().streaks(variant, limit=query["limit"],
+                                         cursor=query["cursor"]))

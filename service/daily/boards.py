@@ -1,0 +1,427 @@
+"""The daily deal: :class:`Daily`, what each ``/v1/daily`` endpoint does, and the
+projection of a ranked game's end onto its day's board (docs/daily.md).
+
+- **The day's deal** is chosen once per variant and day and stored in the board's slot
+  (``SET NX``), taken out of the variant's pool of proved-winnable seeds so that no one
+  is ever dealt it unranked.  The Clock and Salic Law: when the pool is empty, a short
+  search (``WINNABLE_SEARCH_SECONDS``), else 503 ``daily_deal_unavailable`` with
+  Retry-After (the worker fills the pool).  Four Corners: the pool's seed when it has
+  one, else a random deal, not proved winnable (``"winnable": false``).  The day's salt
+  is every ranked game's of the day: one commitment for all its players.
+- **An attempt** (:meth:`Daily.attempt`) is decided by ``HSETNX`` in the day's attempts
+  (player -> game id); the ranked game is then created with that id.
+- **The board** is written by :meth:`Daily.apply_ended` alone, the handler of the
+  ``ranked-ended`` outbox event that a ranked game's end writes with the game
+  (:mod:`service.players.projection` applies it, the worker sweeps what is left).
+- **The close** (:meth:`Daily.close_due`, the solver's worker): past a day's end and
+  ``DAILY_CLOSE_GRACE_SECONDS``, every ranked game of the day still in play is
+  abandoned, a normal game write whose end reaches the board the same way.  Days older
+  than ``DAILY_KEEP_DAYS`` are trimmed.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from service.daily.calendar import Calendar
+from service.engine import Variant, get_variant, variants
+from service.game.application import Games
+from service.game.errors import GameError
+from service.game.idempotency import Reply
+from service.game.pipeline import RANKED_ENDED, Write
+from service.game.record import deal_commitment, epoch_ms, iso_ms, now_ms
+from service.players.accounts import OIDC
+from service.players.projection import Projector
+from service.storage import keys
+from service.storage.daily_store import DailyStore
+from service.storage.player_store import PlayerStore
+from service.storage.solver import SolverStore
+
+log = logging.getLogger("patience.daily")
+
+#: ``DAILY_ACCOUNT_RULE``: who may play ranked.
+BEFORE_DAY, ANY = "before-day", "any"
+ACCOUNT_RULES = (BEFORE_DAY, ANY)
+#: The variant whose day's deal may be one not proved winnable.
+FOUR_CORNERS = "four-corners"
+#: Attempts read per round trip when a day closes.
+CLOSE_BATCH = 500
+#: Seconds an attempt that found the pool empty looks for the deal a racing attempt
+#: is storing, and how often.
+RACE_WAIT, RACE_POLL = 0.5, 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class DailySettings:
+    calendar: Calendar
+    account_rule: str = BEFORE_DAY
+    close_grace_seconds: int = 300
+    keep_days: int = 400
+    live_top: int = 10
+
+    @classmethod
+    def from_config(cls, config) -> DailySettings:
+        rule = config["DAILY_ACCOUNT_RULE"]
+        if rule not in ACCOUNT_RULES:
+            raise ValueError(f"DAILY_ACCOUNT_RULE must be one of {ACCOUNT_RULES}, "
+                             f"not {rule!r}")
+        return cls(Calendar(int(config["DAILY_PERIOD_SECONDS"]),
+                            int(config["DAILY_OFFSET_SECONDS"])),
+                   rule, int(config["DAILY_CLOSE_GRACE_SECONDS"]),
+                   int(config["DAILY_KEEP_DAYS"]), int(config["DAILY_LIVE_TOP"]))
+
+
+def day_not_found(day: str) -> GameError:
+    return GameError(404, "day_not_found", f"{day!r} is no day of the daily deal")
+
+
+def _variant(variant_id: str) -> Variant:
+    try:
+        return get_variant(variant_id)
+    except Exception:
+        raise GameError(404, "not_found", f"there is no variant {variant_id!r}") from None
+
+
+class Daily:
+    """The daily deals, attempts and boards.  ``search(variant)``: a seed the solver
+    proves winnable within the creation's search budget, or None (the composition root
+    gives the solver's)."""
+
+    def __init__(self, store: DailyStore, games: Games, players: PlayerStore,
+                 pools: SolverStore, settings: DailySettings,
+                 search: Callable[[Variant], int | None] = lambda _variant: None,
+                 projector: Projector | None = None):
+        self.store = store
+        #: What applies the outbox events of the games a close abandons, together.
+        self.projector = projector
+        self.games = games
+        self.players = players
+        self.pools = pools
+        self.settings = settings
+        self.calendar = settings.calendar
+        self.search = search
+
+    # --- days ------------------------------------------------------------------------
+    def today(self) -> int:
+        return self.calendar.index(now_ms())
+
+    def _day(self, day_id: str) -> int:
+        index = self.calendar.parse(day_id)
+        if index is None:
+            raise day_not_found(day_id)
+        return index
+
+    def _deal(self, variant: Variant, day_id: str, index: int, *, choose: bool
+              ) -> tuple[int, str, bool] | None:
+        """The day's deal (seed, salt, winnable), chosen now if it has none and
+        ``choose``."""
+        found = self.store.deal(variant.id, day_id)
+        if found is not None or not choose:
+            return found
+        seed = self.pools.take_seed(variant.id)
+        pooled = seed is not None
+        if seed is None and (chosen := self._chosen_meanwhile(variant, day_id)) is not None:
+            return chosen
+        if seed is None and variant.id != FOUR_CORNERS:
+            seed = self.search(variant)
+        winnable = seed is not None
+        if seed is None:
+            if variant.id != FOUR_CORNERS:
+                raise GameError(503, "daily_deal_unavailable",
+                                f"no deal of {variant.name} proved winnable is ready for "
+                                "today yet; retry soon", headers={"Retry-After": "5"})
+            seed = secrets.randbits(64)  # docs/daily.md: Four Corners' fallback
+        salt = secrets.token_hex(16)
+        if not self.store.set_deal(variant.id, day_id, index, seed, salt, winnable):
+            if pooled:  # another request chose the day's deal first: never dealt
+                self.pools.add_seed(variant.id, seed)
+            return self.store.deal(variant.id, day_id)
+        return seed, salt, winnable
+
+    def _chosen_meanwhile(self, variant: Variant, day_id: str) -> tuple | None:
+        """The day's deal that a racing request chose while this one found the pool
+        empty (it popped the pool's seed and is about to store it): looked for for up to
+        :data:`RACE_WAIT` seconds."""
+        deadline = time.monotonic() + RACE_WAIT
+        while True:
+            found = self.store.deal(variant.id, day_id)
+            if found is not None or time.monotonic() >= deadline:
+                return found
+            time.sleep(RACE_POLL)
+
+    def prepare(self) -> int:
+        """Today's deal chosen for every variant whose pool can give one (the worker
+        calls it: the commitment is public from the day's start): how many chosen."""
+        index = self.today()
+        day_id = self.calendar.day_id(index)
+        chosen = 0
+        for variant in variants():
+            if self.store.deal(variant.id, day_id) is None \
+                    and self.pools.pool_size(variant.id) > 0:
+                self._deal(variant, day_id, index, choose=True)
+                chosen += 1
+        return chosen
+
+    def overview(self) -> dict:
+        """``GET /v1/daily``: today, and per variant its deal's commitment and counts."""
+        index = self.today()
+        day_id = self.calendar.day_id(index)
+        rows = []
+        for variant in variants():
+            deal = self._deal(variant, day_id, index, choose=False)
+            players, entries = self.store.counts(variant.id, day_id)
+            rows.append({"variant": variant.id,
+                         "deal_commitment": None if deal is None else
+                         deal_commitment(variant.id, deal[0], deal[1]),
+                         "players": players, "entries": entries,
+                         "url": f"/v1/daily/{variant.id}/{day_id}"})
+        return {"day": day_id, "start": iso_ms(self.calendar.start_ms(index)),
+                "end": iso_ms(self.calendar.end_ms(index)), "variants": rows}
+
+    def day(self, variant_id: str, day_id: str, viewer: str | None) -> dict:
+        """``GET /v1/daily/{variant}/{day}``: the day, its deal's commitment (null until
+        the deal is chosen: by the worker from the pool, or by the day's first attempt),
+        its seed and salt once it is over."""
+        variant = _variant(variant_id)
+        index = self._day(day_id)
+        today = self.today()
+        if index > today:
+            raise GameError(409, "day_not_open", f"the day {day_id} has not begun")
+        over = index < today
+        deal = self._deal(variant, day_id, index, choose=False)
+        players, entries = self.store.counts(variant.id, day_id)
+        attempt = None if viewer is None else self.store.attempt(variant.id, day_id, viewer)
+        return {
+            "variant": variant.id, "day": day_id,
+            "start": iso_ms(self.calendar.start_ms(index)),
+            "end": iso_ms(self.calendar.end_ms(index)), "open": not over,
+            "deal_commitment": None if deal is None else
+            deal_commitment(variant.id, deal[0], deal[1]),
+            "winnable": None if deal is None else deal[2],
+            "seed": deal[0] if deal is not None and over else None,
+            "salt": deal[1] if deal is not None and over else None,
+            "players": players, "entries": entries,
+            "my_game": None if attempt is None else f"/v1/games/{attempt}",
+        }
+
+    # --- attempts ----------------------------------------------------------------------
+    def attempt(self, variant_id: str, day_id: str, player: str, bearer: str) -> Reply:
+        """The player's ranked game of the day's deal: 201 with the game, once; 409
+        ``attempt_taken`` (its Location) after."""
+        variant = _variant(variant_id)
+        index = self._day(day_id)
+        today = self.today()
+        if index < today:
+            raise GameError(409, "day_closed", f"the day {day_id} is over")
+        if index > today:
+            raise GameError(409, "day_not_open", f"the day {day_id} has not begun")
+        self._check_account(player, index)
+        seed, salt, winnable = self._deal(variant, day_id, index, choose=True)
+        # The first attempt's id (a game there already: 409); one that a failure left
+        # without its game is made now.
+        game_id = self.store.take_attempt(variant.id, day_id, player,
+                                          secrets.token_urlsafe(16))
+        if self.games.store.exists(game_id):
+            raise _attempt_taken(game_id)
+        ranked = {"day": day_id, "index": index, "deadline_ms": self.calendar.end_ms(index)}
+        try:
+            return self.games.create_ranked(Write(bearer, None, None, None, player), game_id,
+                                            variant.id, seed, salt, winnable=winnable,
+                                            ranked=ranked)
+        except GameError as error:
+            if error.code == "write_conflict":  # a racing attempt of the player made it
+                raise _attempt_taken(game_id) from None
+            raise
+
+    def _check_account(self, player: str, index: int) -> None:
+        if self.settings.account_rule == ANY:
+            return
+        profile = self.players.profile(player) or {}
+        if profile.get(keys.PLAYER_KIND) == OIDC:
+            return
+        created = profile.get(keys.PLAYER_CREATED)
+        if created is None or epoch_ms(created) >= self.calendar.start_ms(index):
+            raise GameError(403, "account_too_new",
+                            "ranked play is open to accounts made before the day began")
+
+    # --- the board's projection ------------------------------------------------------
+    def apply_ended(self, game_id: str, payload: bytes) -> None:
+        """A ranked game's end (the ``ranked-ended`` outbox event) written to its day's
+        board, week and streaks, once (the entry is its marker), confirmed by the
+        replicas: the projector clears the event from the outbox only then."""
+        data = orjson.loads(payload)
+        profile = self.players.profile(data["player"]) or {}
+        end = self._end(game_id, data, profile.get(keys.PLAYER_NAME))
+        outcome = self.store.project(
+            end["variant"], end["day"], end["index"], end["week"], end["player"],
+            end["entry"], end["score"], end["won"], end["moves"],
+            live_top=self.settings.live_top)
+        log.info("board", extra={"game_id": game_id, "outcome": outcome})
+
+    def apply_ended_many(self, ends: list[tuple[str, bytes]]) -> None:
+        """:meth:`apply_ended` of many games (the close of a day): the players' names
+        read in one round trip per master, the entries written in one per variant."""
+        decoded = [(game_id, orjson.loads(payload)) for game_id, payload in ends]
+        names = self.players.names([data["player"] for _game_id, data in decoded])
+        by_variant: dict[str, list[dict]] = {}
+        for (game_id, data), name in zip(decoded, names, strict=True):
+            by_variant.setdefault(data["variant"], []).append(self._end(game_id, data, name))
+        for batch in by_variant.values():
+            self.store.project_many(batch, live_top=self.settings.live_top)
+
+    def _end(self, game_id: str, data: dict, name: str | None) -> dict:
+        """What the board's script takes of a ranked game's end."""
+        entry = {"player_id": data["player"], "name": name, "game_id": game_id,
+                 "outcome": data["outcome"], "moves": data["moves"],
+                 "time_ms": data["time_ms"], "cards_home": data["cards_home"],
+                 "score": data["score"], "ended_at": iso_ms(data["ended_ms"])}
+        return {"variant": data["variant"], "day": data["day"], "index": data["index"],
+                "week": self.calendar.week_id(data["index"]), "player": data["player"],
+                "entry": orjson.dumps(entry), "score": data["score"],
+                "won": data["outcome"] == "won", "moves": data["moves"]}
+
+    def handlers(self) -> dict[str, Callable[[str, bytes], None]]:
+        return {RANKED_ENDED: self.apply_ended}
+
+    def batch_handlers(self) -> dict[str, Callable[[list[tuple[str, bytes]]], None]]:
+        return {RANKED_ENDED: self.apply_ended_many}
+
+    # --- boards ------------------------------------------------------------------------
+    def board(self, variant_id: str, day_id: str, *, limit: int, cursor: str | None
+              ) -> dict:
+        variant = _variant(variant_id)
+        self._day(day_id)
+        return self._board_page(variant.id, day_id, limit, cursor,
+                                {"variant": variant.id, "day": day_id})
+
+    def week(self, variant_id: str, week_id: str, *, limit: int, cursor: str | None
+             ) -> dict:
+        variant = _variant(variant_id)
+        return self._board_page(variant.id, f"week:{week_id}", limit, cursor,
+                                {"variant": variant.id, "week": week_id})
+
+    def streaks(self, variant_id: str, *, limit: int, cursor: str | None) -> dict:
+        variant = _variant(variant_id)
+        today = self.today()
+        page = self._board_page(variant.id, "streaks", limit, cursor,
+                                {"variant": variant.id})
+        for entry in page["entries"]:
+            last = entry.pop("last")
+            entry["last_day_won"] = self.calendar.day_id(last)
+            if last < today - 1:  # a day without a win since: the streak is broken
+                entry["current"] = 0
+        return page
+
+    def _board_page(self, variant_id: str, name: str, limit: int, cursor: str | None,
+                    head: dict) -> dict:
+        position = None
+        if cursor is not None:
+            score, _, player = cursor.partition(":")
+            position = (score, player)
+        rows, following = self.store.board(variant_id, name, position, limit)
+        entries = [_entry(rank, entry) for rank, entry in rows]
+        return {**head, "count": self.store.board_size(variant_id, name),
+                "entries": entries,
+                "next_cursor": None if following is None else ":".join(following)}
+
+    def events(self, variant_id: str, day_id: str, after: str) -> dict:
+        """The day's board's feed after the event ``after`` ('0': from the first): each
+        entry that landed in the top ``DAILY_LIVE_TOP`` (moving those below it down), in
+        order, with its rank when it landed."""
+        variant = _variant(variant_id)
+        self._day(day_id)
+        found = self.store.feed(variant.id, day_id, after)
+        events = [{"id": event_id, "player_id": fields["player"], "rank": int(fields["rank"]),
+                   "entry": _entry(int(fields["rank"]), orjson.loads(fields["entry"]))}
+                  for event_id, fields in found]
+        return {"variant": variant.id, "day": day_id, "top": self.settings.live_top,
+                "events": events,
+                "last_event_id": events[-1]["id"] if events else after}
+
+    def around(self, variant_id: str, day_id: str, player: str, k: int) -> dict:
+        variant = _variant(variant_id)
+        self._day(day_id)
+        found = self.store.around(variant.id, day_id, player, k)
+        if found is None:
+            raise GameError(404, "not_on_board",
+                            f"the player has no entry on the board of {day_id}")
+        rank, count, rows = found
+        return {"variant": variant.id, "day": day_id, "player_id": player, "rank": rank,
+                "count": count, "entries": [_entry(row, entry) for row, entry in rows]}
+
+    # --- the close and the trim (the solver's worker) ----------------------------------
+    def close_due(self, at_ms: int | None = None) -> int:
+        """Every day past its end and the grace, not closed yet: its ranked games still
+        in play abandoned (their ends reach the board through their outboxes), then the
+        day marked closed; days older than ``DAILY_KEEP_DAYS`` trimmed.  How many games
+        were abandoned."""
+        at_ms = now_ms() if at_ms is None else at_ms
+        grace = self.settings.close_grace_seconds * 1000
+        today = self.calendar.index(at_ms)
+        abandoned = 0
+        for variant in variants():
+            closed = self.store.closed(variant.id)
+            for day_id, index in self.store.days(variant.id, today - 1):
+                if index < today - self.settings.keep_days:
+                    self._trim(variant.id, day_id, index, today)
+                    continue
+                if self.calendar.end_ms(index) + grace > at_ms or day_id in closed:
+                    continue
+                abandoned += self.close_day(variant.id, day_id)
+                self.store.mark_closed(variant.id, day_id)
+        return abandoned
+
+    def close_day(self, variant_id: str, day_id: str) -> int:
+        """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
+        batch read in one round trip per master, written in one, its players' events
+        applied in one, its board's in one (the board is one slot), its outboxes
+        cleared in one."""
+        abandoned, cursor = 0, 0
+        while True:
+            cursor, attempts = self.store.attempts_page(variant_id, day_id, cursor,
+                                                        CLOSE_BATCH)
+            written = self.games.abandon_many([(game_id, player)
+                                               for player, game_id in attempts])
+            if written:
+                self.projector.apply_many(written)
+            abandoned += len(written)
+            if cursor == 0:
+                return abandoned
+
+    def _trim(self, variant_id: str, day_id: str, index: int, today: int) -> None:
+        week = self.calendar.week_id(index)
+        kept = self.calendar.week_id(today - self.settings.keep_days)
+        self.store.trim(variant_id, day_id, week if week < kept else None)
+
+
+def _attempt_taken(game_id: str) -> GameError:
+    return GameError(409, "attempt_taken",
+                     f"you have made your ranked attempt at this deal already: game "
+                     f"{game_id}", headers={"Location": f"/v1/games/{game_id}"})
+
+
+def _entry(rank: int, entry: dict) -> dict:
+    row = {"rank": rank, **entry}
+    if "game_id" in entry:
+        row["game_url"] = f"/v1/games/{entry['game_id']}"
+    return row
+
+
+def daily_of(config, games: Games, projector: Projector, pools: SolverStore, *,
+             search: Callable[[Variant], int | None] = lambda _variant: None) -> Daily:
+    """The daily deal on the game store's backend, with its replicas to wait for (the
+    app's, and the solver's worker's, which closes the days); its boards follow the
+    ranked games' ends through ``projector``, which it is registered with."""
+    store = DailyStore(games.store.backend, wait_replicas=games.store.wait_replicas,
+                       wait_timeout_ms=games.store.wait_timeout_ms)
+    daily = Daily(store, games, projector.players, pools,
+                  DailySettings.from_config(config), search, projector)
+    projector.handlers.update(daily.handlers())
+    projector.batch_handlers.update(daily.batch_handlers())
+    return daily

@@ -1,0 +1,246 @@
+"""The daily deal's keys in Redis (names: :func:`.keys.daily`): every key of one
+variant's daily deal carries the hash tag ``{daily:<variant>}``, so each call below is
+one round trip to one slot, and each write one command or one script there.
+
+Per variant and day ``<day>`` (its id):
+
+- ``<day>:deal`` STRING: ``<seed>:<salt>:<winnable 0|1>``, written once (``SET NX``):
+  secret until the day is over, like any seed the server chooses;
+- ``<day>:attempts`` HASH: player -> the id of their ranked game, written once
+  (``HSETNX``): one attempt per player and day;
+- ``<day>:board`` ZSET: player -> score (lower is better), and ``<day>:entries`` HASH:
+  player -> the entry (JSON), written together once by
+  :data:`~.scripts.PROJECT_BOARD`;
+- ``<day>:feed`` STREAM: the board's changes within its top (``DAILY_LIVE_TOP``).
+
+Per variant: ``days`` ZSET (day id -> its index: the days there is something of, for
+the close and the trim), ``closed`` SET (the days closed), ``week:<week>`` HASH and
+``week:<week>:board`` ZSET (the weekly board), ``streaks`` HASH and ``streaks:board``
+ZSET (the streaks of consecutive days won).
+
+The writes that a ranked game's end brings wait for ``wait_replicas`` replicas like a
+game's write.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from service.storage import keys
+from service.storage.backend import Backend, Script
+from service.storage.game_store import StorageUnavailable, confirmed, storage_errors
+from service.storage.scripts import BOARD_AROUND, BOARD_PAGE, PROJECT_BOARD
+
+__all__ = ["DailyStore"]
+
+_PROJECT, _PAGE, _AROUND = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_AROUND)
+#: Entries of a day's feed kept (about: MAXLEN ~).
+FEED_LENGTH = 1000
+
+
+def _text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _pairs(found) -> list[tuple]:
+    """A reply of field/value (or member/score) pairs, as RESP2 or RESP3 gives it."""
+    if isinstance(found, dict):
+        return list(found.items())
+    if found and isinstance(found[0], list | tuple):
+        return [tuple(pair) for pair in found]
+    return list(zip(found[::2], found[1::2], strict=True))
+
+
+class DailyStore:
+    """The daily deals and boards in the Redis of ``backend``."""
+
+    def __init__(self, backend: Backend, *, wait_replicas: int, wait_timeout_ms: int):
+        self.backend = backend
+        self._fast = backend.connections
+        self.wait_replicas = wait_replicas
+        self.wait_timeout_ms = wait_timeout_ms
+
+    def _write(self, key: str, commands: list[tuple]) -> list:
+        """``commands`` (of ``key``'s slot) in one round trip, followed by a WAIT when
+        writes wait for replicas: their replies (StorageUnavailable unless confirmed)."""
+        if self.wait_replicas:
+            commands = [*commands, ("WAIT", self.wait_replicas, self.wait_timeout_ms)]
+        replies = self._fast.run(key, commands)
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise reply
+        if self.wait_replicas:
+            count = replies.pop()
+            if count < self.wait_replicas:
+                raise StorageUnavailable(
+                    f"the write reached {count} of {self.wait_replicas} replicas within "
+                    f"{self.wait_timeout_ms} ms")
+        return replies
+
+    # --- the day's deal ----------------------------------------------------------------
+    @storage_errors
+    def deal(self, variant: str, day: str) -> tuple[int, str, bool] | None:
+        found = self._fast.execute("GET", keys.daily(variant, f"{day}:deal"))
+        if found is None:
+            return None
+        seed, salt, winnable = _text(found).split(":")
+        return int(seed), salt, winnable == "1"
+
+    @storage_errors
+    def set_deal(self, variant: str, day: str, index: int, seed: int, salt: str,
+                 winnable: bool) -> bool:
+        """Store the day's deal unless it has one: whether this one is it."""
+        key = keys.daily(variant, f"{day}:deal")
+        stored, _added = self._write(key, [
+            ("SET", key, f"{seed}:{salt}:{int(winnable)}", "NX"),
+            ("ZADD", keys.daily(variant, "days"), index, day)])
+        return stored is not None
+
+    # --- attempts ----------------------------------------------------------------------
+    @storage_errors
+    def take_attempt(self, variant: str, day: str, player: str, game_id: str) -> str:
+        """The id of the player's ranked game of the day: ``game_id`` if this is their
+        first attempt (HSETNX), else the one of their first."""
+        key = keys.daily(variant, f"{day}:attempts")
+        _taken, found = self._write(key, [("HSETNX", key, player, game_id),
+                                          ("HGET", key, player)])
+        return _text(found)
+
+    @storage_errors
+    def attempt(self, variant: str, day: str, player: str) -> str | None:
+        found = self._fast.execute("HGET", keys.daily(variant, f"{day}:attempts"), player)
+        return None if found is None else _text(found)
+
+    @storage_errors
+    def attempts_page(self, variant: str, day: str, cursor: int, count: int
+                      ) -> tuple[int, list[tuple[str, str]]]:
+        """A page of the day's attempts (HSCAN): (next cursor, 0 at the end; [(player,
+        game id)])."""
+        following, found = self._fast.execute(
+            "HSCAN", keys.daily(variant, f"{day}:attempts"), cursor, "COUNT", count)
+        return int(following), [(_text(a), _text(b)) for a, b in _pairs(found)]
+
+    @storage_errors
+    def counts(self, variant: str, day: str) -> tuple[int, int]:
+        """(players who made an attempt, entries on the board)."""
+        players = self._fast.execute("HLEN", keys.daily(variant, f"{day}:attempts"))
+        entries = self._fast.execute("ZCARD", keys.daily(variant, f"{day}:board"))
+        return int(players), int(entries)
+
+    # --- boards --------------------------------------------------------------------------
+    @storage_errors
+    def project(self, variant: str, day: str, index: int, week: str, player: str,
+                entry: bytes, score: int, won: bool, moves: int, *, live_top: int) -> str:
+        """A ranked game's end written to its day's board, week and streaks, once:
+        ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
+        names = [keys.daily(variant, f"{day}:entries"), keys.daily(variant, f"{day}:board"),
+                 keys.daily(variant, f"week:{week}"), keys.daily(variant, f"week:{week}:board"),
+                 keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
+                 keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+        args = (player, entry, str(score), "1" if won else "", moves, index, live_top,
+                FEED_LENGTH, day)
+        if self.wait_replicas:
+            found = confirmed(self._fast, _PROJECT, names, args, self.wait_replicas,
+                              self.wait_timeout_ms)
+        else:
+            found = _PROJECT.run(self._fast, names, args)
+        return _text(found)
+
+    @storage_errors
+    def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
+        """Many :meth:`project` calls (each its keyword arguments but ``live_top``) in
+        one round trip (a variant's boards are one slot), confirmed by the replicas."""
+        from service.storage.batches import run_many, script_call
+
+        items = []
+        for end in ends:
+            variant, day, week = end["variant"], end["day"], end["week"]
+            names = [keys.daily(variant, f"{day}:entries"),
+                     keys.daily(variant, f"{day}:board"),
+                     keys.daily(variant, f"week:{week}"),
+                     keys.daily(variant, f"week:{week}:board"),
+                     keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
+                     keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+            items.append(script_call(_PROJECT, names, (
+                end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
+                end["moves"], end["index"], live_top, FEED_LENGTH, day)))
+        wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
+        return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
+                                                   scripts=(_PROJECT,))]
+
+    def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int
+              ) -> tuple[list[tuple[int, dict]], tuple[str, str] | None]:
+        reply = _PAGE.run(self._fast, [board, entries],
+                          ("", "", limit) if cursor is None else (*cursor, limit))
+        following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
+        rows = [(int(reply[i]), orjson.loads(reply[i + 1])) for i in range(2, len(reply), 2)]
+        return rows, following
+
+    @storage_errors
+    def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int
+              ) -> tuple[list[tuple[int, dict]], tuple[str, str] | None]:
+        """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``):
+        [(rank, entry)], and the cursor of the next page (None: the end)."""
+        if name.startswith("week:") or name == "streaks":
+            return self._scored_page(variant, name, cursor, limit)
+        return self._page(keys.daily(variant, f"{name}:board"),
+                          keys.daily(variant, f"{name}:entries"), cursor, limit)
+
+    def _scored_page(self, variant, name, cursor, limit):
+        """The week's and the streaks' boards: their hash holds the player's figures."""
+        return self._page(keys.daily(variant, f"{name}:board"), keys.daily(variant, name),
+                          cursor, limit)
+
+    @storage_errors
+    def around(self, variant: str, day: str, player: str, k: int
+               ) -> tuple[int, int, list[tuple[int, dict]]] | None:
+        """The player's rank on the day's board, the board's size, and the k entries
+        either side (None: no entry of the player)."""
+        reply = _AROUND.run(self._fast, [keys.daily(variant, f"{day}:board"),
+                                         keys.daily(variant, f"{day}:entries")], (player, k))
+        if not reply:
+            return None
+        rows = [(int(reply[i]), orjson.loads(reply[i + 1])) for i in range(2, len(reply), 2)]
+        return int(reply[0]), int(reply[1]), rows
+
+    @storage_errors
+    def board_size(self, variant: str, name: str) -> int:
+        return int(self._fast.execute("ZCARD", keys.daily(variant, f"{name}:board")))
+
+    @storage_errors
+    def feed(self, variant: str, day: str, after: str) -> list[tuple[str, dict]]:
+        """The day's feed after the entry ``after`` ('0': from the start)."""
+        found = self._fast.execute("XRANGE", keys.daily(variant, f"{day}:feed"),
+                                   f"({after}" if after != "0" else "-", "+", "COUNT", 1000)
+        return [(_text(entry_id), {_text(k): _text(v) for k, v in _pairs(fields)})
+                for entry_id, fields in found]
+
+    # --- the close and the trim ----------------------------------------------------------
+    @storage_errors
+    def days(self, variant: str, until: int) -> list[tuple[str, int]]:
+        """The days of the variant up to the index ``until``: [(day id, index)]."""
+        found = self._fast.execute("ZRANGE", keys.daily(variant, "days"), "-inf", until,
+                                   "BYSCORE", "WITHSCORES")
+        return [(_text(day), int(float(index))) for day, index in _pairs(found)]
+
+    @storage_errors
+    def closed(self, variant: str) -> set[str]:
+        """The days of the variant closed (and not trimmed yet)."""
+        return {_text(day) for day in
+                self._fast.execute("SMEMBERS", keys.daily(variant, "closed"))}
+
+    @storage_errors
+    def mark_closed(self, variant: str, day: str) -> None:
+        self._fast.execute("SADD", keys.daily(variant, "closed"), day)
+
+    @storage_errors
+    def trim(self, variant: str, day: str, week: str | None) -> None:
+        """Delete the day's keys (and ``week``'s, when no kept day is in it)."""
+        names = [keys.daily(variant, f"{day}:{part}")
+                 for part in ("deal", "attempts", "board", "entries", "feed")]
+        if week is not None:
+            names += [keys.daily(variant, f"week:{week}"),
+                      keys.daily(variant, f"week:{week}:board")]
+        self._fast.execute("DEL", *names)
+        self._fast.execute("ZREM", keys.daily(variant, "days"), day)
+        self._fast.execute("SREM", keys.daily(variant, "closed"), day)

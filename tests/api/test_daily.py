@@ -1,0 +1,475 @@
+"""The daily deal (docs/daily.md): one ranked attempt per player, variant and day; the
+ranked game's refusals (undo, hint, analysis, delete, claim, reads by others, moves past
+the day's end), each a clear 4xx with nothing changed; the board written by the server
+alone when a ranked game ends, exactly once (a failed projection swept once), its pages,
+the ranks around a player, the week and the streaks; the seed shown once the day is
+over, with the commitment it checks; the close of a day by the solver's worker.  On one
+Redis and on the Redis Cluster (a game's keys and its board's are in different slots).
+Every answer is checked against openapi.yaml by the test client."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+
+import pytest
+from flask.testing import FlaskClient
+
+from service.app import close_app
+from service.game.pipeline import RANKED_ENDED
+from service.game.ranked import LOSS_BASE, score
+from service.game.record import now_ms
+from service.storage import keys
+from tests.api.support import auth, make_app, play
+from tests.four_corners_won import SEED, moves
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture
+def daily_app(clean_redis, redis_url):
+    """An app whose daily deal takes any player (``DAILY_ACCOUNT_RULE`` any), with no
+    inline search for a winnable deal (the tests fill the pools)."""
+    apps = []
+
+    def make(**config):
+        settings = {"DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
+                    "DAILY_CLOSE_GRACE_SECONDS": 0}
+        settings.update(config)
+        app = make_app(redis_url, **settings)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        close_app(app)
+        assert 500 not in app.statuses
+
+
+def register(client, name: str) -> tuple[str, str]:
+    response = client.post("/v1/players", json={"name": name})
+    assert response.status_code == 201, response.get_data(as_text=True)
+    body = response.get_json()
+    return body["player"]["id"], body["player_token"]
+
+
+def today(client) -> str:
+    response = client.get("/v1/daily")
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["day"]
+
+
+def attempt(client, token: str, variant: str = "clock", day: str | None = None):
+    day = day or today(client)
+    return client.post(f"/v1/daily/{variant}/{day}", headers=auth(token))
+
+
+def start(client, token: str, variant: str = "clock") -> tuple[dict, str]:
+    response = attempt(client, token, variant)
+    assert response.status_code == 201, response.get_data(as_text=True)
+    body = response.get_json()
+    return body["game"], body["player_token"]
+
+
+def board(client, variant: str, day: str, **query) -> dict:
+    response = client.get(f"/v1/daily/{variant}/{day}/board", query_string=query)
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()
+
+
+def stored_game(redis_db, game_id: str) -> tuple:
+    return tuple(redis_db.hmget(keys.game(game_id), keys.VERSION, keys.RECORD, keys.JOURNAL))
+
+
+def board_keys(redis_db, variant: str, day: str) -> tuple:
+    return (redis_db.zrange(keys.daily(variant, f"{day}:board"), 0, -1, withscores=True),
+            redis_db.hgetall(keys.daily(variant, f"{day}:entries")))
+
+
+def resign(client, game_id: str, token: str) -> dict:
+    response = play(client, game_id, token, {"type": "resign"})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["game"]
+
+
+def test_one_ranked_attempt_a_day_and_every_hostile_try_refused(daily_app, redis_db):
+    app = daily_app()
+    client = app.test_client()
+    app.services.solver_store.add_seed("clock", 42)
+    ada, ada_token = register(client, "Ada")
+    _bob, bob_token = register(client, "Bob")
+    assert client.post("/v1/daily/clock/" + today(client)).status_code == 401  # anonymous
+    game, game_token = start(client, ada_token)
+    day = today(client)
+    assert game["ranked"] == {"day": day, "deadline": game["ranked"]["deadline"],
+                              "result": None}
+    assert (game["undo"], game["seed"], game["salt"], game["winnable"]) == \
+        ("off", None, None, True)
+    assert app.services.solver_store.pool_size("clock") == 0  # the pool's seed: no copy
+    # The day's commitment is every attempt's.
+    _cy, cy_token = register(client, "Cy")
+    other, _ = start(client, cy_token)
+    assert other["deal_commitment"] == game["deal_commitment"]
+    assert other["piles"] == game["piles"]
+    described = client.get(f"/v1/daily/clock/{day}", headers=auth(ada_token)).get_json()
+    assert (described["deal_commitment"], described["seed"], described["players"],
+            described["my_game"]) == (game["deal_commitment"], None, 2,
+                                      f"/v1/games/{game['id']}")
+
+    before = stored_game(redis_db, game["id"]), board_keys(redis_db, "clock", day)
+    gid = game["id"]
+    refusals = [
+        # A second attempt: the first game answered.
+        (attempt(client, ada_token), 409, "attempt_taken"),
+        # Reads by anyone but its player while the day is open.
+        (client.get(f"/v1/games/{gid}"), 403, "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}", headers=auth(bob_token)), 403, "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}/moves", headers=auth(bob_token)), 403,
+         "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}/history"), 403, "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}/events"), 403, "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}/events", headers={"Accept": "text/event-stream"}),
+         403, "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}/hint", headers=auth(bob_token)), 403,
+         "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}", headers=auth("not-the-game-token")), 403,
+         "ranked_game_hidden"),
+        # Its own player: no hint, no analysis, no undo, no delete.
+        (client.get(f"/v1/games/{gid}/hint", headers=auth(ada_token)), 409,
+         "ranked_hint_refused"),
+        (client.get(f"/v1/games/{gid}/analysis", headers=auth(ada_token)), 409,
+         "ranked_analysis_refused"),
+        (client.post(f"/v1/games/{gid}/undo", headers=auth(ada_token)), 409, "ranked_game"),
+        (client.delete(f"/v1/games/{gid}", headers=auth(ada_token)), 409, "ranked_game"),
+        (client.delete(f"/v1/games/{gid}", headers=auth(game_token)), 409, "ranked_game"),
+        # Claimed by another player with the game's own token.
+        (client.post("/v1/players/me/games", json={"game_id": gid, "game_token": game_token},
+                     headers=auth(bob_token)), 409, "ranked_game"),
+        # Another player's move.
+        (play(client, gid, bob_token, {"type": "resign"}), 403, "wrong_token"),
+    ]
+    for response, status, code in refusals:
+        assert (response.status_code, response.get_json()["code"]) == (status, code), \
+            response.get_data(as_text=True)
+    assert refusals[0][0].headers["Location"] == f"/v1/games/{gid}"
+    # No route writes a board or a score.
+    for method in ("post", "put", "patch", "delete"):
+        response = getattr(client, method)(f"/v1/daily/clock/{day}/board",
+                                           json={"score": 0}, headers=auth(ada_token))
+        assert response.status_code == 405, method
+        assert response.get_json()["code"] == "method_not_allowed"
+    assert client.put(f"/v1/daily/clock/{day}", json={}, headers=auth(ada_token)) \
+        .status_code == 405
+    assert (stored_game(redis_db, gid), board_keys(redis_db, "clock", day)) == before
+    # Its player reads it, its moves and its history (with their token, or the game's).
+    for path in ("", "/moves", "/history", "/events"):
+        for token in (ada_token, game_token):
+            assert client.get(f"/v1/games/{gid}{path}", headers=auth(token)).status_code == 200
+    assert board(client, "clock", day)["entries"] == []
+
+
+def test_a_win_reaches_the_board_once_with_the_record_s_score(daily_app, redis_db):
+    app = daily_app()
+    client = app.test_client()
+    app.services.solver_store.add_seed("four-corners", SEED)
+    player, token = register(client, "Ada")
+    game, _ = start(client, token, "four-corners")
+    day = game["ranked"]["day"]
+    quiet = FlaskClient(app)  # the moves' answers are the contract tests' already
+    for move, _card in moves():
+        response = play(quiet, game["id"], token, move.to_dict())
+        assert response.status_code == 200, response.get_json()
+    final = response.get_json()["game"]
+    assert final["status"] == "won"
+    assert (final["seed"], final["salt"]) == (None, None)  # secret until the day is over
+    result = final["ranked"]["result"]
+    assert (result["outcome"], result["moves"], result["cards_home"]) == ("won", 304, 104)
+    assert result["score"] == score("won", 304, result["time_ms"], 104) \
+        == 304 * 10**9 + result["time_ms"]
+    page = board(client, "four-corners", day)
+    assert page["count"] == 1
+    assert page["next_cursor"] is None
+    entry = page["entries"][0]
+    assert entry == {"rank": 1, "player_id": player, "name": "Ada", "game_id": game["id"],
+                     "game_url": f"/v1/games/{game['id']}", "outcome": "won", "moves": 304,
+                     "time_ms": result["time_ms"], "cards_home": 104,
+                     "score": result["score"], "ended_at": entry["ended_at"]}
+    # The same event again (a retry, the sweeper): nothing changes.
+    before = board_keys(redis_db, "four-corners", day)
+    payload = (b'{"player":"%s","game":"%s","variant":"four-corners","day":"%s","index":%d,'
+               b'"ended_ms":1,"outcome":"won","moves":1,"time_ms":1,"cards_home":104,'
+               b'"score":1000000001}' % (player.encode(), game["id"].encode(), day.encode(),
+                                         app.services.daily.today()))
+    app.services.daily.apply_ended(game["id"], payload)
+    assert board_keys(redis_db, "four-corners", day) == before
+    assert app.services.projector.sweep() == 0
+    # The week and the streaks.
+    week = app.services.daily.calendar.week_id(app.services.daily.today())
+    weekly = client.get(f"/v1/daily/four-corners/weeks/{week}/board").get_json()
+    assert weekly["entries"] == [{"rank": 1, "player_id": player, "name": "Ada", "won": 1,
+                                  "moves": 304}]
+    streaks = client.get("/v1/daily/four-corners/streaks").get_json()
+    assert streaks["entries"] == [{"rank": 1, "player_id": player, "name": "Ada",
+                                   "current": 1, "longest": 1, "last_day_won": day}]
+    stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+    assert [row["won"] for row in stats["variants"] if row["variant"] == "four-corners"] == [1]
+
+
+def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
+    app = daily_app(DAILY_LIVE_TOP=3)
+    client = app.test_client()
+    app.services.solver_store.add_seed("clock", 7)
+    players = []
+    for index in range(5):
+        player, token = register(client, f"P{index}")
+        game, _ = start(client, token)
+        if index % 2:  # a move first: more moves, a worse loss
+            listed = client.get(f"/v1/games/{game['id']}/moves", headers=auth(token))
+            move = {k: v for k, v in listed.get_json()["moves"][0].items() if k != "card"}
+            assert play(client, game["id"], token, move).status_code == 200
+        ended = resign(client, game["id"], token)
+        players.append((ended["ranked"]["result"]["score"], player))
+    day = today(client)
+    expected = [player for _score, player in sorted(players)]
+    seen, cursor = [], None
+    while True:
+        page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
+        assert page["count"] == 5
+        seen += [(entry["rank"], entry["player_id"]) for entry in page["entries"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == list(enumerate(expected, 1))
+    assert all(score_ >= LOSS_BASE for score_, _ in players)
+    # The board's feed: an event for each entry that landed in the top 3, with its rank
+    # then (the board as it stood when the entry landed).
+    landed = [(player, sorted(players[:number + 1]).index(players[number]) + 1)
+              for number, (_score, player) in enumerate(players)]
+    feed = client.get(f"/v1/daily/clock/{day}/events").get_json()
+    assert [(event["player_id"], event["rank"]) for event in feed["events"]] == \
+        [(player, rank) for player, rank in landed if rank <= 3]
+    assert len(feed["events"]) >= 3
+    last = feed["last_event_id"]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": last}) \
+        .get_json()["events"] == []
+    assert client.get(f"/v1/daily/clock/{day}/events",
+                      headers={"Last-Event-ID": feed["events"][1]["id"]}) \
+        .get_json()["events"] == feed["events"][2:]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": "x"}) \
+        .status_code == 400
+    middle = expected[2]
+    around = client.get(f"/v1/daily/clock/{day}/board/players/{middle}",
+                        query_string={"around": 1}).get_json()
+    assert (around["rank"], around["count"]) == (3, 5)
+    assert [entry["player_id"] for entry in around["entries"]] == expected[1:4]
+    missing = client.get(f"/v1/daily/clock/{day}/board/players/{'a' * 26}")
+    assert (missing.status_code, missing.get_json()["code"]) == (404, "not_on_board")
+    bad = client.get(f"/v1/daily/clock/{day}/board", query_string={"limit": 0})
+    assert bad.status_code == 400
+
+
+def test_a_failed_board_projection_is_swept_exactly_once(daily_app, monkeypatch):
+    app = daily_app()
+    client = app.test_client()
+    app.services.solver_store.add_seed("clock", 9)
+    _player, token = register(client, "Ada")
+    game, _ = start(client, token)
+    day = game["ranked"]["day"]
+    daily = app.services.daily
+    from service.storage.game_store import StorageUnavailable
+
+    def failing(*_args, **_kwargs):
+        raise StorageUnavailable("the board's shard is down")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(daily.store, "project", failing)
+        resign(client, game["id"], token)  # acknowledged with the game's write
+    assert RANKED_ENDED in app.services.store.outbox(game["id"])
+    assert board(client, "clock", day)["count"] == 0
+    assert app.services.projector.sweep() >= 1
+    assert app.services.projector.sweep() == 0
+    assert app.services.store.outbox(game["id"]) == {}
+    page = board(client, "clock", day)
+    assert [entry["game_id"] for entry in page["entries"]] == [game["id"]]
+
+
+def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app, redis_db):
+    app = daily_app(DAILY_PERIOD_SECONDS=3, DAILY_KEEP_DAYS=2)
+    client = app.test_client()
+    calendar = app.services.daily.calendar
+    # Start early in a day: the attempts and the first move fit in it.
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < 2000:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    for variant in ("clock", "salic-law"):
+        app.services.solver_store.add_seed(variant, 11)
+    _ada, ada_token = register(client, "Ada")
+    _bob, bob_token = register(client, "Bob")
+    game, _ = start(client, ada_token)
+    idle, _ = start(client, bob_token)
+    listed = client.get(f"/v1/games/{game['id']}/moves", headers=auth(ada_token)).get_json()
+    move = {k: v for k, v in listed["moves"][0].items() if k != "card"}
+    assert play(client, game["id"], ada_token, move).status_code == 200
+    day = game["ranked"]["day"]
+    deadline = calendar.end_ms(calendar.parse(day))
+    time.sleep(max(0, deadline - now_ms()) / 1000 + 0.05)
+    before = stored_game(redis_db, game["id"])
+    late = play(client, game["id"], ada_token, {"type": "resign"})
+    assert (late.status_code, late.get_json()["code"]) == (409, "day_closed")
+    assert stored_game(redis_db, game["id"]) == before
+    late = attempt(client, ada_token, day=day)
+    assert (late.status_code, late.get_json()["code"]) == (409, "day_closed")
+    # The day is over: its seed and the commitment it checks.
+    described = client.get(f"/v1/daily/clock/{day}").get_json()
+    assert (described["open"], described["seed"]) == (False, 11)
+    assert hashlib.sha256(f"clock:11:{described['salt']}".encode()).hexdigest() \
+        == described["deal_commitment"] == game["deal_commitment"]
+    # The close: both games still in play abandoned, onto the board, once.
+    assert app.services.daily.close_due() == 2
+    assert app.services.daily.close_due() == 0
+    page = board(client, "clock", day)
+    assert sorted(entry["outcome"] for entry in page["entries"]) == ["abandoned", "abandoned"]
+    # The resign the close made counts as a move, like a player's own.
+    assert sorted(entry["moves"] for entry in page["entries"]) == [1, 2]
+    ended = client.get(f"/v1/games/{game['id']}").get_json()  # anyone reads it now
+    assert ended["status"] == "resigned"
+    assert (ended["seed"], ended["salt"]) == (11, described["salt"])
+    assert ended["ranked"]["result"]["outcome"] == "abandoned"
+    entry = next(e for e in page["entries"] if e["game_id"] == game["id"])
+    assert entry["score"] == ended["ranked"]["result"]["score"]
+    assert idle["id"] in {e["game_id"] for e in page["entries"]}
+    # Past DAILY_KEEP_DAYS the day is trimmed: its keys go, its games stay (they expire).
+    later = calendar.end_ms(calendar.parse(day)) + 3 * 3000 + 1
+    assert app.services.daily.close_due(later) == 0
+    left = [key for key in redis_db.keys("daily:*") if f":{day}:".encode() in key]
+    assert left == []
+    assert day.encode() not in redis_db.zrange(keys.daily("clock", "days"), 0, -1)
+    assert client.get(f"/v1/games/{game['id']}").status_code == 200
+
+
+def test_an_account_made_during_the_day_plays_ranked_from_the_next_day(daily_app):
+    app = daily_app(DAILY_ACCOUNT_RULE="before-day", DAILY_PERIOD_SECONDS=2)
+    client = app.test_client()
+    for seed in (5, 6, 8):
+        app.services.solver_store.add_seed("clock", seed)
+    _player, token = register(client, "Ada")
+    refused = attempt(client, token)
+    assert (refused.status_code, refused.get_json()["code"]) == (403, "account_too_new")
+    calendar = app.services.daily.calendar
+    time.sleep((calendar.end_ms(calendar.index(now_ms())) - now_ms()) / 1000 + 0.05)
+    assert attempt(client, token).status_code == 201
+
+
+def test_a_day_without_a_deal_ready_is_503_and_four_corners_falls_back(daily_app):
+    app = daily_app()
+    client = app.test_client()
+    _player, token = register(client, "Ada")
+    refused = attempt(client, token, "salic-law")
+    assert (refused.status_code, refused.get_json()["code"]) == (503, "daily_deal_unavailable")
+    assert refused.headers["Retry-After"]
+    game, _ = start(client, token, "four-corners")
+    assert game["winnable"] is None  # a random deal, not proved winnable
+    day = client.get(f"/v1/daily/four-corners/{game['ranked']['day']}").get_json()
+    assert day["winnable"] is False
+    assert day["deal_commitment"] == game["deal_commitment"]
+    for path in ("/v1/daily/nope/" + day["day"], "/v1/daily/clock/2026-13-40"):
+        response = client.get(path)
+        assert response.status_code == 404, path
+    future = client.get("/v1/daily/clock/2999-01-01")
+    assert (future.status_code, future.get_json()["code"]) == (409, "day_not_open")
+
+
+def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, monkeypatch):
+    """Past the day's end and the grace, the worker's step abandons every game still in
+    play, in batches (read, written, projected together), each onto the board and into
+    its player's statistics once; a game already over is left as it is."""
+    from types import SimpleNamespace
+
+    from service.daily import boards
+    from service.solver.worker import Worker
+
+    monkeypatch.setattr(boards, "CLOSE_BATCH", 7)  # several batches
+    app = daily_app(DAILY_PERIOD_SECONDS=4)
+    client = FlaskClient(app)
+    calendar = app.services.daily.calendar
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < 3000:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+        index = calendar.index(now_ms())
+    app.services.solver_store.add_seed("clock", 13)
+    tokens, games = [], []
+    for number in range(20):
+        _player, token = register(client, f"P{number}")
+        game, _ = start(client, token)
+        tokens.append(token)
+        games.append(game["id"])
+    resign(client, games[0], tokens[0])  # over before the close
+    day = calendar.day_id(index)
+    time.sleep(max(0, calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    analyses = SimpleNamespace(
+        store=SimpleNamespace(next_analysis=lambda: None),
+        settings=SimpleNamespace(pool={}, cpu_share=0.02, deal_seconds=1.0))
+    worker = Worker(analyses, app.services.projector, daily=app.services.daily)
+    assert worker.step() == "close"
+    assert app.services.daily.close_due() == 0
+    assert app.services.projector.sweep() == 0
+    assert app.services.store.pending_outboxes() == []
+    page = board(client, "clock", day, limit=100)
+    assert page["count"] == 20
+    outcomes = {entry["game_id"]: entry["outcome"] for entry in page["entries"]}
+    assert outcomes[games[0]] == "resigned"
+    assert sorted(outcomes) == sorted(games)
+    assert [outcomes[game_id] for game_id in games[1:]] == ["abandoned"] * 19
+    for token in tokens[:3]:
+        stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+        clock = next(row for row in stats["variants"] if row["variant"] == "clock")
+        assert (clock["resigned"], clock["in_play"]) == (1, 0)
+    assert redis_db.sismember(keys.daily("clock", "closed"), day)
+
+
+def test_the_worker_chooses_today_s_deal_from_the_pool_ahead_of_the_first_attempt(daily_app):
+    app = daily_app()
+    client = app.test_client()
+    overview = client.get("/v1/daily").get_json()
+    assert [row["deal_commitment"] for row in overview["variants"]] == [None, None, None]
+    app.services.solver_store.add_seed("salic-law", 21)
+    assert app.services.daily.prepare() == 1  # only the variant whose pool has a seed
+    assert app.services.daily.prepare() == 0  # chosen once
+    assert app.services.solver_store.pool_size("salic-law") == 0
+    rows = {row["variant"]: row for row in client.get("/v1/daily").get_json()["variants"]}
+    assert rows["salic-law"]["deal_commitment"] is not None
+    assert rows["clock"]["deal_commitment"] is None
+    _player, token = register(client, "Ada")
+    game, _ = start(client, token, "salic-law")
+    assert game["deal_commitment"] == rows["salic-law"]["deal_commitment"]
+    assert game["winnable"] is True
+
+
+def test_racing_attempts_of_one_player_make_one_ranked_game(daily_app, redis_db):
+    import threading
+
+    app = daily_app()
+    app.services.solver_store.add_seed("clock", 42)
+    client = app.test_client()
+    _player, token = register(client, "Ada")
+    day = today(client)
+    answers = []
+
+    def attempt_once():
+        answers.append(app.test_client().post(f"/v1/daily/clock/{day}", headers=auth(token)))
+
+    threads = [threading.Thread(target=attempt_once) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [201, 409, 409, 409, 409, 409]
+    made = next(answer for answer in answers if answer.status_code == 201)
+    game_id = made.get_json()["game"]["id"]
+    for answer in answers:
+        if answer.status_code == 409:
+            assert answer.get_json()["code"] in ("attempt_taken", "write_conflict")
+            assert answer.headers["Location"] == f"/v1/games/{game_id}"
+    assert redis_db.hgetall(keys.daily("clock", f"{day}:attempts")) != {}
+    assert len(redis_db.hgetall(keys.daily("clock", f"{day}:attempts"))) == 1
