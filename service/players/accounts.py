@@ -157,14 +157,16 @@ class Players:
              cursor: int | None, token: str | None = None) -> bytes | None:
         """A page of "my games" as the JSON body it is answered with: the stored
         summaries (the server's own JSON) put together as they are, never decoded.
-        With ``token`` (a player token of ``player``'s shape, not checked yet) the page's
-        one round trip checks it too: None when it is not valid."""
-        found = self._page(player, cursor=cursor, limit=limit, variant=variant,
-                           status=status, token_hash=None if token is None else token_hash(token))
-        if found is None:
+        With ``token`` (a player token of ``player``'s shape, not checked yet) the
+        page's one round trip reads the stored hash too, compared here as
+        :meth:`identify` compares it: None when the token is not valid."""
+        joined, following, stored = self._page(player, cursor=cursor, limit=limit,
+                                               variant=variant, status=status,
+                                               with_token=token is not None)
+        if token is not None and (stored is None
+                                  or not secrets.compare_digest(stored, token_hash(token))):
             return None
-        games, following = found
-        return b"".join((b'{"games":[', b",".join(games), b'],"next_cursor":',
+        return b"".join((b'{"games":[', joined, b'],"next_cursor":',
                          b"null" if following is None else b'"%d"' % following, b"}"))
 
     def every(self, player: str, *, variant: str | None, status: str | None
@@ -172,14 +174,14 @@ class Players:
         """Every matching summary as NDJSON, newest first, a chunk per round trip."""
         cursor = None
         while True:
-            found, cursor = self._page(player, cursor=cursor, limit=STREAM_CHUNK,
-                                       variant=variant, status=status)
-            if found:
-                yield b"".join(bytes(item) + b"\n" for item in found)
+            joined, cursor, _ = self._page(player, cursor=cursor, limit=STREAM_CHUNK,
+                                           variant=variant, status=status, separator=b"\n")
+            if joined:
+                yield joined + b"\n"
             if cursor is None:
                 return
 
-    def _page(self, player: str, **query):
+    def _page(self, player: str, **query) -> tuple[bytes, int | None, str | None]:
         """The store's page; a list written before its indexes has them built first."""
         try:
             return self.store.page(player, **query)
@@ -188,7 +190,7 @@ class Players:
         try:
             return self.store.page(player, **query)
         except Unindexed:  # no such player (erased meanwhile): nothing to list
-            return [], None
+            return b"", None, None
 
     def stats(self, player: str) -> dict:
         """Per variant, from the figures the server wrote as the player's games ended."""

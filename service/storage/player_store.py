@@ -116,27 +116,26 @@ class PlayerStore:
 
     @storage_errors
     def page(self, player_id: str, *, cursor: int | None, limit: int, variant: str | None,
-             status: str | None, token_hash: str | None = None
-             ) -> tuple[list[bytes], int | None] | None:
+             status: str | None, separator: bytes = b",", with_token: bool = False
+             ) -> tuple[bytes, int | None, str | None]:
         """Newest first from ``cursor`` (None: the top), at most ``limit`` summaries
         (JSON) of the list, or of the index of ``variant`` and/or ``status``, in one
-        round trip: and the cursor to go on from (None: the end of the list).  With
-        ``token_hash`` (the SHA-256 of the token presented) the same script checks it
-        against the stored one first: None when it is not the player's (or there is no
-        such player).  :class:`Unindexed` when a filter asks for an index not built."""
+        round trip: the summaries joined by ``separator`` (empty: none), the cursor to
+        go on from (None: the end of the list), and with ``with_token`` the stored
+        token's SHA-256 (None: no such player, or no token), read in the same script.
+        :class:`Unindexed` when a filter asks for an index not built."""
         filtered = variant is not None or status is not None
         reply = _PAGE.run(self._fast,
                           [keys.player(player_id), keys.player_index(player_id, variant, status),
                            keys.player_summaries(player_id)],
-                          ("" if cursor is None else cursor, limit, token_hash or "",
-                           "1" if filtered else ""))
-        head = reply[0]
-        if head == b"refused" or head == "refused":
-            return None
-        if head == b"unindexed" or head == "unindexed":
+                          ("" if cursor is None else cursor, limit, separator,
+                           "1" if filtered else "", "1" if with_token else ""))
+        if len(reply) == 1:
             raise Unindexed(player_id)
-        following = _text(head)
-        return list(reply[1:]), (int(float(following)) if following else None)
+        following, joined, hashed = reply
+        following = _text(following)
+        return (bytes(joined), int(float(following)) if following else None,
+                _text(hashed) if hashed else None)
 
     @storage_errors
     def reindex(self, player_id: str, variants: Sequence[str]) -> bool:

@@ -258,41 +258,35 @@ return 'applied'
 
 # KEYS: 1 the player's profile, 2 the list or the index of the filter, 3 summaries hash.
 # ARGV: 1 the cursor (the position after which to go on, '' from the top), 2 the most
-#       items, 3 the SHA-256 of the token presented ('' when the request's identity is
-#       checked already), 4 '1' when KEYS[2] is an index.
-# Answers {'refused'} (no such player, or another token), {'unindexed'} (the player's
-# indexes are not built: REINDEX_PLAYER) or {next cursor ('' at the end), summary,
-# ...}: newest first, from the cursor on, at most ARGV[2] of them.  The token's hash is
-# compared with the stored one byte by byte, every byte, whatever the first difference.
+#       items, 3 what to put between two summaries, 4 '1' when KEYS[2] is an index,
+#       5 '1' to answer the stored token's hash too.
+# Answers {'unindexed'} (the player's indexes are not built: REINDEX_PLAYER), or {the
+# next cursor ('' at the end), the summaries joined by ARGV[3], the token's hash ('' if
+# none; only when ARGV[5] asks)}: newest first, from the cursor on, at most ARGV[2].
+# The caller compares the hash (in constant time) before it uses the page.
 GAMES_PAGE = f"""
 local profile = redis.call('HMGET', KEYS[1], '{keys.PLAYER_TOKEN}', '{keys.PLAYER_INDEXED}')
-if ARGV[3] ~= '' then
-  local stored = profile[1]
-  if not stored or #stored ~= #ARGV[3] then return {{'refused'}} end
-  local differ = 0
-  for i = 1, #stored do
-    differ = bit.bor(differ, bit.bxor(string.byte(stored, i), string.byte(ARGV[3], i)))
-  end
-  if differ ~= 0 then return {{'refused'}} end
-end
 if ARGV[4] == '1' and not profile[2] then return {{'unindexed'}} end
+local hash = ''
+if ARGV[5] == '1' then hash = profile[1] or '' end
 local top = '+inf'
 if ARGV[1] ~= '' then top = '(' .. ARGV[1] end
 local want = tonumber(ARGV[2])
--- The page and the next id (is there more?) in one read.
-local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], top, '-inf', 'WITHSCORES',
-                       'LIMIT', 0, want + 1)
-local take = math.min(#ids / 2, want)
-if take == 0 then return {{''}} end
-local names = {{}}
-for i = 1, take do names[i] = ids[2 * i - 1] end
-local summaries = redis.call('HMGET', KEYS[3], unpack(names))
-local page = {{''}}
-if #ids / 2 > want then page[1] = ids[2 * take] end
-for i = 1, take do
-  if summaries[i] then page[#page + 1] = summaries[i] end
+-- The page and the next id (is there more?) in one read; the cursor is the place of
+-- the last one answered.
+local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], top, '-inf', 'LIMIT', 0, want + 1)
+if #ids == 0 then return {{'', '', hash}} end
+local following = ''
+if #ids > want then
+  ids[#ids] = nil
+  following = redis.call('ZSCORE', KEYS[2], ids[want])
 end
-return page
+local summaries = redis.call('HMGET', KEYS[3], unpack(ids))
+local found = {{}}
+for i = 1, #ids do
+  if summaries[i] then found[#found + 1] = summaries[i] end
+end
+return {{following, table.concat(found, ARGV[3]), hash}}
 """
 
 # KEYS: 1 the player's profile, 2 games zset, 3 summaries hash, 4.. every index of the
