@@ -46,12 +46,14 @@ def unchecked_player_token() -> tuple[str, str] | None:
     return None if found is None else (found[1], bearer)
 
 
-def checked(player: str | None) -> str:
+def checked(player: str | None) -> None:
     """The identity a read's own check of :func:`unchecked_player_token` found, kept as
     :func:`request_identity` keeps its own: the player, or (None) 401 ``invalid_token``
     as :func:`current_player` answers it."""
-    g.identity = Identity(player) if player is not None else INVALID
-    return current_player()
+    if player is None:
+        g.identity = INVALID
+        current_player()  # raises
+    g.identity = Identity(player)
 
 
 def current_player() -> str:

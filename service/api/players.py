@@ -10,7 +10,7 @@ from marshmallow import ValidationError
 from service.api.context import services
 from service.api.http import JSON, idempotency_key, json_response, read_json, send
 from service.api.identity import checked, current_player, unchecked_player_token
-from service.api.schemas import claim_schema, games_query_schema, new_player_schema
+from service.api.schemas import claim_schema, load_games_query, new_player_schema
 from service.game.idempotency import request_hash
 from service.game.pipeline import Write
 from service.players.accounts import Players
@@ -63,7 +63,7 @@ def my_games():
     presented = unchecked_player_token()
     player = current_player() if presented is None else presented[0]
     try:
-        query = games_query_schema.load(request.args.to_dict())
+        query = load_games_query(request.args.to_dict())
     except ValidationError:
         current_player()  # a bad token is answered 401 before a bad query 400
         raise
@@ -76,10 +76,8 @@ def my_games():
     body = players().page(player, variant=query["variant"], status=query["status"],
                           limit=query["limit"], cursor=cursor,
                           token=None if presented is None else presented[1])
-    if body is None:
-        checked(None)  # raises: 401 invalid_token
-    elif presented is not None:
-        checked(player)
+    if presented is not None:
+        checked(player if body is not None else None)  # None: raises, 401 invalid_token
     return Response(body, 200, mimetype=JSON)
 
 

@@ -120,6 +120,11 @@ class ClaimSchema(StrictSchema):
                                validate=validate.Regexp(r"^[A-Za-z0-9._~+/-]{1,256}=*$"))
 
 
+#: What GamesQuerySchema takes, by field: the canonical spellings load_games_query reads.
+_QUERY_VARIANTS = frozenset(variant.id for variant in variants())
+_QUERY_STATUSES = frozenset(("playing", "won", "lost", "resigned"))
+
+
 class GamesQuerySchema(Schema):
     """``GET /v1/players/me/games``'s query (other parameters are ignored)."""
 
@@ -136,6 +141,26 @@ class GamesQuerySchema(Schema):
 
 create_game_schema = CreateGameSchema()
 games_query_schema = GamesQuerySchema()
+
+
+def load_games_query(args: dict[str, str]) -> dict:
+    """What ``games_query_schema.load(args)`` answers.  A query whose every parameter
+    is spelled as the schema's own values are (a variant's or a status's id, digits)
+    is read here, in a fraction of the schema's time (a page of "my games" is a hot
+    read); anything else goes through the schema, its refusals included."""
+    query = {"variant": None, "status": None, "limit": 50, "cursor": None}
+    for name, value in args.items():
+        if name == "variant" and value in _QUERY_VARIANTS \
+                or name == "status" and value in _QUERY_STATUSES \
+                or name == "cursor" and 0 < len(value) <= 18 and value.isascii() \
+                and value.isdigit():
+            query[name] = value
+        elif name == "limit" and 0 < len(value) <= 3 and value.isascii() and value.isdigit() \
+                and 1 <= int(value) <= 100:
+            query[name] = int(value)
+        elif name in query:
+            return games_query_schema.load(args)
+    return query
 new_player_schema = NewPlayerSchema()
 claim_schema = ClaimSchema()
 undo_schema = UndoSchema()

@@ -344,6 +344,27 @@ def test_bad_queries_are_refused(client):
         assert response.status_code == 400, query
 
 
+@pytest.mark.parametrize("query", [
+    {}, {"limit": "50"}, {"limit": "1", "cursor": "1764912345678001"}, {"limit": "007"},
+    {"variant": "clock", "status": "won", "limit": "100", "cursor": "0"}, {"other": "x"},
+    {"limit": "0"}, {"limit": "101"}, {"limit": "1000"}, {"limit": " 5"}, {"limit": "5.0"},
+    {"limit": ""}, {"limit": "x"}, {"limit": "٣"}, {"cursor": ""}, {"cursor": "-1"},
+    {"cursor": "1" * 19}, {"cursor": "12\n"}, {"cursor": "１２"}, {"variant": "Clock"},
+    {"variant": ""}, {"status": "in_play"}, {"status": "won", "variant": "spider"}])
+def test_the_quick_reading_of_a_query_answers_what_the_schema_does(query):
+    from marshmallow import ValidationError
+
+    from service.api.schemas import games_query_schema, load_games_query
+
+    def answer(load):
+        try:
+            return load(query)
+        except ValidationError as error:
+            return error.messages
+
+    assert answer(load_games_query) == answer(games_query_schema.load)
+
+
 def test_every_game_as_ndjson(app, client, monkeypatch):
     import service.players.accounts as accounts
     monkeypatch.setattr(accounts, "STREAM_CHUNK", 4)  # several round trips
