@@ -261,14 +261,18 @@ return 'applied'
 #       items, 3 what to put between two summaries, 4 '1' when KEYS[2] is an index,
 #       5 '1' to answer the stored token's hash too.
 # Answers {'unindexed'} (the player's indexes are not built: REINDEX_PLAYER), or {the
-# next cursor ('' at the end), the summaries joined by ARGV[3], the token's hash ('' if
-# none; only when ARGV[5] asks)}: newest first, from the cursor on, at most ARGV[2].
+# next cursor ('' at the end), the summaries joined by ARGV[3], the token's hash (only
+# when ARGV[5] asks)}: newest first, from the cursor on, at most ARGV[2]; when ARGV[5]
+# asks and there is no token (no such player, or revoked), {'', '', ''} at once.
 # The caller compares the hash (in constant time) before it uses the page.
 GAMES_PAGE = f"""
 local profile = redis.call('HMGET', KEYS[1], '{keys.PLAYER_TOKEN}', '{keys.PLAYER_INDEXED}')
-if ARGV[4] == '1' and not profile[2] then return {{'unindexed'}} end
 local hash = ''
-if ARGV[5] == '1' then hash = profile[1] or '' end
+if ARGV[5] == '1' then
+  hash = profile[1] or ''
+  if hash == '' then return {{'', '', ''}} end  -- no such player, or no token: refused
+end
+if ARGV[4] == '1' and not profile[2] then return {{'unindexed'}} end
 local top = '+inf'
 if ARGV[1] ~= '' then top = '(' .. ARGV[1] end
 local want = tonumber(ARGV[2])

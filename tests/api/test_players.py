@@ -465,6 +465,9 @@ def test_erasing_a_player_detaches_their_games(client, redis_db):
     assert [redis_db.zcard(name) for name in indexes] == [2, 1, 1, 1, 1]
     assert client.delete("/v1/players/me", headers=auth(token)).status_code == 204
     assert client.get("/v1/players/me", headers=auth(token)).status_code == 401
+    for query in ({}, {"status": "resigned"}):
+        assert client.get("/v1/players/me/games", query_string=query,
+                          headers=auth(token)).status_code == 401
     assert redis_db.keys(f"player:{{{player['id']}}}*") == []
     for game_id in (game["id"], ended["id"]):
         assert "owner" not in stored(redis_db, game_id)[1]
