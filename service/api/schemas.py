@@ -7,6 +7,7 @@ from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validat
 
 from service.engine import ALL_CARDS, MOVE, InvalidMoveError, Move, variants
 from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
+from service.players.accounts import STATUSES
 
 MAX_SEED = 2**64 - 1
 CARD_CODES = frozenset(str(card) for card in ALL_CARDS)
@@ -120,11 +121,6 @@ class ClaimSchema(StrictSchema):
                                validate=validate.Regexp(r"^[A-Za-z0-9._~+/-]{1,256}=*$"))
 
 
-#: What GamesQuerySchema takes, by field: the canonical spellings load_games_query reads.
-_QUERY_VARIANTS = frozenset(variant.id for variant in variants())
-_QUERY_STATUSES = frozenset(("playing", "won", "lost", "resigned"))
-
-
 class GamesQuerySchema(Schema):
     """``GET /v1/players/me/games``'s query (other parameters are ignored)."""
 
@@ -133,14 +129,19 @@ class GamesQuerySchema(Schema):
 
     variant = fields.String(validate=validate.OneOf([variant.id for variant in variants()]),
                             load_default=None)
-    status = fields.String(validate=validate.OneOf(("playing", "won", "lost", "resigned")),
-                           load_default=None)
+    status = fields.String(validate=validate.OneOf(STATUSES), load_default=None)
     limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=50)
     cursor = fields.String(validate=validate.Regexp(r"^[0-9]{1,18}$"), load_default=None)
 
 
 create_game_schema = CreateGameSchema()
 games_query_schema = GamesQuerySchema()
+new_player_schema = NewPlayerSchema()
+claim_schema = ClaimSchema()
+undo_schema = UndoSchema()
+
+_QUERY_VALUES = {"variant": frozenset(variant.id for variant in variants()),
+                 "status": frozenset(STATUSES)}
 
 
 def load_games_query(args: dict[str, str]) -> dict:
@@ -150,17 +151,14 @@ def load_games_query(args: dict[str, str]) -> dict:
     read); anything else goes through the schema, its refusals included."""
     query = {"variant": None, "status": None, "limit": 50, "cursor": None}
     for name, value in args.items():
-        if name == "variant" and value in _QUERY_VARIANTS \
-                or name == "status" and value in _QUERY_STATUSES \
-                or name == "cursor" and 0 < len(value) <= 18 and value.isascii() \
-                and value.isdigit():
+        if name not in query:
+            continue  # ignored, as the schema ignores it
+        digits = value.isascii() and value.isdigit()
+        if name in _QUERY_VALUES and value in _QUERY_VALUES[name] \
+                or name == "cursor" and digits and len(value) <= 18:
             query[name] = value
-        elif name == "limit" and 0 < len(value) <= 3 and value.isascii() and value.isdigit() \
-                and 1 <= int(value) <= 100:
+        elif name == "limit" and digits and len(value) <= 3 and 1 <= int(value) <= 100:
             query[name] = int(value)
-        elif name in query:
+        else:
             return games_query_schema.load(args)
     return query
-new_player_schema = NewPlayerSchema()
-claim_schema = ClaimSchema()
-undo_schema = UndoSchema()
