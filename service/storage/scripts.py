@@ -139,8 +139,9 @@ return 1
 """
 
 # KEYS: 1 profile, 2 games zset, 3 summaries hash, 4 stats hash, 5 results zset of the
-#       game's variant, 6 applied set, 7 the variant's index, 8-11 the statuses'
-#       indexes, 12-15 the variant's statuses' indexes (keys.GAME_STATUSES' order)
+#       game's variant, 6 applied set, 7 the variant's index, 8.. the statuses'
+#       indexes, then the variant's statuses' indexes (each in keys.GAME_STATUSES'
+#       order: 8-11 and 12-15)
 # ARGV: 1 game id, 2 event (created, claimed, ended, deleted), 3 the game's summary
 #       (JSON), 4 variant, 5 status, 6 moves, 7 end time (ms, '' while playing),
 #       8 win duration (ms, '' unless won with a first move), 9 the game's creation time
@@ -165,12 +166,13 @@ local offsets = {_STATUS_OFFSETS}
 local function index(id, status, score)
   local at = offsets[status]
   if at == nil then return end
+  local mine = 8 + {len(keys.GAME_STATUSES)} + at
   if score then
     redis.call('ZADD', KEYS[8 + at], score, id)
-    redis.call('ZADD', KEYS[12 + at], score, id)
+    redis.call('ZADD', KEYS[mine], score, id)
   else
     redis.call('ZREM', KEYS[8 + at], id)
-    redis.call('ZREM', KEYS[12 + at], id)
+    redis.call('ZREM', KEYS[mine], id)
   end
 end
 local id, event = ARGV[1], ARGV[2]
