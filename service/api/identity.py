@@ -8,7 +8,13 @@ from flask import g, request
 
 from service.api.context import services
 from service.api.errors import BadRequest
-from service.players.accounts import ANONYMOUS, Identity, IdentityProviderUnavailable
+from service.players.accounts import (
+    ANONYMOUS,
+    INVALID,
+    PLAYER_TOKEN,
+    Identity,
+    IdentityProviderUnavailable,
+)
 from service.storage.game_store import StorageUnavailable
 
 
@@ -26,6 +32,28 @@ def request_identity() -> Identity:
         found = services().players.identify(bearer) if bearer else ANONYMOUS
         g.identity = found
     return found
+
+
+def unchecked_player_token() -> tuple[str, str] | None:
+    """(player, token) of a bearer token shaped as a player token, while the request's
+    identity is not resolved yet: for a read that checks the token in its own round
+    trip (a page of "my games"), then says what it found (:func:`checked`).  None
+    otherwise (no such token, or the identity is known already)."""
+    if g.get("identity") is not None:
+        return None
+    bearer = _bearer()
+    found = PLAYER_TOKEN.fullmatch(bearer) if bearer else None
+    return None if found is None else (found[1], bearer)
+
+
+def checked(player: str | None) -> None:
+    """The identity a read's own check of :func:`unchecked_player_token` found, kept as
+    :func:`request_identity` keeps its own: the player, or (None) 401 ``invalid_token``
+    as :func:`current_player` answers it."""
+    if player is None:
+        g.identity = INVALID
+        current_player()  # raises
+    g.identity = Identity(player)
 
 
 def current_player() -> str:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import orjson
 from flask import Blueprint, Response, request
+from marshmallow import ValidationError
 
 from service.api.context import services
 from service.api.http import JSON, idempotency_key, json_response, read_json, send
-from service.api.identity import current_player
-from service.api.schemas import claim_schema, games_query_schema, new_player_schema
+from service.api.identity import checked, current_player, unchecked_player_token
+from service.api.schemas import claim_schema, load_games_query, new_player_schema
 from service.game.idempotency import request_hash
 from service.game.pipeline import Write
 from service.players.accounts import Players
@@ -57,16 +58,27 @@ def revoke_token():
 
 @bp.get("/me/games")
 def my_games():
-    player = current_player()
-    query = games_query_schema.load(request.args.to_dict())
+    # A page checks a player token in its own round trip (docs/players.md); anything
+    # else (no token, a JWT, an identity resolved already) is checked first, as usual.
+    presented = unchecked_player_token()
+    player = current_player() if presented is None else presented[0]
+    try:
+        query = load_games_query(request.args.to_dict())
+    except ValidationError:
+        current_player()  # a bad token is answered 401 before a bad query 400
+        raise
     cursor = None if query["cursor"] is None else int(query["cursor"])
     accepted = request.accept_mimetypes
     if accepted and accepted.best_match([JSON, NDJSON]) == NDJSON:
+        player = current_player()
         lines = players().every(player, variant=query["variant"], status=query["status"])
         return Response(lines, 200, mimetype=NDJSON)
-    return Response(players().page(player, variant=query["variant"],
-                                   status=query["status"], limit=query["limit"],
-                                   cursor=cursor), 200, mimetype=JSON)
+    body = players().page(player, variant=query["variant"], status=query["status"],
+                          limit=query["limit"], cursor=cursor,
+                          token=None if presented is None else presented[1])
+    if presented is not None:
+        checked(player if body is not None else None)  # None: raises, 401 invalid_token
+    return Response(body, 200, mimetype=JSON)
 
 
 @bp.post("/me/games")

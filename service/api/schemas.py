@@ -7,6 +7,7 @@ from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validat
 
 from service.engine import ALL_CARDS, MOVE, InvalidMoveError, Move, variants
 from service.game.record import DEFAULT_UNDO, UNDO_POLICIES
+from service.players.accounts import STATUSES
 
 MAX_SEED = 2**64 - 1
 CARD_CODES = frozenset(str(card) for card in ALL_CARDS)
@@ -128,8 +129,7 @@ class GamesQuerySchema(Schema):
 
     variant = fields.String(validate=validate.OneOf([variant.id for variant in variants()]),
                             load_default=None)
-    status = fields.String(validate=validate.OneOf(("playing", "won", "lost", "resigned")),
-                           load_default=None)
+    status = fields.String(validate=validate.OneOf(STATUSES), load_default=None)
     limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=50)
     cursor = fields.String(validate=validate.Regexp(r"^[0-9]{1,18}$"), load_default=None)
 
@@ -163,3 +163,26 @@ class AroundQuerySchema(Schema):
 
 board_query_schema = BoardQuerySchema()
 around_query_schema = AroundQuerySchema()
+
+_QUERY_VALUES = {"variant": frozenset(variant.id for variant in variants()),
+                 "status": frozenset(STATUSES)}
+
+
+def load_games_query(args: dict[str, str]) -> dict:
+    """What ``games_query_schema.load(args)`` answers.  A query whose every parameter
+    is spelled as the schema's own values are (a variant's or a status's id, digits)
+    is read here, in a fraction of the schema's time (a page of "my games" is a hot
+    read); anything else goes through the schema, its refusals included."""
+    query = {"variant": None, "status": None, "limit": 50, "cursor": None}
+    for name, value in args.items():
+        if name not in query:
+            continue  # ignored, as the schema ignores it
+        digits = value.isascii() and value.isdigit()
+        if name in _QUERY_VALUES and value in _QUERY_VALUES[name] \
+                or name == "cursor" and digits and len(value) <= 18:
+            query[name] = value
+        elif name == "limit" and digits and len(value) <= 3 and 1 <= int(value) <= 100:
+            query[name] = int(value)
+        else:
+            return games_query_schema.load(args)
+    return query

@@ -25,7 +25,7 @@ from service.game.pipeline import Write
 from service.game.record import now, token_hash
 from service.players.oidc import PROVIDER_UNAVAILABLE, InvalidIdentity
 from service.storage import keys
-from service.storage.player_store import PlayerStore
+from service.storage.player_store import PlayerStore, Unindexed
 
 #: What a player token looks like (the secret: ``secrets.token_urlsafe(32)``).
 PLAYER_TOKEN = re.compile(r"pl_((?:oidc-)?[a-z2-7]{26})_([A-Za-z0-9_-]{43})")
@@ -34,7 +34,7 @@ JWT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 #: A new account's kind: issued by this server, or an OpenID Connect identity.
 ISSUED, OIDC = "issued", "oidc"
 #: Statuses of a game in a player's list.
-STATUSES = ("playing", "won", "lost", "resigned")
+STATUSES = keys.GAME_STATUSES
 #: Summaries per round trip when every game of a list is sent (NDJSON).
 STREAM_CHUNK = 250
 
@@ -60,6 +60,8 @@ class Identity:
 
 
 ANONYMOUS = Identity()
+#: A player token that is not (or no longer) valid.
+INVALID = Identity(invalid="this player token is not valid")
 
 
 def new_player_id() -> str:
@@ -100,7 +102,7 @@ class Players:
             stored = self.store.token_hash(found[1])
             if stored is not None and secrets.compare_digest(stored, token_hash(bearer)):
                 return Identity(found[1])
-            return Identity(invalid="this player token is not valid")
+            return INVALID
         if JWT.fullmatch(bearer):
             if self.verifier is None:  # no OIDC_ISSUER: just a bad token
                 return Identity(invalid="this server takes no OpenID Connect token")
@@ -152,12 +154,19 @@ class Players:
         return self.games.claim(game_id, write, player)
 
     def page(self, player: str, *, variant: str | None, status: str | None, limit: int,
-             cursor: int | None) -> bytes:
+             cursor: int | None, token: str | None = None) -> bytes | None:
         """A page of "my games" as the JSON body it is answered with: the stored
-        summaries (the server's own JSON) put together as they are, never decoded."""
-        found, following = self.store.page(player, cursor=cursor, limit=limit,
-                                           variant=variant, status=status)
-        return b"".join((b'{"games":[', b",".join(found), b'],"next_cursor":',
+        summaries (the server's own JSON) put together as they are, never decoded.
+        With ``token`` (a player token of ``player``'s shape, not checked yet) the
+        page's one round trip reads the stored hash too, compared here as
+        :meth:`identify` compares it: None when the token is not valid."""
+        joined, following, stored = self._page(player, cursor=cursor, limit=limit,
+                                               variant=variant, status=status,
+                                               with_token=token is not None)
+        if token is not None and (stored is None
+                                  or not secrets.compare_digest(stored, token_hash(token))):
+            return None
+        return b"".join((b'{"games":[', joined, b'],"next_cursor":',
                          b"null" if following is None else b'"%d"' % following, b"}"))
 
     def every(self, player: str, *, variant: str | None, status: str | None
@@ -165,12 +174,23 @@ class Players:
         """Every matching summary as NDJSON, newest first, a chunk per round trip."""
         cursor = None
         while True:
-            found, cursor = self.store.page(player, cursor=cursor, limit=STREAM_CHUNK,
-                                            variant=variant, status=status)
-            if found:
-                yield b"".join(bytes(item) + b"\n" for item in found)
+            joined, cursor, _ = self._page(player, cursor=cursor, limit=STREAM_CHUNK,
+                                           variant=variant, status=status, separator=b"\n")
+            if joined:
+                yield joined + b"\n"
             if cursor is None:
                 return
+
+    def _page(self, player: str, **query) -> tuple[bytes, int | None, str | None]:
+        """The store's page; a list written before its indexes has them built first."""
+        try:
+            return self.store.page(player, **query)
+        except Unindexed:
+            self.store.reindex(player, [variant.id for variant in variants()])
+        try:
+            return self.store.page(player, **query)
+        except Unindexed:  # no such player (erased meanwhile): nothing to list
+            return b"", None, None
 
     def stats(self, player: str) -> dict:
         """Per variant, from the figures the server wrote as the player's games ended."""

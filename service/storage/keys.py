@@ -32,9 +32,13 @@ Every key of one player shares the hash tag ``{<player id>}`` (:mod:`service.pla
   :data:`PLAYER_TOKEN` the SHA-256 of the player token, absent once revoked,
   :data:`PLAYER_KIND`, :data:`PLAYER_ISSUER` and :data:`PLAYER_SUBJECT` for an
   OpenID Connect identity, :data:`PLAYER_SEQUENCE` a count of the games
-  entered in :func:`player_games`);
+  entered in :func:`player_games`, :data:`PLAYER_INDEXED` set once the player's
+  indexes (:func:`player_index`) follow the list);
 - :func:`player_games` ZSET: the player's game ids, scored by creation order (the
   creation time in ms, times 1000, plus the player's sequence modulo 1000);
+- :func:`player_index` ZSET, one per variant, per status (:data:`GAME_STATUSES`) and
+  per variant and status: the ids of :func:`player_games` that match, with the same
+  scores (the filtered pages of "my games" read them);
 - :func:`player_summaries` HASH: game id -> the game's summary (JSON);
 - :func:`player_stats` HASH: the player's statistics, fields :func:`stat`;
 - :func:`player_results` ZSET, one per variant: ``<w|l|r>:<game id>`` scored by the
@@ -65,6 +69,9 @@ OUTBOX = "outbox"
 #: Fields of a player's profile hash.
 PLAYER_NAME, PLAYER_CREATED, PLAYER_TOKEN, PLAYER_KIND = "name", "created", "token", "kind"
 PLAYER_ISSUER, PLAYER_SUBJECT, PLAYER_SEQUENCE = "iss", "sub", "seq"
+PLAYER_INDEXED = "ix"
+#: The statuses of a game in a player's list, each with its index (:func:`player_index`).
+GAME_STATUSES = ("playing", "won", "lost", "resigned")
 #: A ``SCAN MATCH`` pattern for every key of every game (its hash and its idempotency
 #: records), the game id between the braces.
 GAME_KEYS = "game:{*"
@@ -92,6 +99,27 @@ def player_games(player_id: str) -> str:
 
 def player_summaries(player_id: str) -> str:
     return f"player:{{{player_id}}}:summaries"
+
+
+def player_index(player_id: str, variant_id: str | None = None,
+                 status: str | None = None) -> str:
+    """The player's games of ``variant_id`` and/or ``status`` (:func:`player_games`
+    itself with neither)."""
+    name = player_games(player_id)
+    if variant_id is not None:
+        name += f":variant:{variant_id}"
+    if status is not None:
+        name += f":status:{status}"
+    return name
+
+
+def player_indexes(player_id: str, variant_ids) -> list[str]:
+    """Every index of the player (the variants', the statuses', then each variant's
+    statuses), in the order the scripts take them."""
+    return ([player_index(player_id, variant) for variant in variant_ids]
+            + [player_index(player_id, status=status) for status in GAME_STATUSES]
+            + [player_index(player_id, variant, status)
+               for variant in variant_ids for status in GAME_STATUSES])
 
 
 def player_stats(player_id: str) -> str:

@@ -9,22 +9,32 @@ a player dropped) wait for ``wait_replicas`` replicas like a game's write.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import orjson
 
 from service.storage import keys
 from service.storage.backend import Backend, Script
 from service.storage.game_store import confirmed, storage_errors
-from service.storage.scripts import DROP_PLAYER, GAMES_PAGE, NEW_PLAYER, PROJECT, SET_TOKEN
+from service.storage.scripts import (
+    DROP_PLAYER,
+    GAMES_PAGE,
+    NEW_PLAYER,
+    PROJECT,
+    REINDEX_PLAYER,
+    SET_TOKEN,
+)
 
-__all__ = ["PlayerStore"]
+__all__ = ["PlayerStore", "Unindexed"]
 
 _NEW, _PROJECT, _PAGE, _DROP = (Script(NEW_PLAYER), Script(PROJECT), Script(GAMES_PAGE),
                                 Script(DROP_PLAYER))
-_SET_TOKEN = Script(SET_TOKEN)
-#: The most positions of the list one call of :data:`GAMES_PAGE` looks at.
-PAGE_BUDGET = 1000
+_SET_TOKEN, _REINDEX = Script(SET_TOKEN), Script(REINDEX_PLAYER)
+
+
+class Unindexed(Exception):
+    """The player's list was written before its indexes were: build them
+    (:meth:`PlayerStore.reindex`) and read again."""
 
 
 def _text(value) -> str:
@@ -49,8 +59,9 @@ class PlayerStore:
     # --- profiles -------------------------------------------------------------------
     @storage_errors
     def create(self, player_id: str, fields: dict[str, str]) -> bool:
-        """Store a new profile; False if the player exists already."""
-        args = tuple(item for pair in fields.items() for item in pair)
+        """Store a new profile (its list's indexes follow it from the start); False if
+        the player exists already."""
+        args = (*(item for pair in fields.items() for item in pair), keys.PLAYER_INDEXED, "1")
         return bool(self._write(_NEW, [keys.player(player_id)], args))
 
     @storage_errors
@@ -84,7 +95,12 @@ class PlayerStore:
         before) or ``gone`` (no such player)."""
         names = [keys.player(player_id), keys.player_games(player_id),
                  keys.player_summaries(player_id), keys.player_stats(player_id),
-                 keys.player_results(player_id, variant), keys.player_applied(player_id)]
+                 keys.player_results(player_id, variant), keys.player_applied(player_id),
+                 keys.player_index(player_id, variant),
+                 *(keys.player_index(player_id, status=status)
+                   for status in keys.GAME_STATUSES),
+                 *(keys.player_index(player_id, variant, status)
+                   for status in keys.GAME_STATUSES)]
         args = (game_id, event, summary, variant, status, moves,
                 "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms,
                 created_ms)
@@ -131,16 +147,34 @@ class PlayerStore:
 
     @storage_errors
     def page(self, player_id: str, *, cursor: int | None, limit: int, variant: str | None,
-             status: str | None) -> tuple[list[bytes], int | None]:
+             status: str | None, separator: bytes = b",", with_token: bool = False
+             ) -> tuple[bytes, int | None, str | None]:
         """Newest first from ``cursor`` (None: the top), at most ``limit`` summaries
-        (JSON) that match, in one round trip: and the cursor to go on from (None: the
-        end of the list)."""
+        (JSON) of the list, or of the index of ``variant`` and/or ``status``, in one
+        round trip: the summaries joined by ``separator`` (empty: none), the cursor to
+        go on from (None: the end of the list), and with ``with_token`` the stored
+        token's SHA-256 (None: no such player, or no token), read in the same script.
+        :class:`Unindexed` when a filter asks for an index not built."""
+        filtered = variant is not None or status is not None
         reply = _PAGE.run(self._fast,
-                          [keys.player_games(player_id), keys.player_summaries(player_id)],
-                          ("" if cursor is None else cursor, limit, variant or "",
-                           status or "", PAGE_BUDGET))
-        following = _text(reply[0])
-        return list(reply[1:]), (int(float(following)) if following else None)
+                          [keys.player(player_id), keys.player_index(player_id, variant, status),
+                           keys.player_summaries(player_id)],
+                          ("" if cursor is None else cursor, limit, separator,
+                           "1" if filtered else "", "1" if with_token else ""))
+        if len(reply) == 1:
+            raise Unindexed(player_id)
+        following, joined, hashed = reply
+        following = _text(following)
+        return (bytes(joined), int(float(following)) if following else None,
+                _text(hashed) if hashed else None)
+
+    @storage_errors
+    def reindex(self, player_id: str, variants: Sequence[str]) -> bool:
+        """Build the indexes of the player's list again from the list (one script, for
+        a list written before the indexes were); False: no such player."""
+        names = [keys.player(player_id), keys.player_games(player_id),
+                 keys.player_summaries(player_id), *keys.player_indexes(player_id, variants)]
+        return bool(self._write(_REINDEX, names, tuple(variants)))
 
     @storage_errors
     def summaries(self, player_id: str) -> dict[str, dict]:
@@ -154,8 +188,10 @@ class PlayerStore:
     @storage_errors
     def drop(self, player_id: str, variants: Iterable[str]) -> None:
         """Delete every key of the player, in one script."""
+        variants = list(variants)
         names = [keys.player(player_id), keys.player_games(player_id),
                  keys.player_summaries(player_id), keys.player_stats(player_id),
                  keys.player_applied(player_id),
-                 *(keys.player_results(player_id, variant) for variant in variants)]
+                 *(keys.player_results(player_id, variant) for variant in variants),
+                 *keys.player_indexes(player_id, variants)]
         self._write(_DROP, names, ())

@@ -12,7 +12,9 @@
 - :data:`CLEAR_OUTBOX`: an applied event taken out of its game's outbox;
 - the player's (:mod:`service.storage.player_store`): :data:`NEW_PLAYER`,
   :data:`PROJECT` (an owned game's event applied to its player's keys, once),
-  :data:`GAMES_PAGE` (a page of "my games"), :data:`SET_TOKEN`, :data:`DROP_PLAYER`.
+  :data:`GAMES_PAGE` (a page of "my games", its token checked in the same script),
+  :data:`REINDEX_PLAYER` (a list's indexes built again), :data:`SET_TOKEN`,
+  :data:`DROP_PLAYER`.
 """
 
 from service.storage import keys
@@ -145,7 +147,9 @@ return 1
 """
 
 # KEYS: 1 profile, 2 games zset, 3 summaries hash, 4 stats hash, 5 results zset of the
-#       game's variant, 6 applied set
+#       game's variant, 6 applied set, 7 the variant's index, 8.. the statuses'
+#       indexes, then the variant's statuses' indexes (each in keys.GAME_STATUSES'
+#       order: 8-11 and 12-15)
 # ARGV: 1 game id, 2 event (created, claimed, ended, deleted), 3 the game's summary
 #       (JSON), 4 variant, 5 status, 6 moves, 7 end time (ms, '' while playing),
 #       8 win duration (ms, '' unless won with a first move), 9 the game's creation time
@@ -156,10 +160,29 @@ return 1
 # event counts once however often it is applied.  The summary in the list only moves
 # forward (playing -> over); a game's result counts once (marker '<id>:result'),
 # whichever event brings it (ended, or the claim of a finished game); a deleted game
-# leaves the list and never enters it again.  Streaks: in order of end time; a result
+# leaves the list and never enters it again.  The indexes follow the list: a game
+# enters its variant's and its status's with its place in the list, moves from the
+# 'playing' ones to its result's (same place) when its summary does, and leaves them
+# all with the list.  Streaks: in order of end time; a result
 # that lands before the latest one counted has them counted again from the results.
+_STATUS_OFFSETS = "{" + ", ".join(f"['{status}'] = {number}" for number, status
+                                  in enumerate(keys.GAME_STATUSES)) + "}"
+
 PROJECT = f"""
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'gone' end
+local offsets = {_STATUS_OFFSETS}
+local function index(id, status, score)
+  local at = offsets[status]
+  if at == nil then return end
+  local mine = 8 + {len(keys.GAME_STATUSES)} + at
+  if score then
+    redis.call('ZADD', KEYS[8 + at], score, id)
+    redis.call('ZADD', KEYS[mine], score, id)
+  else
+    redis.call('ZREM', KEYS[8 + at], id)
+    redis.call('ZREM', KEYS[mine], id)
+  end
+end
 local id, event = ARGV[1], ARGV[2]
 local marker = id .. ':' .. event
 if redis.call('SISMEMBER', KEYS[6], marker) == 1 then return 'done' end
@@ -168,23 +191,31 @@ local variant, status = ARGV[4], ARGV[5]
 local playing = status == 'playing'
 local deleted = redis.call('SISMEMBER', KEYS[6], id .. ':deleted') == 1
 local old = redis.call('HGET', KEYS[3], id)
-local was_playing = false
-if old then was_playing = cjson.decode(old)['status'] == 'playing' end
+local old_status = nil
+if old then old_status = cjson.decode(old)['status'] end
+local was_playing = old_status == 'playing'
 local in_play = variant .. ':in_play'
 if event == 'deleted' then
   if old then
     redis.call('HDEL', KEYS[3], id)
     redis.call('ZREM', KEYS[2], id)
+    redis.call('ZREM', KEYS[7], id)
+    index(id, old_status, nil)
     if was_playing then redis.call('HINCRBY', KEYS[4], in_play, -1) end
   end
 elseif not deleted then
   if not old then
     local seq = redis.call('HINCRBY', KEYS[1], '{keys.PLAYER_SEQUENCE}', 1)
-    redis.call('ZADD', KEYS[2], tonumber(ARGV[9]) * 1000 + seq % 1000, id)
+    local place = tonumber(ARGV[9]) * 1000 + seq % 1000
+    redis.call('ZADD', KEYS[2], place, id)
+    redis.call('ZADD', KEYS[7], place, id)
+    index(id, status, place)
     redis.call('HSET', KEYS[3], id, ARGV[3])
     if playing then redis.call('HINCRBY', KEYS[4], in_play, 1) end
   elseif was_playing and not playing then
     redis.call('HSET', KEYS[3], id, ARGV[3])
+    index(id, 'playing', nil)
+    index(id, status, redis.call('ZSCORE', KEYS[2], id))
     redis.call('HINCRBY', KEYS[4], in_play, -1)
   end
 end
@@ -235,61 +266,83 @@ end
 return 'applied'
 """
 
-# KEYS: 1 games zset, 2 summaries hash.  ARGV: 1 the cursor (the position after which
-# to go on, '' from the top), 2 the most items, 3 variant ('' any), 4 status ('' any),
-# 5 the most positions to look at.
-# Answers {next cursor ('' at the end), summary, summary, ...}: newest first, from the
-# cursor on, the summaries that match, at most ARGV[2] of them, having looked at
-# ARGV[5] positions at most (then the next cursor says where to go on).
-GAMES_PAGE = """
+# KEYS: 1 the player's profile, 2 the list or the index of the filter, 3 summaries hash.
+# ARGV: 1 the cursor (the position after which to go on, '' from the top), 2 the most
+#       items, 3 what to put between two summaries, 4 '1' when KEYS[2] is an index,
+#       5 '1' to answer the stored token's hash too.
+# Answers {'unindexed'} (the player's indexes are not built: REINDEX_PLAYER), or {the
+# next cursor ('' at the end), the summaries joined by ARGV[3], the token's hash (only
+# when ARGV[5] asks)}: newest first, from the cursor on, at most ARGV[2]; when ARGV[5]
+# asks and there is no token (no such player, or revoked), {'', '', ''} at once.
+# The caller compares the hash (in constant time) before it uses the page.
+GAMES_PAGE = f"""
+local profile = redis.call('HMGET', KEYS[1], '{keys.PLAYER_TOKEN}', '{keys.PLAYER_INDEXED}')
+local hash = ''
+if ARGV[5] == '1' then
+  hash = profile[1] or ''
+  if hash == '' then return {{'', '', ''}} end  -- no such player, or no token: refused
+end
+if ARGV[4] == '1' and not profile[2] then return {{'unindexed'}} end
 local top = '+inf'
 if ARGV[1] ~= '' then top = '(' .. ARGV[1] end
-local want, budget = tonumber(ARGV[2]), tonumber(ARGV[5])
--- The summaries are the server's own compact JSON: a filter is a plain substring.
-local variant, status = nil, nil
-if ARGV[3] ~= '' then variant = '"variant":"' .. ARGV[3] .. '"' end
-if ARGV[4] ~= '' then status = '"status":"' .. ARGV[4] .. '"' end
-if variant == nil and status == nil then
-  -- No filter: the page and the next id (is there more?) in one read.
-  local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
-                         'LIMIT', 0, want + 1)
-  local take = math.min(#ids / 2, want)
-  if take == 0 then return {''} end
-  local names = {}
-  for i = 1, take do names[i] = ids[2 * i - 1] end
-  local summaries = redis.call('HMGET', KEYS[2], unpack(names))
-  local page = {''}
-  if #ids / 2 > want then page[1] = ids[2 * take] end
-  for i = 1, take do
-    if summaries[i] then page[#page + 1] = summaries[i] end
-  end
-  return page
+local want = tonumber(ARGV[2])
+-- The page and the next id (is there more?) in one read; the cursor is the place of
+-- the last one answered.
+local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], top, '-inf', 'LIMIT', 0, want + 1)
+if #ids == 0 then return {{'', '', hash}} end
+local following = ''
+if #ids > want then
+  ids[#ids] = nil
+  following = redis.call('ZSCORE', KEYS[2], ids[want])
 end
-local found, last = {}, nil
-local seen = 0
-while #found < want and seen < budget do
-  local batch = math.min(budget - seen, 100)
-  local ids = redis.call('ZREVRANGEBYSCORE', KEYS[1], top, '-inf', 'WITHSCORES',
-                         'LIMIT', 0, batch)
-  if #ids == 0 then return {'', unpack(found)} end
-  local names = {}
+local summaries = redis.call('HMGET', KEYS[3], unpack(ids))
+local found = {{}}
+for i = 1, #ids do
+  if summaries[i] then found[#found + 1] = summaries[i] end
+end
+return {{following, table.concat(found, ARGV[3]), hash}}
+"""
+
+# KEYS: 1 the player's profile, 2 games zset, 3 summaries hash, 4.. every index of the
+#       player (keys.player_indexes: the variants', the statuses', each variant's
+#       statuses').  ARGV: the variants, in the order of their indexes.
+# The indexes built again from the list and its summaries, and the profile marked as
+# indexed: for a list written before the indexes were.  0: no such player.
+REINDEX_PLAYER = f"""
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local offsets = {_STATUS_OFFSETS}
+local variants, nvariants, nstatuses = {{}}, #ARGV, 0
+for number, variant in ipairs(ARGV) do variants[variant] = number - 1 end
+for _ in pairs(offsets) do nstatuses = nstatuses + 1 end
+redis.call('DEL', unpack(KEYS, 4))
+local cursor = '+inf'
+while true do
+  local ids = redis.call('ZREVRANGEBYSCORE', KEYS[2], cursor, '-inf', 'WITHSCORES',
+                         'LIMIT', 0, 500)
+  if #ids == 0 then break end
+  local names = {{}}
   for i = 1, #ids, 2 do names[#names + 1] = ids[i] end
-  local summaries = redis.call('HMGET', KEYS[2], unpack(names))
+  local summaries = redis.call('HMGET', KEYS[3], unpack(names))
   for i = 1, #names do
-    seen = seen + 1
-    last = ids[2 * i]
     local summary = summaries[i]
-    if summary and (variant == nil or string.find(summary, variant, 1, true))
-        and (status == nil or string.find(summary, status, 1, true)) then
-      found[#found + 1] = summary
-      if #found == want then break end
+    if summary then
+      local decoded = cjson.decode(summary)
+      local variant, status = variants[decoded['variant']], offsets[decoded['status']]
+      local place = ids[2 * i]
+      if variant ~= nil then redis.call('ZADD', KEYS[4 + variant], place, names[i]) end
+      if status ~= nil then
+        redis.call('ZADD', KEYS[4 + nvariants + status], place, names[i])
+        if variant ~= nil then
+          redis.call('ZADD', KEYS[4 + nvariants + nstatuses + variant * nstatuses + status],
+                     place, names[i])
+        end
+      end
     end
   end
-  top = '(' .. last
+  cursor = '(' .. ids[#ids]
 end
-local more = redis.call('ZREVRANGEBYSCORE', KEYS[1], '(' .. last, '-inf', 'LIMIT', 0, 1)
-if #more == 0 then return {'', unpack(found)} end
-return {last, unpack(found)}
+redis.call('HSET', KEYS[1], '{keys.PLAYER_INDEXED}', '1')
+return 1
 """
 
 # KEYS: every key of a player.  Deletes them all.

@@ -93,9 +93,14 @@ def test_player_routes_refuse_a_missing_or_bad_token(client):
                           (auth(token[:-1] + ("A" if token[-1] != "A" else "B")),
                            "invalid_token"),
                           (auth("eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln"), "invalid_token")):
-        response = client.get("/v1/players/me", headers=headers)
-        assert response.status_code == 401, headers
-        assert response.get_json()["code"] == code
+        for path in ("/v1/players/me", "/v1/players/me/games",
+                     "/v1/players/me/games?status=won&variant=clock",
+                     "/v1/players/me/games?limit=0"):  # 401 before the query's 400
+            response = client.get(path, headers=headers)
+            assert response.status_code == 401, (path, headers)
+            assert response.get_json()["code"] == code
+            assert response.headers["WWW-Authenticate"].startswith('Bearer realm="patience"')
+    assert client.get("/v1/players/me/games?limit=0", headers=auth(token)).status_code == 400
 
 
 def test_a_rotated_token_replaces_the_old_one_at_once(client):
@@ -108,6 +113,10 @@ def test_a_rotated_token_replaces_the_old_one_at_once(client):
     assert response.get_json()["player"] == player
     assert client.get("/v1/players/me", headers=auth(old)).status_code == 401
     assert client.get("/v1/players/me", headers=auth(new)).status_code == 200
+    for query in ({}, {"variant": "clock"}):
+        assert client.get("/v1/players/me/games", query_string=query,
+                          headers=auth(old)).status_code == 401
+    assert [g["id"] for g in my_games(client, new)["games"]] == [game["id"]]
     # The old token plays the player's game no more; the new one does.
     assert play(client, game["id"], old, {"type": "resign"}).status_code == 403
     resign(client, game["id"], new)
@@ -120,6 +129,11 @@ def test_a_revoked_token_is_refused_and_the_games_stay_playable(client):
     assert client.delete("/v1/players/me/token", headers=auth(token)).status_code == 204
     assert client.get("/v1/players/me", headers=auth(token)).status_code == 401
     assert client.post("/v1/players/me/token", headers=auth(token)).status_code == 401
+    for query in ({}, {"status": "playing"}):
+        response = client.get("/v1/players/me/games", query_string=query,
+                              headers=auth(token))
+        assert response.status_code == 401
+        assert response.get_json()["code"] == "invalid_token"
     resign(client, game["id"], game_token)
 
 
@@ -270,6 +284,57 @@ def test_a_walk_stays_right_while_games_are_created_and_finished(client):
     assert [game["id"] for game in top] == list(reversed(made + added))
 
 
+@pytest.mark.cluster
+def test_filtered_walks_stay_right_while_games_change_status(client):
+    """A filtered walk reads its own index, by creation position: a game that leaves
+    the filter ahead of the cursor is not shown, one that enters it ahead is shown
+    once, one that enters it behind is not, and none that matched all along is
+    skipped."""
+    _, token = register(client)
+    made = [new_game(client, token, variant)["id"]
+            for variant in ("clock", "salic-law") * 6]  # newest last
+    newest_first = list(reversed(made))
+    # status=playing: the first page, then games ahead of the cursor resigned.
+    page = my_games(client, token, status="playing", limit=3)
+    seen = [game["id"] for game in page["games"]]
+    assert seen == newest_first[:3]
+    left = newest_first[4]  # ahead of the cursor: leaves the filter before it is reached
+    resign(client, left, token)
+    resign(client, newest_first[0], token)  # behind the cursor: shown already
+    later = new_game(client, token)["id"]  # newer than the walk's start
+    seen += [game["id"] for game in walk_from(client, token, page["next_cursor"],
+                                              status="playing", limit=3)]
+    assert seen == [game for game in newest_first if game != left]
+    assert later not in seen
+    # status=resigned: games resigned during the walk, ahead of it and behind it.
+    resigned_walk = []
+    page = my_games(client, token, status="resigned", limit=1)
+    resigned_walk += [game["id"] for game in page["games"]]
+    assert resigned_walk == [newest_first[0]]  # the newest resigned game
+    ahead, behind = newest_first[-1], later  # the oldest game; one newer than the cursor
+    resign(client, ahead, token)
+    resign(client, behind, token)
+    resigned_walk += [game["id"] for game in walk_from(client, token, page["next_cursor"],
+                                                       status="resigned", limit=1)]
+    assert resigned_walk == [newest_first[0], left, ahead]  # each once, in order
+    # variant and status together: the same index rules.
+    clock_playing = [game["id"] for game in walk(client, token, variant="clock",
+                                                   status="playing", limit=2)]
+    assert clock_playing == [game for game in newest_first if game in made[::2]
+                             and game not in (newest_first[0], left, ahead)]
+    assert [game["id"] for game in walk(client, token, status="resigned")] == \
+        [behind, newest_first[0], left, ahead]
+
+
+def walk_from(client, token: str, cursor: str | None, **query) -> list[dict]:
+    found = []
+    while cursor is not None:
+        page = my_games(client, token, **query, cursor=cursor)
+        found += page["games"]
+        cursor = page["next_cursor"]
+    return found
+
+
 def test_bad_queries_are_refused(client):
     _, token = register(client)
     for query in ({"limit": 0}, {"limit": 101}, {"limit": "x"}, {"status": "won-ish"},
@@ -277,6 +342,27 @@ def test_bad_queries_are_refused(client):
         response = client.get("/v1/players/me/games", query_string=query,
                               headers=auth(token))
         assert response.status_code == 400, query
+
+
+@pytest.mark.parametrize("query", [
+    {}, {"limit": "50"}, {"limit": "1", "cursor": "1764912345678001"}, {"limit": "007"},
+    {"variant": "clock", "status": "won", "limit": "100", "cursor": "0"}, {"other": "x"},
+    {"limit": "0"}, {"limit": "101"}, {"limit": "1000"}, {"limit": " 5"}, {"limit": "5.0"},
+    {"limit": ""}, {"limit": "x"}, {"limit": "٣"}, {"cursor": ""}, {"cursor": "-1"},
+    {"cursor": "1" * 19}, {"cursor": "12\n"}, {"cursor": "１２"}, {"variant": "Clock"},
+    {"variant": ""}, {"status": "in_play"}, {"status": "won", "variant": "spider"}])
+def test_the_quick_reading_of_a_query_answers_what_the_schema_does(query):
+    from marshmallow import ValidationError
+
+    from service.api.schemas import games_query_schema, load_games_query
+
+    def answer(load):
+        try:
+            return load(query)
+        except ValidationError as error:
+            return error.messages
+
+    assert answer(load_games_query) == answer(games_query_schema.load)
 
 
 def test_every_game_as_ndjson(app, client, monkeypatch):
@@ -371,8 +457,17 @@ def test_erasing_a_player_detaches_their_games(client, redis_db):
     game, game_token = response.get_json()["game"], response.get_json()["player_token"]
     ended = new_game(client, token)
     resign(client, ended["id"], token)
+    indexes = [keys.player_index(player["id"], "clock"),
+               keys.player_index(player["id"], status="playing"),
+               keys.player_index(player["id"], status="resigned"),
+               keys.player_index(player["id"], "clock", "playing"),
+               keys.player_index(player["id"], "clock", "resigned")]
+    assert [redis_db.zcard(name) for name in indexes] == [2, 1, 1, 1, 1]
     assert client.delete("/v1/players/me", headers=auth(token)).status_code == 204
     assert client.get("/v1/players/me", headers=auth(token)).status_code == 401
+    for query in ({}, {"status": "resigned"}):
+        assert client.get("/v1/players/me/games", query_string=query,
+                          headers=auth(token)).status_code == 401
     assert redis_db.keys(f"player:{{{player['id']}}}*") == []
     for game_id in (game["id"], ended["id"]):
         assert "owner" not in stored(redis_db, game_id)[1]

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import orjson
 import pytest
 
-from service.game.pipeline import ENDED
+from service.engine import variants
+from service.game.pipeline import CREATED, DELETED, ENDED
 from service.solver.worker import Worker
 from service.storage import keys
 from service.storage.game_store import StorageUnavailable
@@ -45,6 +47,93 @@ def test_an_event_applied_twice_counts_once(app, client):
     clock = my_stats(client, token)["clock"]
     assert (clock["played"], clock["resigned"], clock["in_play"]) == (1, 1, 0)
     assert app.services.projector.sweep() == 0
+
+
+def follows_the_list(redis_db, player: str) -> dict[str, list[str]]:
+    """Assert that every index of the player holds the games of the list that match it,
+    with their places in the list, and nothing else; answer each index's ids, newest
+    first."""
+    places = dict(redis_db.zrange(keys.player_games(player), 0, -1, withscores=True))
+    summaries = {name: orjson.loads(value) for name, value
+                 in redis_db.hgetall(keys.player_summaries(player)).items()}
+    assert set(places) == set(summaries)
+    found = {}
+    for variant in [None, *(variant.id for variant in variants())]:
+        for status in [None, *keys.GAME_STATUSES]:
+            if variant is None and status is None:
+                continue
+            name = keys.player_index(player, variant, status)
+            expected = {game_id: place for game_id, place in places.items()
+                        if variant in (None, summaries[game_id]["variant"])
+                        and status in (None, summaries[game_id]["status"])}
+            held = dict(redis_db.zrange(name, 0, -1, withscores=True))
+            assert held == expected, name
+            found[name] = [game_id.decode() for game_id in
+                           sorted(held, key=held.__getitem__, reverse=True)]
+    return found
+
+
+def test_events_applied_twice_and_in_any_order_index_each_game_once(
+        app, client, redis_db, monkeypatch):
+    """The indexes are written by the script that writes the list, with the event's
+    marker: an event applied again changes none of them, and events applied out of
+    order leave them as the list."""
+    player, token = register(client)
+    projector, players = app.services.projector, app.services.players.store
+    with monkeypatch.context() as patch:
+        patch.setattr(projector, "apply", lambda *_args, **_kwargs: None)
+        games = [new_game(client, token, variant)
+                 for variant in ("clock", "salic-law", "four-corners", "clock")]
+        for game in games[:3]:
+            resign(client, game["id"], token)
+        assert client.delete(f"/v1/games/{games[2]['id']}",
+                             headers={"Authorization": f"Bearer {token}"}).status_code == 204
+    outboxes = {game["id"]: _outbox(app, game["id"]) for game in games}
+    # Each game's events in reverse (deleted, ended, created), each twice.
+    for game_id, events in outboxes.items():
+        for event in sorted(events, key=[DELETED, ENDED, CREATED].index):
+            data = orjson.loads(events[event])
+            outcomes = [players.project(
+                player["id"], game_id, event, orjson.dumps(data["summary"]),
+                variant=data["variant"], status=data["status"], moves=data["moves"],
+                ended_ms=data["ended_ms"], win_ms=data["win_ms"],
+                created_ms=data["created_ms"]) for _ in range(2)]
+            assert outcomes == ["applied", "done"]
+    once = follows_the_list(redis_db, player["id"])
+    # The sweeper brings them all again: nothing changes.
+    assert projector.sweep() == 8
+    assert follows_the_list(redis_db, player["id"]) == once
+    ids = [game["id"] for game in games]
+    # The game deleted first never entered the list, nor an index; the game resigned
+    # before it was created (in this order of events) is in the resigned indexes.
+    assert once[keys.player_index(player["id"], status="resigned")] == [ids[1], ids[0]]
+    assert once[keys.player_index(player["id"], status="playing")] == [ids[3]]
+    assert once[keys.player_index(player["id"], "clock")] == [ids[3], ids[0]]
+    assert once[keys.player_index(player["id"], "four-corners")] == []
+    assert [item["id"] for item in walk(client, token, status="resigned")] == [ids[1], ids[0]]
+
+
+def test_a_list_written_before_its_indexes_has_them_built_on_its_first_filtered_read(
+        app, client, redis_db):
+    player, token = register(client)
+    games = [new_game(client, token, variant)["id"]
+             for variant in ("clock", "salic-law", "clock")]
+    resign(client, games[0], token)
+    built = follows_the_list(redis_db, player["id"])
+    # As a list written before the indexes: no marker, no index.
+    redis_db.hdel(keys.player(player["id"]), keys.PLAYER_INDEXED)
+    for name in built:
+        redis_db.delete(name)
+    assert [item["id"] for item in walk(client, token)] == games[::-1]  # needs none
+    assert not redis_db.hexists(keys.player(player["id"]), keys.PLAYER_INDEXED)
+    assert [item["id"] for item in walk(client, token, variant="clock", limit=1)] == \
+        [games[2], games[0]]
+    assert redis_db.hget(keys.player(player["id"]), keys.PLAYER_INDEXED) == b"1"
+    assert follows_the_list(redis_db, player["id"]) == built
+    # From then on the projection keeps them.
+    resign(client, games[2], token)
+    after = follows_the_list(redis_db, player["id"])
+    assert after[keys.player_index(player["id"], "clock", "resigned")] == [games[2], games[0]]
 
 
 def test_a_failed_projection_of_an_end_is_swept_once(app, client, monkeypatch):
