@@ -41,6 +41,19 @@ def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+def _projection_keys(player_id: str, variant: str) -> list[str]:
+    """The keys :data:`~service.storage.scripts.PROJECT` writes for an event of a game of
+    ``variant``: the player's list, summaries, statistics, results, markers and the
+    filters' indexes."""
+    return [keys.player(player_id), keys.player_games(player_id),
+            keys.player_summaries(player_id), keys.player_stats(player_id),
+            keys.player_results(player_id, variant), keys.player_applied(player_id),
+            keys.player_index(player_id, variant),
+            *(keys.player_index(player_id, status=status) for status in keys.GAME_STATUSES),
+            *(keys.player_index(player_id, variant, status)
+              for status in keys.GAME_STATUSES)]
+
+
 class PlayerStore:
     """The players in the Redis of ``backend``."""
 
@@ -93,14 +106,7 @@ class PlayerStore:
         """Apply an event of an owned game to its player's keys, once
         (:data:`~service.storage.scripts.PROJECT`): ``applied``, ``done`` (applied
         before) or ``gone`` (no such player)."""
-        names = [keys.player(player_id), keys.player_games(player_id),
-                 keys.player_summaries(player_id), keys.player_stats(player_id),
-                 keys.player_results(player_id, variant), keys.player_applied(player_id),
-                 keys.player_index(player_id, variant),
-                 *(keys.player_index(player_id, status=status)
-                   for status in keys.GAME_STATUSES),
-                 *(keys.player_index(player_id, variant, status)
-                   for status in keys.GAME_STATUSES)]
+        names = _projection_keys(player_id, variant)
         args = (game_id, event, summary, variant, status, moves,
                 "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms,
                 created_ms)
@@ -115,9 +121,7 @@ class PlayerStore:
         items = []
         for event in events:
             player, variant = event["player_id"], event["variant"]
-            names = [keys.player(player), keys.player_games(player),
-                     keys.player_summaries(player), keys.player_stats(player),
-                     keys.player_results(player, variant), keys.player_applied(player)]
+            names = _projection_keys(player, variant)
             ended, won = event["ended_ms"], event["win_ms"]
             items.append(script_call(_PROJECT, names, (
                 event["game_id"], event["event"], event["summary"], variant,
