@@ -161,8 +161,10 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     daily = services.daily
     index = daily.today()
     day = daily.calendar.day_id(index)
-    for variant in VARIANTS[:2]:  # the day's deals (Four Corners: its random fallback)
+    # The day's deals chosen as the worker does at the day's start, from the pools.
+    for variant in VARIANTS:
         services.solver_store.add_seed(variant, secrets.randbits(63))
+    daily.prepare()
     print(f"one Redis: {args.entries:,} entries on the board of {day} ...", end="",
           flush=True)
     board = fill_board(daily, client, day, index, args.entries, args.sample)
