@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import secrets
 import shlex
@@ -25,7 +26,7 @@ from bench.daily.load import (
 from bench.daily.report import BEGIN, END, goals_table, section
 from bench.http.cli import add_load_options, load_options_fit
 from bench.http.cli import unavailable as _unavailable
-from bench.http.client import create, parallel
+from bench.http.client import Client, create, parallel
 from bench.http.constants import RESULTS
 from bench.http.measure import log_problems
 from bench.http.service import Service, describe_workers
@@ -36,6 +37,7 @@ from bench.sections import write_section
 from service.config import read_config
 from service.game.record import now_ms
 from service.services import build_services
+from service.storage import keys
 
 DESCRIPTION = ("The daily deal: a day's board of a million entries read (top 100, a "
                "player's rank ±25) on one Redis and on a Redis Cluster, a ranked game's "
@@ -91,14 +93,12 @@ def reference_games(port: int, count: int) -> list[str]:
 
 def check_reads(port: int, day: str, entries: int, player: str) -> None:
     """The board answers its top page and a player's rank, with every entry."""
-    from bench.http.client import Client
-
     with Client(port) as client:
         base = f"/v1/daily/{BOARD_VARIANT}/{day}/board"
         status, _headers, body = client.request("GET", f"{base}?limit={TOP}")
-        import json
         page = json.loads(body)
-        if status != 200 or page["count"] != entries or len(page["entries"]) != min(TOP, entries):
+        if status != 200 or page["count"] != entries \
+                or len(page["entries"]) != min(TOP, entries):
             raise RuntimeError(f"the board's top answered {status}: {body[:300]!r}")
         status, _headers, body = client.request(
             "GET", f"{base}/players/{player}?around={AROUND}")
@@ -204,8 +204,6 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
 
 def _cluster(args, bench: Bench, cluster: ClusterService, services, work: Path,
              outcome: dict) -> None:
-    from service.storage import keys
-
     daily = services.daily
     index = daily.today()
     day = daily.calendar.day_id(index)

@@ -157,7 +157,6 @@ def measure_close(bench: Bench, service, services, games_file: Path, day: str,
     during, (abandoned, seconds) = wrk_until(bench, service, games_file, close)
     before.key = "before_close"
     outcomes: dict[str, int] = {}
-    entries = keys.daily("clock", f"{day}:entries")
     on_board = 0
     for variant in ("clock", "salic-law", "four-corners"):
         entries = keys.daily(variant, f"{day}:entries")
