@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import secrets
 import shlex
 import sys
@@ -57,10 +58,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="players whose rank is read, in turn (default 1,000)")
     parser.add_argument("--reference-games", type=int, default=1000,
                         help="ordinary games that `GET` game reads (default 1,000)")
-    parser.add_argument("--players", type=int, default=3000,
+    parser.add_argument("--players", type=int, default=4000,
                         help="players made through the API for the last moves, each with "
                              "a ranked and an ordinary game of every variant (default "
-                             "3,000: 9,000 games of each kind)")
+                             "4,000: 12,000 games of each kind)")
     parser.add_argument("--close-games", type=int, default=100_000,
                         help="ranked games in play when the day closes (default 100,000; "
                              "0: no close)")
@@ -107,6 +108,18 @@ def check_reads(port: int, day: str, entries: int, player: str) -> None:
             raise RuntimeError(f"a player's rank answered {status}: {body[:300]!r}")
 
 
+def _problems(log: str) -> str:
+    """The log's problems (bench/http's), and why storage was unavailable (by count)."""
+    reasons: dict[str, int] = {}
+    for found in re.findall(r"storage unavailable: ([^\"]{0,120})", log):
+        reasons[found] = reasons.get(found, 0) + 1
+    text = log_problems(log)
+    if reasons:
+        text += "; 503 because: " + "; ".join(f"{count} × `{reason}`"
+                                              for reason, count in reasons.items())
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
@@ -139,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
                     outcome.update(_one_redis(args, bench, service, services, client, work))
                 finally:
                     services.close()
-            facts["log_problems"]["one Redis"] = log_problems(service.log())
+            facts["log_problems"]["one Redis"] = _problems(service.log())
         if args.cluster:
             with ClusterService(work) as cluster:
                 services = in_process(cluster.url)
@@ -147,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
                     _cluster(args, bench, cluster, services, work, outcome)
                 finally:
                     services.close()
-                facts["log_problems"]["the cluster"] = log_problems(cluster.log())
+                facts["log_problems"]["the cluster"] = _problems(cluster.log())
     facts["worker"] = watch.summary()
     facts["load_after"] = load_average()
     write_section(args.output, BEGIN, END, section(args, outcome, facts))

@@ -16,6 +16,7 @@ from pathlib import Path
 from bench.http.client import write_lines
 from bench.http.report import summary
 from bench.http.wrk import LUA, Bench, Run, combined
+from bench.machine import machine_busy
 from service.storage import keys
 
 #: Entries of the board's top page, and either side of a player's rank.
@@ -122,7 +123,11 @@ def wrk_until(bench: Bench, service, data: Path, action) -> tuple[Run, object]:
                                text=True, start_new_session=True)
     try:
         time.sleep(0.5)  # its connections open
+        cpu_before, busy_before = service.cpu(), machine_busy()
+        started = time.monotonic()
         value = action()
+        cpu_after, busy_after = service.cpu(), machine_busy()
+        seconds = time.monotonic() - started
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(process.pid, signal.SIGINT)
@@ -133,10 +138,15 @@ def wrk_until(bench: Bench, service, data: Path, action) -> tuple[Run, object]:
             errors = (raw["connect"] + raw["read"] + raw["write"] + raw["timeout"]
                       + raw["bad"])
             detail = f"statuses {raw['statuses']}" if raw["statuses"] else ""
+            per_request = 1e6 / max(1, raw["requests"])
+            ours = cpu_after[0] - cpu_before[0] + cpu_after[1] - cpu_before[1]
+            # "other processes": the close's own process among them
             return Run("close_get_game", "`GET /v1/games/<id>` during the close",
                        raw["requests"], raw["duration_us"] / 1e6, raw["p50_us"] / 1e3,
                        raw["p90_us"] / 1e3, raw["p99_us"] / 1e3, raw["max_us"] / 1e3,
-                       errors, detail), value
+                       errors, detail, (cpu_after[0] - cpu_before[0]) * per_request,
+                       (cpu_after[1] - cpu_before[1]) * per_request, 0.0,
+                       max(0.0, busy_after - busy_before - ours) / max(1e-9, seconds)), value
     raise RuntimeError(f"wrk failed: {out[-2000:]}\n{err[-2000:]}")
 
 
