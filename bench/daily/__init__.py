@@ -23,10 +23,15 @@ daily section of ``bench/RESULTS.md``.  Nothing fails on a figure.
                           [--players N] [--close-games N] [--no-cluster]
                           [--duration S] [--rounds N] [--warmup S] [--connections N]
                           [--threads N] [--output PATH]
+    python -m bench daily batches [--games N] [--cluster] [--output PATH]
+
+``batches`` (:mod:`bench.daily.batches`) is another measurement: the close in batches
+against the same games abandoned one at a time through the write pipeline, in one run
+(its own section of ``bench/RESULTS.md``).
 
 Modules: ``fill`` (the board, the players and games, the open games), ``load`` (the
 rounds and the close), ``cluster`` (the service on a Redis Cluster), ``report``,
-``cli``.
+``cli``, ``batches``.
 """
 
 from bench.daily.cli import main, unavailable

@@ -121,6 +121,10 @@ def _problems(log: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if argv and argv[0] == "batches":  # the close in batches against one game at a time
+        from bench.daily import batches
+
+        return batches.main(argv[1:])
     args = parse_args(argv)
     try:
         wrk = find_wrk()

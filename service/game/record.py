@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -59,6 +60,15 @@ def token_hash(token: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who reads a game: the player a player token names (None: none), and the bearer
+    token as sent (a game's own token proves its game)."""
+
+    player: str | None = None
+    token: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GameRecord:
     """What is stored of a game besides its version and journal.
 
@@ -81,8 +91,9 @@ class GameRecord:
     winnable: bool = False  # dealt from a seed the solver proved winnable
     owner: str | None = None  # the player who owns the game (docs/players.md)
     started: str | None = None  # the time of its first move
-    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "deadline_ms"}``, and
-    #: ``"result"`` (:func:`service.game.ranked.result`) once it has ended.
+    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "index", "deadline_ms"}``
+    #: (its day's id and number, the day's end), and ``"result"``
+    #: (:func:`service.game.ranked.result`) once it has ended.
     ranked: dict | None = None
 
     #: Fields stored only when set: a record without them reads as before.
@@ -118,9 +129,18 @@ class GameRecord:
         to anyone but its owner."""
         return self.ranked is not None and now_ms() < self.ranked["deadline_ms"]
 
-    def hidden_from(self, viewer: str | None) -> bool:
-        """Whether ``viewer`` (a player id, None: anonymous) may not read the game now."""
-        return self.day_open and (viewer is None or viewer != self.owner)
+    def hidden_from(self, viewer: Viewer | None) -> bool:
+        """Whether ``viewer`` may not read the game now: a ranked game while its day is
+        open is its owner's only (their player token, or the game's own token)."""
+        if not self.day_open:
+            return False
+        if viewer is None:
+            return True
+        if viewer.player is not None and self.owner is not None \
+                and secrets.compare_digest(viewer.player, self.owner):
+            return False
+        return not (viewer.token is not None
+                    and secrets.compare_digest(self.token, token_hash(viewer.token)))
 
     @property
     def game_variant(self) -> Variant:

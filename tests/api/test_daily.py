@@ -130,7 +130,9 @@ def test_one_ranked_attempt_a_day_and_every_hostile_try_refused(daily_app, redis
         (client.get(f"/v1/games/{gid}/events"), 403, "ranked_game_hidden"),
         (client.get(f"/v1/games/{gid}/events", headers={"Accept": "text/event-stream"}),
          403, "ranked_game_hidden"),
-        (client.get(f"/v1/games/{gid}/hint", headers=auth(game_token)), 403,
+        (client.get(f"/v1/games/{gid}/hint", headers=auth(bob_token)), 403,
+         "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}", headers=auth("not-the-game-token")), 403,
          "ranked_game_hidden"),
         # Its own player: no hint, no analysis, no undo, no delete.
         (client.get(f"/v1/games/{gid}/hint", headers=auth(ada_token)), 409,
@@ -159,9 +161,10 @@ def test_one_ranked_attempt_a_day_and_every_hostile_try_refused(daily_app, redis
     assert client.put(f"/v1/daily/clock/{day}", json={}, headers=auth(ada_token)) \
         .status_code == 405
     assert (stored_game(redis_db, gid), board_keys(redis_db, "clock", day)) == before
-    # Its player reads it, its moves and its history.
+    # Its player reads it, its moves and its history (with their token, or the game's).
     for path in ("", "/moves", "/history", "/events"):
-        assert client.get(f"/v1/games/{gid}{path}", headers=auth(ada_token)).status_code == 200
+        for token in (ada_token, game_token):
+            assert client.get(f"/v1/games/{gid}{path}", headers=auth(token)).status_code == 200
     assert board(client, "clock", day)["entries"] == []
 
 
@@ -422,3 +425,21 @@ def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, mo
         clock = next(row for row in stats["variants"] if row["variant"] == "clock")
         assert (clock["resigned"], clock["in_play"]) == (1, 0)
     assert redis_db.sismember(keys.daily("clock", "closed"), day)
+
+
+def test_the_worker_chooses_today_s_deal_from_the_pool_ahead_of_the_first_attempt(daily_app):
+    app = daily_app()
+    client = app.test_client()
+    overview = client.get("/v1/daily").get_json()
+    assert [row["deal_commitment"] for row in overview["variants"]] == [None, None, None]
+    app.services.solver_store.add_seed("salic-law", 21)
+    assert app.services.daily.prepare() == 1  # only the variant whose pool has a seed
+    assert app.services.daily.prepare() == 0  # chosen once
+    assert app.services.solver_store.pool_size("salic-law") == 0
+    rows = {row["variant"]: row for row in client.get("/v1/daily").get_json()["variants"]}
+    assert rows["salic-law"]["deal_commitment"] is not None
+    assert rows["clock"]["deal_commitment"] is None
+    _player, token = register(client, "Ada")
+    game, _ = start(client, token, "salic-law")
+    assert game["deal_commitment"] == rows["salic-law"]["deal_commitment"]
+    assert game["winnable"] is True
