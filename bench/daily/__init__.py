@@ -20,7 +20,8 @@ The figures, their goals and whether each is met are printed and written into th
 daily section of ``bench/RESULTS.md``.  Nothing fails on a figure.
 
     python -m bench daily [--entries N] [--sample N] [--reference-games N]
-                          [--players N] [--close-games N] [--no-cluster]
+                          [--players N] [--close-games N] [--close-before S]
+                          [--no-cluster]
                           [--duration S] [--rounds N] [--warmup S] [--connections N]
                           [--threads N] [--output PATH]
     python -m bench daily batches [--games N] [--cluster] [--output PATH]

@@ -65,6 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--close-games", type=int, default=100_000,
                         help="ranked games in play when the day closes (default 100,000; "
                              "0: no close)")
+    parser.add_argument("--close-before", type=int, default=10,
+                        help="seconds `GET` game is measured just before the close "
+                             "(default 10)")
     parser.add_argument("--no-cluster", dest="cluster", action="store_false",
                         help="skip the board's reads on the Redis Cluster")
     add_load_options(parser, "rounds: every kind in turn (default 3)")
@@ -73,7 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default bench/RESULTS.md)")
     args = parser.parse_args(argv)
     if not load_options_fit(args) or args.entries < 1 or args.sample < 1 \
-            or args.reference_games < 1 or args.players < 1 or args.close_games < 0:
+            or args.reference_games < 1 or args.players < 1 or args.close_games < 0 \
+            or args.close_before < 1:
         parser.error("sizes, durations and connections must be positive")
     return args
 
@@ -213,7 +217,8 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
         at_ms = max(now_ms(), daily.calendar.end_ms(yesterday)
                     + daily.settings.close_grace_seconds * 1000 + 1)
         close = measure_close(bench, service, services, work / "one" / "one-games.txt",
-                              day_before, args.close_games, opened.seconds, at_ms)
+                              day_before, args.close_games, opened.seconds, at_ms,
+                              args.close_before)
         print(f" {close.seconds:.1f} s, {close.on_board:,} on the boards", flush=True)
         outcome["close"] = close
     return outcome

@@ -151,8 +151,9 @@ def wrk_until(bench: Bench, service, data: Path, action) -> tuple[Run, object]:
 
 
 def measure_close(bench: Bench, service, services, games_file: Path, day: str,
-                  opened: int, fill_seconds: float, at_ms: int) -> Close:
-    """``GET`` game under wrk for as long as the close before it takes, then again while
+                  opened: int, fill_seconds: float, at_ms: int, before_seconds: int
+                  ) -> Close:
+    """``GET`` game under wrk for ``before_seconds`` just before the close, then again while
     :meth:`Daily.close_due` (what the solver's worker runs) closes the day, in this
     process; then the board and the outboxes read."""
     daily = services.daily
@@ -163,7 +164,7 @@ def measure_close(bench: Bench, service, services, games_file: Path, day: str,
         return abandoned, time.monotonic() - started
 
     before = bench.run(service, "close_get_game", "`GET /v1/games/<id>` before the close",
-                       "paths", games_file, 200, seconds=10)
+                       "paths", games_file, 200, seconds=before_seconds)
     during, (abandoned, seconds) = wrk_until(bench, service, games_file, close)
     before.key = "before_close"
     outcomes: dict[str, int] = {}
