@@ -8,8 +8,9 @@ to its end: three win the Four Corners deal by its 304 moves (tests/four_corners
 four lose the Clock's and Salic Law's deal by real moves (a line computed here with the
 engine), the others make up to three moves and resign.  Once about 40 % of the games
 have ended, the master holding the Clock's board slot (``{daily:clock}``) is killed and
-left down; every client sends a request answered 503 (or not at all) again, a write
-with its Idempotency-Key, until it is answered.  Afterwards, once the solver's sweep
+left down; every client sends a request answered 503 (or not at all) again until it is
+answered: a move with its Idempotency-Key, an attempt as it was (a second attempt
+answers 409 ``attempt_taken`` with the first one's game).  Afterwards, once the solver's sweep
 found nothing left in the outboxes:
 
 - every ended ranked game is on its board exactly once (0 missing, 0 twice) and nothing
@@ -151,9 +152,10 @@ class Client(threading.Thread):
                                              {"name": f"P{player.number}"}, {}, (201,))
         player.id, player.token = body["player"]["id"], body["player_token"]
         headers = auth(player.token)
+        # An attempt sent again finds the first one's game: 409 with its Location.
         status, answer_headers, body = self._call(
-            client, "POST", f"/v1/daily/{player.variant}/{self.day}", None,
-            {**headers, "Idempotency-Key": "attempt"}, (201, 409))
+            client, "POST", f"/v1/daily/{player.variant}/{self.day}", None, headers,
+            (201, 409))
         if status == 409:  # a retry of an attempt whose first answer was lost
             assert body["code"] == "attempt_taken", body
             player.game_id = answer_headers["Location"].rsplit("/", 1)[1]
