@@ -58,10 +58,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="players whose rank is read, in turn (default 1,000)")
     parser.add_argument("--reference-games", type=int, default=1000,
                         help="ordinary games that `GET` game reads (default 1,000)")
-    parser.add_argument("--players", type=int, default=4000,
+    parser.add_argument("--players", type=int, default=8000,
                         help="players made through the API for the last moves, each with "
                              "a ranked and an ordinary game of every variant (default "
-                             "4,000: 12,000 games of each kind)")
+                             "8,000: 24,000 games of each kind, for about 1,500 resigns a "
+                             "second over three rounds)")
     parser.add_argument("--close-games", type=int, default=100_000,
                         help="ranked games in play when the day closes (default 100,000; "
                              "0: no close)")
