@@ -137,7 +137,7 @@ def section(args, outcome: dict, facts: dict) -> str:
             "each with a ranked attempt at every variant's deal of the day and an ordinary "
             "game of every variant of their own; the move measured is a resign (`If-Match: "
             "\"0\"`, each game once, with the player's token), which ends the game: a "
-            "ranked game's writes its `ranked-ended` event and its entry onto the board "
+            "ranked game's end writes its `ranked-ended` event and its entry onto the board "
             "(the Clock's of "
             f"{board['entries']:,} entries, the others'), an ordinary one its player's "
             "`ended` event. A resign, not a winning move: a game one move from its win "
