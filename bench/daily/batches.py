@@ -1,4 +1,4 @@
-"""``python -m bench daily``: how fast the solver's worker closes a day of the daily
+"""``python -m bench daily batches``: how fast the solver's worker closes a day of the daily
 deal, its ranked games still in play abandoned in batches (``Daily.close_due``), against
 the same games abandoned one at a time through the write pipeline (``Games.abandon``,
 what each game's close would cost without the batches): both in one run, on one Redis
@@ -12,7 +12,7 @@ closes one variant's games one at a time and the other's in batches, timing each
 clock), and checks that every game is on its board once.  The table goes to standard
 output and to ``bench/RESULTS.md``.
 
-    python -m bench daily [--games 5000] [--cluster] [--output PATH]
+    python -m bench daily batches [--games 5000] [--cluster] [--output PATH]
 """
 
 from __future__ import annotations
@@ -24,20 +24,20 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from bench.http.constants import RESULTS
 from bench.machine import cpu_model, load_average
 from bench.sections import write_section
 from bench.solver import source_commit
 from devtools.redis_server import LocalCluster, RedisServer
 from service.app import close_app, create_app
 
-RESULTS = Path(__file__).with_name("RESULTS.md")
-BEGIN, END = "<!-- bench daily: begin -->", "<!-- bench daily: end -->"
+BEGIN, END = "<!-- bench daily batches: begin -->", "<!-- bench daily batches: end -->"
 #: The variant closed one game at a time, and the one closed in batches.
 ONE_BY_ONE, BATCHED = "clock", "salic-law"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench daily",
+    parser = argparse.ArgumentParser(prog="python -m bench daily batches",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--games", type=int, default=5000,
                         help="open ranked games closed each way (default 5,000)")
@@ -113,11 +113,11 @@ def section(args: argparse.Namespace, figures: dict) -> str:
     backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1)" if args.cluster \
         else "one Redis (no WAIT)"
     return "\n".join([
-        "## The close of a day of the daily deal (`python -m bench daily`)",
+        "## The close of a day of the daily deal (`python -m bench daily batches`)",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {source_commit('service')}, "
         f"{cpu_model()}, load average {load_average()}; {backend}; "
-        f"`python -m bench daily --games {games}{' --cluster' if args.cluster else ''}`.",
+        f"`python -m bench daily batches --games {games}{' --cluster' if args.cluster else ''}`.",
         "",
         "| close | games | seconds | games a second |",
         "|---|---:|---:|---:|",
