@@ -13,6 +13,7 @@ asking for ``text/event-stream``), through real gunicorn.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -67,6 +68,8 @@ class BoardStream(threading.Thread):
             return  # cut off
         finally:
             self.opened.set()
+            if self.sock is not None:
+                self.sock.close()
 
     def _body(self, buffer: bytes, chunked: bool):
         while True:
@@ -95,9 +98,10 @@ class BoardStream(threading.Thread):
         return sum(message.comment == "heartbeat" for message in self.received)
 
     def cut(self) -> None:
-        self.sock.shutdown(socket.SHUT_RDWR)
-        self.sock.close()
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
         self.join(10)
+        assert not self.is_alive()
 
 
 def _open(port: int, path: str, last_event_id: str | None = None) -> BoardStream:
