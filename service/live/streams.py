@@ -34,7 +34,7 @@ from service.game.errors import game_not_found
 from service.game.record import StoredGame
 from service.game.replay import replay
 from service.live import board
-from service.live.channel import GameChannel
+from service.live.channel import Channel, GameChannel
 from service.live.follower import Attach, Follower
 from service.live.hub import Hub
 from service.live.items import (
@@ -113,7 +113,8 @@ class Stream:
 
 
 class EventStreams:
-    """The streams of the feeds of the games in a :class:`GameStore`, in this process."""
+    """The streams of the feeds of the games in a :class:`GameStore`, and of the days'
+    boards in a :class:`DailyStore` (``boards``), in this process, under one cap."""
 
     def __init__(self, store: GameStore, hub: Hub, *, retry_ms: int, max_streams: int,
                  max_seconds: float, boards: DailyStore | None = None):
@@ -181,7 +182,7 @@ class EventStreams:
         stream.first = lambda: first
         return stream
 
-    def _join(self, channel, read: Callable, wire: Wire, reread: CatchUp):
+    def _join(self, channel: Channel, read: Callable, wire: Wire, reread: CatchUp):
         """A stream on ``channel`` under the cap, and what ``read`` read once it was
         followed."""
         if not self._slots.acquire(blocking=False):
