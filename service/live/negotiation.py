@@ -22,7 +22,7 @@ from service.live.wires.sse import SSE
 
 #: The events path of a game (the view's route, ``/v1/games/<game_id>/events``) and of a
 #: day's board (``/v1/daily/<variant>/<day>/events``).
-EVENTS_PATH = re.compile(r"/v1/(?:games/[^/]+|daily/[^/]+/[^/]+)/events")
+EVENTS_PATH = re.compile(r"/v1/(games/[^/]+|daily/[^/]+/[^/]+)/events")
 #: The methods of a stream (a GET route answers HEAD too).
 STREAM_METHODS = frozenset({"GET", "HEAD"})
 #: The feed's wires, by the media type that asks for each.
