@@ -93,7 +93,7 @@ def build_services(config: Mapping) -> Services:
         daily=daily,
         projector=projector,
         analyses=Analyses(store, solver_store, solver_settings),
-        events_feed=EventsFeed(store, backend.subscriber(), config),
+        events_feed=EventsFeed(store, backend.subscriber(), config, boards=daily.store),
         openapi_yaml=_read_openapi(config["OPENAPI_PATH"]),
     )
 

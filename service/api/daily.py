@@ -10,11 +10,14 @@ from marshmallow import ValidationError
 
 from service.api.context import services
 from service.api.errors import BadRequest
+from service.api.events import feed, serve, too_many_streams
 from service.api.http import bearer_token, json_response, send, viewer
 from service.api.identity import current_player
 from service.api.schemas import around_query_schema, board_query_schema
 from service.daily.boards import Daily
 from service.game.errors import GameError
+from service.live.negotiation import stream_wire
+from service.live.streams import TooManyStreams
 
 bp = Blueprint("daily", __name__, url_prefix="/v1/daily")
 _WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
@@ -60,7 +63,9 @@ def around(variant, day, player_id):
 
 @bp.get("/<variant>/<day>/events")
 def board_events(variant, day):
-    """The board's feed as JSON: the events after ``Last-Event-ID`` or ``?after=``."""
+    """The board's feed after ``Last-Event-ID`` or ``?after=``: read as JSON, or followed
+    as a stream on the wire the ``Accept`` header asks for, like a game's
+    (:mod:`service.api.events`, :mod:`service.live.board`)."""
     header = request.headers.get("Last-Event-ID")
     query = request.args.get("after")
     if query is not None and query != "0" and not _EVENT_ID.fullmatch(query):
@@ -69,7 +74,17 @@ def board_events(variant, day):
         raise BadRequest(400, "invalid_header",
                          "Last-Event-ID must be an event id of this feed ('<ms>-<n>')")
     after = header or query or "0"
-    return json_response(daily().events(variant, day, after))
+    wire = stream_wire(request.method, request.path, request.headers.get("Accept"))
+    if wire is None:
+        response = json_response(daily().events(variant, day, after))
+        response.vary.update(("Accept", "Last-Event-ID"))
+        return response
+    variant, day = daily().board_feed(variant, day)
+    try:
+        stream = feed().streams.open_board(variant, day, after, wire)
+    except TooManyStreams as error:
+        return too_many_streams(error)
+    return serve(stream, wire)
 
 
 @bp.get("/<variant>/weeks/<week>/board")

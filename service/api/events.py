@@ -16,7 +16,8 @@ from service.game.application import check_visible
 from service.live.feed import EventsFeed
 from service.live.follower import ATTACH_ENVIRON
 from service.live.negotiation import stream_wire
-from service.live.streams import MAX_VERSION, TooManyStreams
+from service.live.streams import MAX_VERSION, Stream, TooManyStreams
+from service.live.wires import Wire
 
 _VERSION = re.compile(r"[0-9]{1,19}")
 
@@ -56,17 +57,27 @@ def follow_game(game_id):
     try:
         stream = feed().streams.open(game_id, after, wire)
     except TooManyStreams as error:
-        return problem(503, "too_many_streams", f"{error}; retry soon",
-                       headers={"Retry-After": "5"})
+        return too_many_streams(error)
     if stream is None:  # the game is over and the client saw its end: stop reconnecting
         response = Response(status=204)
         del response.headers["Content-Type"]
         return response
     try:
         check_visible(stream.game, viewer())
+        tag = etag(stream.game.version)
     except BaseException:
         stream.release()
         raise
+    return serve(stream, wire, tag)
+
+
+def too_many_streams(error: TooManyStreams) -> Response:
+    return problem(503, "too_many_streams", f"{error}; retry soon",
+                   headers={"Retry-After": "5"})
+
+
+def serve(stream: Stream, wire: Wire, tag: str | None = None) -> Response:
+    """The response of an admitted stream (a game's or a day's board's) on ``wire``."""
     stream.attachable = bool(request.environ.get(ATTACH_ENVIRON))
     try:
         response = Response(feed().streams.frames(stream), mimetype=wire.content_type)
@@ -74,7 +85,8 @@ def follow_game(game_id):
     except BaseException:
         stream.release()
         raise
-    response.headers["ETag"] = etag(stream.game.version)
+    if tag is not None:
+        response.headers["ETag"] = tag
     response.headers["Cache-Control"] = "no-cache"
     response.headers["X-Accel-Buffering"] = "no"  # nginx: pass every event on at once
     response.vary.update(("Accept", "Last-Event-ID"))

@@ -337,12 +337,17 @@ class Daily:
         variant = _variant(variant_id)
         self._day(day_id)
         found = self.store.feed(variant.id, day_id, after)
-        events = [{"id": event_id, "player_id": fields["player"], "rank": int(fields["rank"]),
-                   "entry": _entry(int(fields["rank"]), orjson.loads(fields["entry"]))}
-                  for event_id, fields in found]
+        events = [feed_event(event_id, fields) for event_id, fields in found]
         return {"variant": variant.id, "day": day_id, "top": self.settings.live_top,
                 "events": events,
                 "last_event_id": events[-1]["id"] if events else after}
+
+    def board_feed(self, variant_id: str, day_id: str) -> tuple[str, str]:
+        """The board of ``day_id`` whose feed is followed (its variant's id, the day's
+        id); 404 for an unknown variant or a day id that is none."""
+        variant = _variant(variant_id)
+        self._day(day_id)
+        return variant.id, day_id
 
     def around(self, variant_id: str, day_id: str, player: str, k: int) -> dict:
         variant = _variant(variant_id)
@@ -404,6 +409,14 @@ def _attempt_taken(game_id: str) -> GameError:
     return GameError(409, "attempt_taken",
                      f"you have made your ranked attempt at this deal already: game "
                      f"{game_id}", headers={"Location": f"/v1/games/{game_id}"})
+
+
+def feed_event(event_id: str, fields: dict) -> dict:
+    """An event of a day's board's feed (its stream entry ``event_id``, ``fields``): the
+    same for a JSON read and a stream."""
+    rank = int(fields["rank"])
+    return {"id": event_id, "player_id": fields["player"], "rank": rank,
+            "entry": _entry(rank, orjson.loads(fields["entry"]))}
 
 
 def _entry(rank: int, entry: dict) -> dict:

@@ -1,5 +1,7 @@
 """A game's feed in an app: ``GET /v1/games/<id>/events``, read as JSON or followed as a
-stream (Server-Sent Events, :mod:`service.live.wires`).
+stream (Server-Sent Events, :mod:`service.live.wires`); a day's board's feed
+(``GET /v1/daily/<variant>/<day>/events``, :mod:`service.live.board`) is followed by the
+same streams, hub and subscription.
 
 The feed is stored, not kept in any process: it is replayed from the game's journal in
 Redis (:mod:`service.engine.journal`, written by the same Lua script that stores each
@@ -29,6 +31,7 @@ from service.game.record import StoredGame, Viewer
 from service.game.replay import replay
 from service.live.hub import Hub
 from service.live.streams import EventStreams
+from service.storage.daily_store import DailyStore
 from service.storage.game_store import GameStore
 
 
@@ -36,19 +39,20 @@ class EventsFeed:
     """The events feed of the process (built by :mod:`service.services`): the JSON
     reads, and the streams (:class:`~service.live.streams.EventStreams`) over the
     process's hub (:class:`~service.live.hub.Hub`), whose subscription connects with
-    ``subscriber`` (:meth:`service.storage.backend.Backend.subscriber`).  ``config``:
-    the settings ``SSE_*`` and ``REDIS_CONNECT_TIMEOUT``."""
+    ``subscriber`` (:meth:`service.storage.backend.Backend.subscriber`); the days'
+    boards are read in ``boards``.  ``config``: the settings ``SSE_*`` and
+    ``REDIS_CONNECT_TIMEOUT``."""
 
     def __init__(self, store: GameStore[StoredGame], subscriber: Callable[[], redis.Redis],
-                 config):
+                 config, boards: DailyStore | None = None):
         self.store = store
-        self.hub = Hub(store, subscriber,
+        self.hub = Hub(subscriber,
                        backlog=config["SSE_BACKLOG"], backlog_bytes=config["SSE_BACKLOG_BYTES"],
                        heartbeat=config["SSE_HEARTBEAT_SECONDS"],
                        confirm_timeout=config["REDIS_CONNECT_TIMEOUT"])
         self.streams = EventStreams(store, self.hub, retry_ms=config["SSE_RETRY_MS"],
                                     max_streams=config["SSE_MAX_STREAMS"],
-                                    max_seconds=config["SSE_MAX_SECONDS"])
+                                    max_seconds=config["SSE_MAX_SECONDS"], boards=boards)
 
     def read(self, game_id: str, after: int, viewer: Viewer | None = None
              ) -> tuple[int, dict]:

@@ -41,12 +41,13 @@ class Follower:
     connection closed; its client resumes from its last version."""
 
     __slots__ = ("_connection", "_items", "_lagging", "_leave", "_limits", "_lock", "_sent",
-                 "_wake", "_wire", "closed", "deadline", "game_id", "quiet")
+                 "_wake", "_wire", "channel", "closed", "deadline", "quiet")
 
-    def __init__(self, game_id: str, deadline: float, *, lock: threading.RLock,
+    def __init__(self, channel: str, deadline: float, *, lock: threading.RLock,
                  limits: Limits, leave: Callable[[Follower], None]):
-        """``leave`` is the hub's, called under the lock when the follower leaves."""
-        self.game_id = game_id
+        """``channel``: the name of the channel it follows; ``leave`` is the hub's, called
+        under the lock when the follower leaves."""
+        self.channel = channel
         self.deadline = deadline
         self.closed = False
         self.quiet = False  # nothing reached it since the last heartbeat round
@@ -58,7 +59,7 @@ class Follower:
         self._wake: threading.Event | None = threading.Event()
         self._connection: StreamSocket | None = None
         self._wire: Wire | None = None  # attached: the stream's wire
-        self._sent = -1  # attached: the version its client has
+        self._sent = -1  # attached: the position its client has
 
     # --- the hub's side (under the lock) ---------------------------------------------
     def push(self, item: Item) -> None:

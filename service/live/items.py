@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from service.game.record import StoredGame
 
 # --- what the hub hands a follower ------------------------------------------------------
+#: A position in a feed: a game's version, or a board's feed entry ``(ms, n)``.
+Position = int | tuple[int, int]
 ENTRY, GAME, SYNC, END, DELETED, BEAT = "entry", "game", "sync", "end", "deleted", "beat"
 
 
@@ -47,6 +49,10 @@ class Item:
     - ``DELETED``: the game was deleted or expired (event ``deleted``);
     - ``BEAT``: nothing reached the follower for a heartbeat period.
 
+    ``version`` is the item's position in its feed: a game's version (an int), or a
+    board's feed entry (``(ms, n)`` of its stream id, :mod:`service.live.board`); an
+    ``ENTRY`` follows the position ``previous`` (None: ``version - 1``, a game's).
+
     ``data`` is the event's payload, one line of JSON; ``event_id`` the version a client
     that got the item resumes from (the entries and the whole game carry one; the end
     and a deletion do not).  ``framed`` holds the item's bytes on each wire that framed
@@ -54,10 +60,11 @@ class Item:
     per wire."""
 
     kind: str
-    version: int
+    version: Position
     event: str = ""
     data: bytes = b""
-    event_id: int | None = None
+    event_id: int | str | None = None
+    previous: Position | None = None
     framed: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
 
@@ -97,14 +104,15 @@ def deleted_item(game_id: str) -> Item:
 FOLLOWING, FINISHED, BEHIND = "following", "finished", "behind"
 
 
-def deliver(items: Iterable[Item], sent: int, *, lagging: bool = False
-            ) -> tuple[list[Item], int, str]:
+def deliver(items: Iterable[Item], sent: Position, *, lagging: bool = False
+            ) -> tuple[list[Item], Position, str]:
     """What a client that has every version up to ``sent`` is sent of ``items``:
     ``(sending, sent, outcome)``, ``sent`` being the version the client has once it got
     the items of ``sending``.
 
-    - an ``ENTRY`` of the next version is sent; one already sent is left out; one past
-      the next would leave a version missing: ``BEHIND``;
+    - an ``ENTRY`` that follows ``sent`` (the next version of a game, the next entry of a
+      board's feed) is sent; one already sent is left out; one further on would leave
+      something missing: ``BEHIND``;
     - a ``SYNC`` at ``sent`` changes nothing; at another version the client does not
       have the game the channel starts from: ``BEHIND``;
     - an ``END`` at ``sent`` is sent and ``FINISHED`` the stream; at another version the
@@ -123,7 +131,8 @@ def deliver(items: Iterable[Item], sent: int, *, lagging: bool = False
         kind = item.kind
         if kind == ENTRY:
             version = item.version
-            if version == sent + 1:
+            previous = version - 1 if item.previous is None else item.previous
+            if previous == sent:
                 sending.append(item)
                 sent = version
             elif version > sent:

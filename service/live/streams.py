@@ -16,32 +16,41 @@ each on a thread of its own, so its cap leaves threads to answer moves.  In the 
 group a stream that has caught up is attached instead
 (:class:`~service.live.follower.Attach`): the server gives its connection to the
 follower, whose items the hub then frames and writes itself.
+
+A day's board is followed the same way (:meth:`EventStreams.open_board`): its stream
+joins the board's channel (:class:`~service.live.board.BoardChannel`) before it reads the
+board's feed after the client's id, under the same cap, with the same heartbeats and the
+same hand-off; it has no end.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from service.game.errors import game_not_found
 from service.game.record import StoredGame
 from service.game.replay import replay
+from service.live import board
+from service.live.channel import Channel, GameChannel
 from service.live.follower import Attach, Follower
 from service.live.hub import Hub
 from service.live.items import (
     BEHIND,
     FINISHED,
     Item,
+    Position,
     deleted_item,
     deliver,
     end_item,
     entry_item,
     game_item,
 )
-from service.live.wires import Wire, frame, frames
+from service.live.wires import Wire, frames
 from service.observability import metrics
+from service.storage.daily_store import DailyStore
 from service.storage.game_store import GameStore, StorageUnavailable
 
 log = logging.getLogger("patience.events")
@@ -80,27 +89,37 @@ class Release:
         self.slots.release()
 
 
+#: A stream's catch-up: the items after a position, the position they reach, and whether
+#: the feed is over (its last item its end, or a ``deleted`` event: it is gone).
+CatchUp = Callable[[Position], tuple[list[Item], Position, bool]]
+
+
 @dataclass(slots=True)
 class Stream:
-    """An admitted stream: its wire, what was read when it opened (dropped once sent), and
-    what to give back: ``release()`` when the server closes the response."""
+    """An admitted stream: what it follows (``name``, for the logs), its wire, what was
+    read when it opened (``first``: its catch-up from the client's position, made when
+    the stream starts and dropped then; ``game``, a game's stored game, for the view's
+    checks), how it catches up later (``reread``), and what to give back: ``release()``
+    when the server closes the response."""
 
-    game_id: str
-    after: int
+    name: str
     wire: Wire
-    game: StoredGame | None
-    journal: str | None
+    first: Callable[[], tuple[list[Item], Position, bool]] | None
+    reread: CatchUp
     follower: Follower
     release: Release
+    game: StoredGame | None = None
     attachable: bool = False
 
 
 class EventStreams:
-    """The streams of the feeds of the games in a :class:`GameStore`, in this process."""
+    """The streams of the feeds of the games in a :class:`GameStore`, and of the days'
+    boards in a :class:`DailyStore` (``boards``), in this process, under one cap."""
 
     def __init__(self, store: GameStore, hub: Hub, *, retry_ms: int, max_streams: int,
-                 max_seconds: float):
+                 max_seconds: float, boards: DailyStore | None = None):
         self.store = store
+        self.boards = boards
         self.hub = hub
         self.retry_ms = max(0, int(retry_ms))
         self.max_seconds = max(0.1, float(max_seconds))
@@ -131,23 +150,56 @@ class EventStreams:
 
     def _admit(self, game_id: str, after: int, wire: Wire) -> Stream:
         _check_open(game_id, self.store.load(game_id), after)
+
+        def read() -> tuple[StoredGame, str]:
+            found = self.store.load_with_journal(game_id)
+            _check_open(game_id, found and found[0], after)
+            return found
+
+        def reread(sent: int):
+            found = self.store.load_with_journal(game_id)
+            if found is None:
+                return [deleted_item(game_id)], sent, True
+            return catch_up(game_id, *found, sent)
+
+        stream, (stored, journal) = self._join(GameChannel(self.store, game_id), read,
+                                               wire, reread)
+        stream.game = stored
+        stream.first = lambda: catch_up(game_id, stored, journal, after)
+        return stream
+
+    def open_board(self, variant: str, day: str, after: str, wire: Wire) -> Stream:
+        """Admit a stream of a day's board's feed (``variant``, ``day``: checked) from the
+        entry ``after`` (an id of its feed, or ``0``) on ``wire``;
+        :class:`TooManyStreams` past the cap."""
+        boards, start = self.boards, board.position(after)
+
+        def reread(sent: Position):
+            return board.catch_up(boards, variant, day, sent)
+
+        stream, first = self._join(board.BoardChannel(boards, variant, day),
+                                   lambda: reread(start), wire, reread)
+        stream.first = lambda: first
+        return stream
+
+    def _join(self, channel: Channel, read: Callable, wire: Wire, reread: CatchUp):
+        """A stream on ``channel`` under the cap, and what ``read`` read once it was
+        followed."""
         if not self._slots.acquire(blocking=False):
             raise TooManyStreams(f"this server holds {self.max_streams} streams already")
         follower = None
         try:
             # Follow, then read again: no change can slip between the read and the wait.
-            follower = self.hub.follow(game_id, self.max_seconds)
-            found = self.store.load_with_journal(game_id)
-            _check_open(game_id, found and found[0], after)
+            follower = self.hub.follow(channel, self.max_seconds)
+            found = read()
         except BaseException:
             if follower is not None:
                 follower.leave()
             self._slots.release()
             raise
-        stored, journal = found
         metrics.EVENT_STREAMS.inc()
-        return Stream(game_id, after, wire, stored, journal, follower,
-                      Release(follower, self._slots))
+        return Stream(channel.name, wire, None, reread, follower,
+                      Release(follower, self._slots)), found
 
     def frames(self, stream: Stream) -> Iterator[bytes | Attach]:
         """The stream's bytes on its wire: its preamble (the retry hint), the entries after
@@ -156,13 +208,12 @@ class EventStreams:
         :class:`Attach` for a server that can attach it.  Storage failures end the stream
         (the client resumes); the caller releases the slot when the WSGI server closes
         it."""
-        game_id, wire = stream.game_id, stream.wire
+        wire = stream.wire
         try:
             yield wire.preamble(self.retry_ms)
-            stored, journal = stream.game, stream.journal
-            stream.game = stream.journal = None  # an idle stream keeps no copy of the game
-            items, sent, over = catch_up(game_id, stored, journal, stream.after)
-            del stored, journal
+            first, stream.first, stream.game = stream.first, None, None
+            items, sent, over = first()  # an idle stream keeps no copy of what it read
+            del first
             if items:
                 yield frames(wire, items)
             if over:
@@ -172,12 +223,12 @@ class EventStreams:
                 return
             yield from self._follow(stream, sent)
         except StorageUnavailable as error:
-            log.warning("events stream of game %s ended: storage unavailable: %s",
-                        game_id, error)
+            log.warning("events stream of %s ended: storage unavailable: %s",
+                        stream.name, error)
 
-    def _follow(self, stream: Stream, sent: int) -> Iterator[bytes]:
-        """Send what the hub hands the follower, from version ``sent`` on; catch up from
-        the journal when a version is missing."""
+    def _follow(self, stream: Stream, sent: Position) -> Iterator[bytes]:
+        """Send what the hub hands the follower, from position ``sent`` on; catch up from
+        the store when something is missing."""
         wire = stream.wire
         while not self.stopping.is_set():
             taken = stream.follower.take()
@@ -192,12 +243,7 @@ class EventStreams:
             if outcome == FINISHED:
                 return
             if outcome == BEHIND:
-                found = self.store.load_with_journal(stream.game_id)
-                if found is None:
-                    yield frame(wire, deleted_item(stream.game_id))
-                    return
-                caught, sent, over = catch_up(stream.game_id, *found, sent)
-                del found
+                caught, sent, over = stream.reread(sent)
                 if caught:
                     yield frames(wire, caught)
                 if over:

@@ -1,12 +1,16 @@
-"""The process's one pub/sub connection: a pattern subscription to every game's channel,
+"""The process's one pub/sub connection: a pattern subscription to every game's channel and
+every day's board's channel (:data:`PATTERNS`),
 watched with PING, and made again after a loss (on a connection of the storage
 backend's :meth:`~service.storage.backend.Backend.subscriber`: on a Redis Cluster, the
 next node).
 
 Every change of a game publishes its new version on the game's channel
 (:func:`service.storage.keys.channel`; the write script of :mod:`service.storage.game_store`
-does it, a delete publishes ``deleted``).  With Redis Cluster, ``PUBLISH`` reaches every node, so a
-connection to any node of the cluster receives every game's messages.
+does it, a delete publishes ``deleted``); every entry added to a day's board's feed
+publishes its id on the board's channel (:func:`service.storage.keys.board_channel`, the
+board's script of :mod:`service.storage.daily_store`).  With Redis Cluster, ``PUBLISH``
+reaches every node, so a connection to any node of the cluster receives every channel's
+messages.
 """
 
 from __future__ import annotations
@@ -26,9 +30,9 @@ log = logging.getLogger("patience.feed")
 
 #: What a delete publishes on the game's channel (a change publishes its version).
 DELETED_MESSAGE = b"deleted"
-#: Every game's channel: :func:`service.storage.keys.channel` with ``*`` for the id.
-PATTERN = keys.channel("*")
-_PREFIX, _SUFFIX = (part.encode() for part in PATTERN.split("*"))
+#: Every game's channel (:func:`service.storage.keys.channel` with ``*`` for the id) and
+#: every day's board's (:func:`service.storage.keys.board_channel`).
+PATTERNS = (keys.channel("*"), keys.board_channel("*", "*"))
 #: Seconds between two PINGs; one unanswered for three connect timeouts ends the
 #: connection (a node whose host vanished closes nothing and sends nothing more).
 PING_EVERY = 1.0
@@ -40,8 +44,8 @@ class Listener(Protocol):
     """What a subscription tells (the hub)."""
 
     def received(self, changed: set[str], deleted: set[str]) -> bool:
-        """The games whose channel carried a new version, and those deleted, since the
-        last call (every ``tick`` at least, both sets possibly empty); False ends the
+        """The channels that carried something new, and those that carried ``deleted``,
+        since the last call (every ``tick`` at least, both sets possibly empty); False ends the
         subscription."""
 
     def lost(self) -> bool:
@@ -49,7 +53,8 @@ class Listener(Protocol):
 
 
 class Subscription:
-    """A ``PSUBSCRIBE`` of every game's channel on a connection of ``connect``, in force
+    """A ``PSUBSCRIBE`` of every followed thing's channel on a connection of ``connect``,
+    in force
     while :attr:`connected` is set; :meth:`run` keeps it until its listener is done."""
 
     def __init__(self, connect: Callable[[], redis.Redis], *, confirm_timeout: float,
@@ -91,14 +96,15 @@ class Subscription:
     def _subscribe(self) -> None:
         self._client = self._connect()
         self._pubsub = self._client.pubsub()
-        self._pubsub.psubscribe(PATTERN)
-        confirmed = self._pubsub.get_message(timeout=self.confirm_timeout)
-        if confirmed is None or confirmed.get("type") != "psubscribe":
-            raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
+        self._pubsub.psubscribe(*PATTERNS)
+        for _pattern in PATTERNS:
+            confirmed = self._pubsub.get_message(timeout=self.confirm_timeout)
+            if confirmed is None or confirmed.get("type") != "psubscribe":
+                raise redis.TimeoutError(f"no confirmation of the subscription: {confirmed}")
         self._next_ping, self._unanswered = time.monotonic() + PING_EVERY, None
 
     def _read(self) -> tuple[set[str], set[str]]:
-        """The messages of up to ``tick`` seconds: the games changed and those deleted.
+        """The messages of up to ``tick`` seconds: the channels changed and deleted.
         Raises when the node has not answered a PING in time."""
         changed: set[str] = set()
         deleted: set[str] = set()
@@ -106,13 +112,11 @@ class Subscription:
         while message is not None:
             kind = message.get("type")
             if kind == "pmessage":
-                name = message["channel"]
-                if name.startswith(_PREFIX) and name.endswith(_SUFFIX):
-                    game_id = name[len(_PREFIX):-len(_SUFFIX)].decode()
-                    if message["data"] == DELETED_MESSAGE:
-                        deleted.add(game_id)
-                    else:
-                        changed.add(game_id)
+                name = message["channel"].decode()
+                if message["data"] == DELETED_MESSAGE:
+                    deleted.add(name)
+                else:
+                    changed.add(name)
             elif kind == "pong":
                 self._unanswered = None
             message = self._pubsub.get_message(timeout=0)

@@ -11,7 +11,10 @@ Per variant and day ``<day>`` (its id):
 - ``<day>:board`` ZSET: player -> score (lower is better), and ``<day>:entries`` HASH:
   player -> the entry (JSON), written together once by
   :data:`~.scripts.PROJECT_BOARD`;
-- ``<day>:feed`` STREAM: the board's changes within its top (``DAILY_LIVE_TOP``).
+- ``<day>:feed`` STREAM: the board's changes within its top (``DAILY_LIVE_TOP``); the
+  script that adds an entry publishes its id on the board's channel, of the same name
+  (:func:`.keys.board_channel`), which its followers' hubs subscribe to
+  (:mod:`service.live.board`).
 
 Per variant: ``days`` ZSET (day id -> its index: the days there is something of, for
 the close and the trim), ``closed`` SET (the days closed), ``week:<week>`` HASH and
@@ -40,6 +43,11 @@ FEED_LENGTH = 1000
 
 def _text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _entries(found) -> list[tuple[str, dict]]:
+    return [(_text(entry_id), {_text(k): _text(v) for k, v in _pairs(fields)})
+            for entry_id, fields in found]
 
 
 def _pairs(found) -> list[tuple]:
@@ -138,7 +146,7 @@ class DailyStore:
                  keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
                  keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
         args = (player, entry, str(score), "1" if won else "", moves, index, live_top,
-                FEED_LENGTH, day)
+                FEED_LENGTH, day, keys.board_channel(variant, day))
         if self.wait_replicas:
             found = confirmed(self._fast, _PROJECT, names, args, self.wait_replicas,
                               self.wait_timeout_ms)
@@ -163,7 +171,8 @@ class DailyStore:
                      keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
             items.append(script_call(_PROJECT, names, (
                 end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
-                end["moves"], end["index"], live_top, FEED_LENGTH, day)))
+                end["moves"], end["index"], live_top, FEED_LENGTH, day,
+                keys.board_channel(variant, day))))
         wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]
@@ -208,12 +217,20 @@ class DailyStore:
         return int(self._fast.execute("ZCARD", keys.daily(variant, f"{name}:board")))
 
     @storage_errors
-    def feed(self, variant: str, day: str, after: str) -> list[tuple[str, dict]]:
-        """The day's feed after the entry ``after`` ('0': from the start)."""
+    def feed(self, variant: str, day: str, after: str, count: int = 1000
+             ) -> list[tuple[str, dict]]:
+        """The day's feed after the entry ``after`` ('0': from the start), ``count``
+        entries at most."""
         found = self._fast.execute("XRANGE", keys.daily(variant, f"{day}:feed"),
-                                   f"({after}" if after != "0" else "-", "+", "COUNT", 1000)
-        return [(_text(entry_id), {_text(k): _text(v) for k, v in _pairs(fields)})
-                for entry_id, fields in found]
+                                   f"({after}" if after != "0" else "-", "+", "COUNT", count)
+        return _entries(found)
+
+    @storage_errors
+    def feed_tail(self, variant: str, day: str, count: int) -> list[tuple[str, dict]]:
+        """The last ``count`` entries of the day's feed, in order."""
+        found = self._fast.execute("XREVRANGE", keys.daily(variant, f"{day}:feed"), "+", "-",
+                                   "COUNT", count)
+        return _entries(found)[::-1]
 
     # --- the close and the trim ----------------------------------------------------------
     @storage_errors

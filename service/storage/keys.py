@@ -19,7 +19,8 @@ functions.  Every key of one game shares the Redis Cluster hash tag ``{<id>}``:
 - :data:`STATS` HASH: the statistics counters, fields :func:`stat`; on a Redis Cluster
   one such hash per hash slot, ``stats:{<tag>}`` in the slot of the games it counts
   (:func:`service.storage.slots.stats_key`);
-- :func:`channel`: the game's pub/sub channel (no key, no memory);
+- :func:`channel`: the game's pub/sub channel (no key, no memory); a day's board has one
+  too, :func:`board_channel`;
 - :func:`outbox` HASH: an owned game's events not yet applied to its player's keys, a
   field per event (``created``, ``claimed``, ``ended``, ``deleted``), written by the
   game's write script; with the game's id in :data:`OUTBOX` SET (on a Redis Cluster one
@@ -83,6 +84,11 @@ def game(game_id: str) -> str:
 
 def channel(game_id: str) -> str:
     return f"game:{{{game_id}}}:feed"
+
+
+def board_channel(variant_id: str, day_id: str) -> str:
+    """A day's board's pub/sub channel (no key, no memory): its feed's key's name."""
+    return daily(variant_id, f"{day_id}:feed")
 
 
 def outbox(game_id: str) -> str:

@@ -370,12 +370,14 @@ return 1
 #       feed stream, 8 the days zset
 # ARGV: 1 player, 2 entry (JSON), 3 score, 4 '1' when won, 5 moves, 6 the day's index,
 #       7 the top whose changes are events (DAILY_LIVE_TOP), 8 the feed's length kept,
-#       9 the day's id
+#       9 the day's id, 10 the board's channel
 # Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
 # entry is the marker: a player has one ranked game a day, so its end is written once
 # however often it is applied.  A win also counts in the week (days won, then their
 # moves: score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry
-# that lands in the top ARGV[7], or moves others within it, is added to the day's feed.
+# that lands in the top ARGV[7], or moves others within it, is added to the day's feed,
+# and its id published on the board's channel, in the same script (its followers,
+# :mod:`service.live.board`).
 PROJECT_BOARD = """
 if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 'done' end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
@@ -406,8 +408,9 @@ if ARGV[4] == '1' then
 end
 local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
 if rank < tonumber(ARGV[7]) then
-  redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'player', ARGV[1],
-             'rank', rank + 1, 'entry', ARGV[2])
+  local id = redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'player', ARGV[1],
+                        'rank', rank + 1, 'entry', ARGV[2])
+  redis.call('PUBLISH', ARGV[10], id)
 end
 return 'applied'
 """

@@ -473,3 +473,56 @@ def test_racing_attempts_of_one_player_make_one_ranked_game(daily_app, redis_db)
             assert answer.headers["Location"] == f"/v1/games/{game_id}"
     assert redis_db.hgetall(keys.daily("clock", f"{day}:attempts")) != {}
     assert len(redis_db.hgetall(keys.daily("clock", f"{day}:attempts"))) == 1
+
+
+def test_a_board_is_followed_as_a_stream_under_the_process_s_cap(daily_app):
+    """``Accept: text/event-stream`` on a board's events: a stream of ``entry`` events with
+    the JSON feed's ids and payloads, resumed after ``Last-Event-ID`` without a repeat,
+    under the same cap of streams as a game's."""
+    from tests.sse import events_only, messages
+
+    app = daily_app(SSE_MAX_STREAMS=1, SSE_HEARTBEAT_SECONDS=0.1, SSE_MAX_SECONDS=10)
+    client = app.test_client()
+    sse = {"Accept": "text/event-stream"}
+    day = today(client)
+    path = f"/v1/daily/four-corners/{day}/events"
+    created = client.post("/v1/games", json={"variant": "clock"}).get_json()
+    game_stream = client.get(f"/v1/games/{created['game']['id']}/events", headers=sse)
+    assert game_stream.status_code == 200
+    refused = client.get(path, headers=sse)
+    assert (refused.status_code, refused.get_json()["code"]) == (503, "too_many_streams")
+    assert client.get(path).status_code == 200  # the JSON read is no stream
+    game_stream.close()
+
+    for bad, status in (({"Last-Event-ID": "x"}, 400), ({"Last-Event-ID": "1-2-3"}, 400)):
+        assert client.get(path, headers={**sse, **bad}).status_code == status
+    unknown = client.get(f"/v1/daily/nope/{day}/events", headers=sse)
+    assert unknown.status_code == 404
+
+    response = client.get(path, headers=sse)
+    assert (response.status_code, response.mimetype) == (200, "text/event-stream")
+    assert "Accept" in response.headers["Vary"]
+    stream = events_only(messages(iter(response.response)))
+    players = []
+    for name in ("Ada", "Bob"):
+        player, token = register(client, name)
+        game, game_token = start(client, token, "four-corners")
+        resign(client, game["id"], game_token)
+        players.append(player)
+    got = [next(stream), next(stream)]
+    response.close()
+    feed = client.get(path).get_json()["events"]
+    assert [(m.id, m.event, m.json()) for m in got] == [(e["id"], "entry", e) for e in feed]
+    assert [e["player_id"] for e in feed] == players
+
+    resumed = client.get(path, headers={**sse, "Last-Event-ID": got[0].id})
+    stream = events_only(messages(iter(resumed.response)))
+    assert next(stream).id == got[1].id  # the one after, not the one before it again
+    player, token = register(client, "Cyd")
+    game, game_token = start(client, token, "four-corners")
+    resign(client, game["id"], game_token)
+    following = next(stream)
+    resumed.close()
+    assert following.json()["player_id"] == player
+    assert client.get(path, query_string={"after": got[1].id}).get_json()["events"] == \
+        [following.json()]

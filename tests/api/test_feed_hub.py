@@ -9,6 +9,7 @@ import threading
 import time
 
 from bench.walks import long_walks
+from service.live.channel import GameChannel
 from service.live.wires.sse import SSE
 from tests.api.support import auth, make_app
 from tests.sse import events_only, messages
@@ -46,7 +47,7 @@ def test_a_client_that_reads_nothing_is_cut_off_and_the_others_get_everything(re
         server_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
         client_end.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         server_end.setblocking(False)
-        follower = hub.follow(game_id, 60)
+        follower = hub.follow(GameChannel(app.services.store, game_id), 60)
         follower.attach(server_end, chunked=False, sent=0, wire=SSE,
                         on_end=lambda name=name, follower=follower: (ended.append(name),
                                                                      follower.leave()))

@@ -1,6 +1,7 @@
 """The Server-Sent Events wire (``text/event-stream``): what an ``EventSource`` reads.
 
-Each item is one event: ``id: <version>`` (the entries and the whole game, from which a
+Each item is one event: ``id: <version>`` (the entries and the whole game; a board's
+entries carry their feed's id, ``<ms>-<n>``; from which a
 reconnecting client resumes with ``Last-Event-ID``), ``event: <name>`` and one line of
 JSON after ``data:``; a heartbeat is a comment, and a stream starts with ``retry:``.
 """
@@ -29,7 +30,7 @@ class ServerSentEvents:
             return HEARTBEAT
         if item.kind == SYNC:
             return b""
-        head = b"id: %d\n" % item.event_id if item.event_id is not None else b""
+        head = b"id: %s\n" % str(item.event_id).encode() if item.event_id is not None else b""
         return b"%sevent: %s\ndata: %s\n\n" % (head, item.event.encode(), item.data)
 
 
