@@ -65,7 +65,20 @@ export const paths = {
   me: () => "/v1/players/me",
   myGames: (query) => `/v1/players/me/games?${query}`,
   myStats: () => "/v1/players/me/stats",
+  daily: () => "/v1/daily",
+  dailyDay: (variant, day) => `/v1/daily/${enc(variant)}/${enc(day)}`,
+  dailyBoard: (variant, day, query) => `/v1/daily/${enc(variant)}/${enc(day)}/board?${query}`,
+  dailyAround: (variant, day, player, around) =>
+    `/v1/daily/${enc(variant)}/${enc(day)}/board/players/${enc(player)}?around=${enc(String(around))}`,
+  dailyEvents: (variant, day) => `/v1/daily/${enc(variant)}/${enc(day)}/events`,
 };
+
+// The query of a page of a day's board: limit, then the cursor of the page before.
+export function boardQuery({ limit = 10, cursor } = {}) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (cursor) query.set("cursor", cursor);
+  return query.toString();
+}
 
 // The query of a page of "My games": limit, then the filters and the cursor when given.
 export function myGamesQuery({ limit = 20, variant, status, cursor } = {}) {
@@ -184,16 +197,18 @@ export class Api {
     return this.write("POST", paths.games(), { rawBody: raw, token: playerToken || undefined });
   }
 
-  game(id, ifNoneMatch) {
-    return this.get(paths.game(id), { ifNoneMatch });
+  // Reads carry the player's token when this device has one: a ranked game of the daily
+  // deal is its player's only while its day is open (others: 403 ranked_game_hidden).
+  game(id, ifNoneMatch, playerToken) {
+    return this.get(paths.game(id), { ifNoneMatch, token: playerToken || undefined });
   }
 
-  moves(id) {
-    return this.get(paths.moves(id));
+  moves(id, playerToken) {
+    return this.get(paths.moves(id), { token: playerToken || undefined });
   }
 
-  history(id) {
-    return this.get(paths.history(id));
+  history(id, playerToken) {
+    return this.get(paths.history(id), { token: playerToken || undefined });
   }
 
   move(id, token, move, version) {
@@ -239,6 +254,32 @@ export class Api {
 
   myStats(playerToken) {
     return this.get(paths.myStats(), { token: playerToken });
+  }
+
+  // --- the daily deal ---
+  // Today: {day, start, end, variants: [{variant, deal_commitment, players, entries}]}.
+  daily() {
+    return this.get(paths.daily());
+  }
+
+  // One variant's day; with the player's token, my_game names their ranked game.
+  dailyDay(variant, day, playerToken) {
+    return this.get(paths.dailyDay(variant, day), { token: playerToken || undefined });
+  }
+
+  // The player's ranked attempt at the day's deal: {game, player_token}.
+  dailyAttempt(variant, day, playerToken) {
+    return this.write("POST", paths.dailyDay(variant, day), { token: playerToken });
+  }
+
+  // A page of the day's board, best first: {count, entries, next_cursor}.
+  dailyBoard(variant, day, { limit, cursor } = {}) {
+    return this.get(paths.dailyBoard(variant, day, boardQuery({ limit, cursor })));
+  }
+
+  // A player's rank and the entries around it; 404 not_on_board before their entry.
+  dailyAround(variant, day, playerId, around = 2) {
+    return this.get(paths.dailyAround(variant, day, playerId, around));
   }
 
   eventsSince(id, after) {

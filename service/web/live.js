@@ -212,3 +212,74 @@ export class Follower {
     this.timer = setTimeout(() => this.poll(), wait * 1000);
   }
 }
+
+// Following a day's board: its events feed (Server-Sent Events, as a game's), each event
+// a change within the board's top entries; the page re-reads the board when one comes.
+// Where the feed is missing or keeps failing, the board is re-read every few seconds.
+const BOARD_POLL_SECONDS = 3;
+
+export class BoardFollower {
+  // onChange(): the board may have changed; onStatus(state, text) as for a game.
+  constructor({ variant, day, onChange, onStatus }) {
+    Object.assign(this, { variant, day, onChange, onStatus });
+    this.es = null;
+    this.timer = null;
+    this.stopped = false;
+    this.failures = 0;
+  }
+
+  start() {
+    if (typeof EventSource === "undefined") this.startPolling();
+    else this.openStream();
+  }
+
+  stop() {
+    this.stopped = true;
+    if (this.es) this.es.close();
+    this.es = null;
+    clearTimeout(this.timer);
+  }
+
+  openStream() {
+    if (this.stopped) return;
+    const es = new EventSource(paths.dailyEvents(this.variant, this.day));
+    this.es = es;
+    const changed = () => {
+      if (es === this.es) this.onChange();
+    };
+    es.onopen = () => {
+      if (es !== this.es) return;
+      const wasDown = this.failures > 0;
+      this.failures = 0;
+      this.onStatus("live", "Live: the board changes as players finish.");
+      if (wasDown) this.onChange();
+    };
+    // Any event of the board's feed is a change of its top (whatever its name).
+    es.onmessage = changed;
+    for (const name of ["entry", "board", "enter", "move", "rank", "update"]) {
+      es.addEventListener(name, changed);
+    }
+    es.onerror = () => {
+      if (es !== this.es || this.stopped) return;
+      this.failures += 1;
+      if (es.readyState === EventSource.CONNECTING && this.failures === 1) {
+        this.onStatus("reconnecting", "Connection to the board's feed lost: reconnecting\u2026");
+        return;
+      }
+      es.close();
+      this.es = null;
+      this.startPolling();
+    };
+  }
+
+  startPolling() {
+    if (this.stopped) return;
+    this.onStatus("polling", `Following: the board is re-read every ${BOARD_POLL_SECONDS} s.`);
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => {
+      if (this.stopped) return;
+      this.onChange();
+      this.startPolling();
+    }, BOARD_POLL_SECONDS * 1000);
+  }
+}

@@ -1,0 +1,169 @@
+"""The daily deal in the reference web client (Debian's Chromium, driven by Playwright):
+the Daily view shows today's deals, a guest starts their ranked attempt and plays a move,
+resigns, and finds themselves on the day's board with their rank; a second guest, in a
+browser context of their own, watches that board change as the first one's game ends,
+without reloading the page.
+
+What the page shows is compared with what the API answers.  The server takes any account
+for ranked play (``DAILY_ACCOUNT_RULE`` any: the guests are made during the test) and
+the day's Clock deal is deal 42, put in the Clock's pool of proved-winnable seeds before
+the test (no solver's worker runs here).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import requests
+
+from service.app import close_app, create_app
+from tests.browser.conftest import LiveServer
+from tests.browser.test_players import TOKEN_KEY, as_player, settle, stored_token, wait_until
+
+#: The seed that the Clock's pool deals as today's deal: "draw" is among its first moves.
+CLOCK_SEED = 42
+
+
+@pytest.fixture
+def live_server(clean_redis, redis_url):
+    """The real app over an emptied Redis, taking any account for ranked play, with the
+    day's Clock deal ready in the pool."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = create_app({"REDIS_URL": redis_url, "RATELIMIT_ENABLED": False,
+                      "DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0})
+    app.services.solver_store.add_seed("clock", CLOCK_SEED)
+    with LiveServer(app) as server:
+        yield server
+    close_app(app)
+
+
+def open_daily(page, base: str, variant: str | None = None):
+    page.goto(base + "/#daily" + (f"={variant}" if variant else ""))
+    page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
+                           state="attached")
+    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
+
+
+def board_shown(page) -> list[dict]:
+    return page.eval_on_selector_all("#daily-board-body tr", """rows => rows.map(tr => ({
+        player: tr.dataset.player, rank: Number(tr.dataset.rank),
+        outcome: tr.dataset.outcome, text: tr.innerText}))""")
+
+
+def player_id(base: str, token: str) -> str:
+    return requests.get(f"{base}/v1/players/me", headers=as_player(token), timeout=5).json()["id"]
+
+
+def play_and_resign(page, base: str, keyboard: bool = False) -> str:
+    """From the Daily view: start the Clock attempt (with the keyboard: the button
+    focused, then Enter), draw, resign; the game's id."""
+    start = '#daily-deals li[data-variant="clock"] .daily-action'
+    if keyboard:
+        page.focus(start)
+        page.keyboard.press("Enter")
+    else:
+        page.click(start)
+    wait_until(page, "location.hash.startsWith('#game=')")
+    game_id = page.evaluate("location.hash.slice('#game='.length)")
+    settle(page, 0, game_id)
+    assert "daily deal of" in page.text_content("#game-status")
+    assert page.is_disabled("#hint-btn") and page.is_disabled("#undo-btn")
+    page.click("#draw-btn")
+    settle(page, 1, game_id)
+    page.click("#resign-btn")
+    page.click("#resign-yes")
+    page.wait_for_selector('#table[data-status="resigned"]', state="attached")
+    page.wait_for_selector("#banner:not([hidden]) #see-board")
+    assert "2 moves" in page.text_content("#banner")
+    assert "The deal is shown once the day is over." in page.text_content("#banner")
+    page.wait_for_selector('#analysis[data-verdict="later"]')
+    return game_id
+
+
+def test_a_guest_plays_the_daily_deal_and_finds_their_rank_on_the_board(pages, live_server,
+                                                                      artifacts):
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base)
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    items = page.eval_on_selector_all("#daily-deals li", """items => items.map(li => ({
+        variant: li.dataset.variant, attempt: li.dataset.attempt, text: li.innerText}))""")
+    assert [i["variant"] for i in items] == [v["variant"] for v in today["variants"]]
+    assert all(i["attempt"] == "none" and "Start my attempt" in i["text"] for i in items)
+    assert today["day"] in page.text_content("#daily-when")
+    assert page.is_visible("#daily-board-empty")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    token = stored_token(page)
+    me = player_id(base, token)
+
+    game_id = play_and_resign(page, base, keyboard=True)
+    # The game is the guest's ranked game of the day, hidden from anyone else meanwhile.
+    game = requests.get(f"{base}/v1/games/{game_id}", headers=as_player(token), timeout=5).json()
+    assert game["ranked"]["day"] == today["day"]
+    assert (game["ranked"]["result"]["outcome"], game["ranked"]["result"]["moves"]) == \
+        ("resigned", 2)
+    hidden = requests.get(f"{base}/v1/games/{game_id}", timeout=5)
+    assert (hidden.status_code, hidden.json()["code"]) == (403, "ranked_game_hidden")
+
+    page.keyboard.press("Escape")
+    page.focus("#see-board")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#daily:not([hidden]) #daily-board-body[data-count="1"]',
+                           state="attached")
+    shown = board_shown(page)
+    assert [(r["player"], r["rank"], r["outcome"]) for r in shown] == [(me, 1, "resigned")]
+    assert "(you)" in shown[0]["text"]
+    wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '1'")
+    assert page.text_content("#daily-rank") == "You are ranked 1 of 1."
+    attempt = page.get_attribute('#daily-deals li[data-variant="clock"]', "data-attempt")
+    assert attempt == "over"
+    # A second attempt is not offered: the deal's link opens the game played.
+    assert page.text_content('#daily-deals li[data-variant="clock"] .daily-action') == \
+        "See my game"
+    board = requests.get(f"{base}/v1/daily/clock/{today['day']}/board", timeout=5).json()
+    assert [(e["player_id"], e["rank"], e["game_id"]) for e in board["entries"]] == \
+        [(me, 1, game_id)]
+    page.screenshot(path=str(artifacts / "daily-board.png"))
+
+
+def test_another_guest_watches_the_board_change_live(pages, live_server):
+    base = live_server.url
+    watcher = pages.new()
+    open_daily(watcher, base, "clock")
+    assert watcher.is_visible("#daily-board-empty")
+    assert "not on this board" in watcher.text_content("#daily-rank")
+    wait_until(watcher, "document.querySelector('#daily-live').dataset.state !== undefined")
+
+    player = pages.new()
+    open_daily(player, base, "clock")
+    wait_until(player, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    first = player_id(base, stored_token(player))
+    play_and_resign(player, base)
+
+    # The watcher's page, not reloaded, shows the first guest's entry.
+    watcher.wait_for_selector('#daily-board-body[data-count="1"]', state="attached",
+                              timeout=15_000)
+    assert [(r["player"], r["rank"]) for r in board_shown(watcher)] == [(first, 1)]
+    assert watcher.evaluate("performance.getEntriesByType('navigation').length") == 1
+
+    # The watcher plays too (resigning at once): both boards show two entries, each
+    # guest's rank as the board has it.
+    watcher.click('#daily-deals li[data-variant="clock"] .daily-action')
+    wait_until(watcher, "location.hash.startsWith('#game=')")
+    second_game = watcher.evaluate("location.hash.slice('#game='.length)")
+    settle(watcher, 0, second_game)
+    watcher.click("#resign-btn")
+    watcher.click("#resign-yes")
+    watcher.wait_for_selector("#banner:not([hidden]) #see-board")
+    second = player_id(base, stored_token(watcher))
+    player.click("#see-board")
+    player.wait_for_selector('#daily-board-body[data-count="2"]', state="attached",
+                             timeout=15_000)
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    board = requests.get(f"{base}/v1/daily/clock/{day}/board", timeout=5).json()
+    ranks = {e["player_id"]: e["rank"] for e in board["entries"]}
+    assert set(ranks) == {first, second}
+    assert {r["player"]: r["rank"] for r in board_shown(player)} == ranks
+    wait_until(player, f"document.querySelector('#daily-rank').dataset.rank === '{ranks[first]}'")
+    assert player.text_content("#daily-rank") == f"You are ranked {ranks[first]} of 2."
