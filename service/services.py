@@ -79,9 +79,8 @@ def build_services(config: Mapping) -> Services:
                   hint_seconds=config["HINT_SECONDS"],
                   winnable=Winnable(solver_store, solver_settings), projection=projector)
     # The daily boards follow the ranked games' ends through the same projection.
-    daily = daily_of(config, games, projector.players, solver_store,
+    daily = daily_of(config, games, projector, solver_store,
                      search=Winnable(solver_store, solver_settings).search)
-    projector.handlers.update(daily.handlers())
     # OpenID Connect: with OIDC_ISSUER set, the verifier of its tokens (called by
     # Players.identify alone).
     verifier = verifier_from_config(config)

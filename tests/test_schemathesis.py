@@ -115,6 +115,7 @@ ACCEPTED = {
     "startDailyAttempt": [201, 401, 403, 404, 409],
     "getDailyBoard": [200, 404],
     "getDailyBoardAround": [200, 404],
+    "getDailyBoardEvents": [200, 404],
     "getWeeklyBoard": [200, 404],
     "getStreaksBoard": [200, 404],
 }

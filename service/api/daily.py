@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 
 from flask import Blueprint, request
+from marshmallow import ValidationError
 
 from service.api.context import services
+from service.api.errors import BadRequest
 from service.api.http import bearer_token, json_response, send, viewer
 from service.api.identity import current_player
 from service.api.schemas import around_query_schema, board_query_schema
@@ -17,7 +19,7 @@ from service.game.errors import GameError
 bp = Blueprint("daily", __name__, url_prefix="/v1/daily")
 _WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
 _PLAYER = re.compile(r"(?:oidc-)?[a-z2-7]{26}")
-_ENTRY_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+_EVENT_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
 
 
 def daily() -> Daily:
@@ -53,6 +55,20 @@ def around(variant, day, player_id):
     if not _PLAYER.fullmatch(player_id):
         raise GameError(404, "not_on_board", "there is no player with this id")
     return json_response(daily().around(variant, day, player_id, query["around"]))
+
+
+@bp.get("/<variant>/<day>/events")
+def board_events(variant, day):
+    """The board's feed as JSON: the events after ``Last-Event-ID`` or ``?after=``."""
+    header = request.headers.get("Last-Event-ID")
+    query = request.args.get("after")
+    if query is not None and query != "0" and not _EVENT_ID.fullmatch(query):
+        raise ValidationError({"after": ["An event id of this feed ('<ms>-<n>'), or 0."]})
+    if header is not None and not _EVENT_ID.fullmatch(header):
+        raise BadRequest(400, "invalid_header",
+                         "Last-Event-ID must be an event id of this feed ('<ms>-<n>')")
+    after = header or query or "0"
+    return json_response(daily().events(variant, day, after))
 
 
 @bp.get("/<variant>/weeks/<week>/board")

@@ -33,9 +33,10 @@ from service.engine import Variant, get_variant, variants
 from service.game.application import Games
 from service.game.errors import GameError
 from service.game.idempotency import Reply
-from service.game.pipeline import Write
+from service.game.pipeline import RANKED_ENDED, Write
 from service.game.record import deal_commitment, epoch_ms, iso_ms, now_ms
 from service.players.accounts import OIDC
+from service.players.projection import Projector
 from service.storage import keys
 from service.storage.daily_store import DailyStore
 from service.storage.player_store import PlayerStore
@@ -90,8 +91,11 @@ class Daily:
 
     def __init__(self, store: DailyStore, games: Games, players: PlayerStore,
                  pools: SolverStore, settings: DailySettings,
-                 search: Callable[[Variant], int | None] = lambda _variant: None):
+                 search: Callable[[Variant], int | None] = lambda _variant: None,
+                 projector: Projector | None = None):
         self.store = store
+        #: What applies the outbox events of the games a close abandons, together.
+        self.projector = projector
         self.games = games
         self.players = players
         self.pools = pools
@@ -235,22 +239,41 @@ class Daily:
         board, week and streaks, once (the entry is its marker), confirmed by the
         replicas: the projector clears the event from the outbox only then."""
         data = orjson.loads(payload)
-        player = data["player"]
-        profile = self.players.profile(player) or {}
-        entry = {"player_id": player, "name": profile.get(keys.PLAYER_NAME),
-                 "game_id": game_id, "outcome": data["outcome"], "moves": data["moves"],
-                 "time_ms": data["time_ms"], "cards_home": data["cards_home"],
-                 "score": data["score"], "ended_at": iso_ms(data["ended_ms"])}
+        profile = self.players.profile(data["player"]) or {}
+        end = self._end(game_id, data, profile.get(keys.PLAYER_NAME))
         outcome = self.store.project(
-            data["variant"], data["day"], data["index"],
-            self.calendar.week_id(data["index"]), player, orjson.dumps(entry),
-            data["score"], data["outcome"] == "won", data["moves"],
+            end["variant"], end["day"], end["index"], end["week"], end["player"],
+            end["entry"], end["score"], end["won"], end["moves"],
             live_top=self.settings.live_top)
         log.info("board", extra={"game_id": game_id, "outcome": outcome})
 
+    def apply_ended_many(self, ends: list[tuple[str, bytes]]) -> None:
+        """:meth:`apply_ended` of many games (the close of a day): the players' names
+        read in one round trip per master, the entries written in one per variant."""
+        decoded = [(game_id, orjson.loads(payload)) for game_id, payload in ends]
+        names = self.players.names([data["player"] for _game_id, data in decoded])
+        by_variant: dict[str, list[dict]] = {}
+        for (game_id, data), name in zip(decoded, names, strict=True):
+            by_variant.setdefault(data["variant"], []).append(self._end(game_id, data, name))
+        for batch in by_variant.values():
+            self.store.project_many(batch, live_top=self.settings.live_top)
+
+    def _end(self, game_id: str, data: dict, name: str | None) -> dict:
+        """What the board's script takes of a ranked game's end."""
+        entry = {"player_id": data["player"], "name": name, "game_id": game_id,
+                 "outcome": data["outcome"], "moves": data["moves"],
+                 "time_ms": data["time_ms"], "cards_home": data["cards_home"],
+                 "score": data["score"], "ended_at": iso_ms(data["ended_ms"])}
+        return {"variant": data["variant"], "day": data["day"], "index": data["index"],
+                "week": self.calendar.week_id(data["index"]), "player": data["player"],
+                "entry": orjson.dumps(entry), "score": data["score"],
+                "won": data["outcome"] == "won", "moves": data["moves"]}
+
     def handlers(self) -> dict[str, Callable[[str, bytes], None]]:
-        from service.game.pipeline import RANKED_ENDED
         return {RANKED_ENDED: self.apply_ended}
+
+    def batch_handlers(self) -> dict[str, Callable[[list[tuple[str, bytes]]], None]]:
+        return {RANKED_ENDED: self.apply_ended_many}
 
     # --- boards ------------------------------------------------------------------------
     def board(self, variant_id: str, day_id: str, viewer: str | None, *, limit: int,
@@ -290,6 +313,20 @@ class Daily:
                 "entries": entries,
                 "next_cursor": None if following is None else ":".join(following)}
 
+    def events(self, variant_id: str, day_id: str, after: str) -> dict:
+        """The day's board's feed after the event ``after`` ('0': from the first): each
+        entry that landed in the top ``DAILY_LIVE_TOP`` (moving those below it down), in
+        order, with its rank when it landed."""
+        variant = _variant(variant_id)
+        self._day(day_id)
+        found = self.store.feed(variant.id, day_id, after)
+        events = [{"id": event_id, "player_id": fields["player"], "rank": int(fields["rank"]),
+                   "entry": _entry(int(fields["rank"]), orjson.loads(fields["entry"]))}
+                  for event_id, fields in found]
+        return {"variant": variant.id, "day": day_id, "top": self.settings.live_top,
+                "events": events,
+                "last_event_id": events[-1]["id"] if events else after}
+
     def around(self, variant_id: str, day_id: str, player: str, k: int) -> dict:
         variant = _variant(variant_id)
         self._day(day_id)
@@ -324,12 +361,19 @@ class Daily:
         return abandoned
 
     def _close(self, variant_id: str, day_id: str) -> int:
+        """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
+        batch read in one round trip per master, written in one, its players' events
+        applied in one, its board's in one (the board is one slot), its outboxes
+        cleared in one."""
         abandoned, cursor = 0, 0
         while True:
             cursor, attempts = self.store.attempts_page(variant_id, day_id, cursor,
                                                         CLOSE_BATCH)
-            for player, game_id in attempts:
-                abandoned += self.games.abandon(game_id, player)
+            written = self.games.abandon_many([(game_id, player)
+                                               for player, game_id in attempts])
+            if written:
+                self.projector.apply_many(written)
+            abandoned += len(written)
             if cursor == 0:
                 return abandoned
 
@@ -352,10 +396,15 @@ def _entry(rank: int, entry: dict) -> dict:
     return row
 
 
-def daily_of(config, games: Games, players: PlayerStore, pools: SolverStore, *,
+def daily_of(config, games: Games, projector: Projector, pools: SolverStore, *,
              search: Callable[[Variant], int | None] = lambda _variant: None) -> Daily:
     """The daily deal on the game store's backend, with its replicas to wait for (the
-    app's, and the solver's worker's, which closes the days)."""
+    app's, and the solver's worker's, which closes the days); its boards follow the
+    ranked games' ends through ``projector``, which it is registered with."""
     store = DailyStore(games.store.backend, wait_replicas=games.store.wait_replicas,
                        wait_timeout_ms=games.store.wait_timeout_ms)
-    return Daily(store, games, players, pools, DailySettings.from_config(config), search)
+    daily = Daily(store, games, projector.players, pools,
+                  DailySettings.from_config(config), search, projector)
+    projector.handlers.update(daily.handlers())
+    projector.batch_handlers.update(daily.batch_handlers())
+    return daily

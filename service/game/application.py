@@ -25,8 +25,8 @@ from service.game.errors import (
     ranked_hint_refused,
 )
 from service.game.idempotency import IdempotencyRecords, Reply
-from service.game.pipeline import Pipeline, Projection, Write
-from service.game.record import StoredGame
+from service.game.pipeline import Pipeline, Projection, Write, count, outbox_events
+from service.game.record import StoredGame, now
 from service.game.replay import replay
 from service.storage import keys
 from service.storage.backend import client_options, open_backend
@@ -199,6 +199,38 @@ class Games:
         self.pipeline.write(game_id, Write("", None, None, None, owner),
                             lambda current, _journal, at: commands.abandon(current, at))
         return True
+
+    def abandon_many(self, games: list[tuple[str, str]]) -> dict[str, dict[str, bytes]]:
+        """:meth:`abandon` of many ranked games ((game id, owner) pairs) in a few round
+        trips: read together, written together (each a compare-and-set, confirmed by the
+        replicas), their outbox events not applied (the caller applies them together:
+        :meth:`service.players.projection.Projector.apply_many`).  A game that changed
+        meanwhile is abandoned alone (:meth:`abandon`, which applies its events).  The
+        outbox events of each game written here."""
+        found = self.store.load_many([game_id for game_id, _owner in games])
+        writes, changes = [], []
+        at = now()
+        for (game_id, owner), game in zip(games, found, strict=True):
+            if game is None or game.record.ranked is None or game.record.is_over \
+                    or game.record.owner != owner:
+                continue
+            change = commands.abandon(game, at)
+            events = outbox_events(game_id, change, game)
+            writes.append({"game_id": game_id, "expected": game.version,
+                           "version": change.version, "record": change.record.to_json(),
+                           "journal": change.journal,
+                           "stat": keys.stat(change.variant, change.stat),
+                           "outbox": events})
+            changes.append((game_id, owner, change, events))
+        written = {}
+        for (game_id, owner, change, events), outcome in zip(
+                changes, self.store.commit_many(writes), strict=True):
+            if outcome == "ok":
+                count(change)
+                written[game_id] = events
+            elif outcome == CONFLICT:  # a move came first: the game read again
+                self.abandon(game_id, owner)
+        return written
 
     def detach(self, game_id: str, owner: str) -> None:
         detach(self.store, game_id, owner, retries=self.pipeline.retries)

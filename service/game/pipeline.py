@@ -210,6 +210,18 @@ def _deadline(change: Change, current: StoredGame | None) -> int | None:
     return current.record.ranked["deadline_ms"]
 
 
+def outbox_events(game_id: str, change: Change, current: StoredGame | None
+                  ) -> dict[str, bytes] | None:
+    """The outbox events of a change that does not go through :meth:`Pipeline.write`
+    (the close of a day's games, :meth:`service.game.application.Games.abandon_many`)."""
+    return _outbox(game_id, change, current)
+
+
+def count(change: Change) -> None:
+    """The metrics of a change stored outside :meth:`Pipeline.write`."""
+    _count(change)
+
+
 def _outbox(game_id: str, change: Change, current: StoredGame | None
             ) -> dict[str, bytes] | None:
     """The outbox events of an owned game's change and their payloads (None: no event,

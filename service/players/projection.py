@@ -32,6 +32,8 @@ _ORDER = {CREATED: 0, CLAIMED: 0, ENDED: 1, RANKED_ENDED: 1, DELETED: 2}
 #: What applies an event of another part (a ranked game's end: its day's board,
 #: :mod:`service.daily`): ``handler(game_id, payload)``, once its effect is confirmed.
 Handler = Callable[[str, bytes], None]
+#: The same for many events at once: ``handler([(game_id, payload), ...])``.
+BatchHandler = Callable[[list[tuple[str, bytes]]], None]
 
 
 class Projector:
@@ -42,11 +44,13 @@ class Projector:
 
     def __init__(self, games: GameStore, players: PlayerStore,
                  detach: Callable[[str, str], None],
-                 handlers: dict[str, Handler] | None = None):
+                 handlers: dict[str, Handler] | None = None,
+                 batch_handlers: dict[str, BatchHandler] | None = None):
         self.games = games
         self.players = players
         self.detach = detach
         self.handlers = dict(handlers or {})
+        self.batch_handlers = dict(batch_handlers or {})
 
     def apply(self, game_id: str, events: dict[str, bytes], *, confirm: bool) -> None:
         try:
@@ -66,6 +70,37 @@ class Projector:
         except StorageUnavailable:
             if confirm:
                 raise
+
+    def apply_many(self, outboxes: dict[str, dict[str, bytes]]) -> int:
+        """The events of many games' outboxes (game id -> event -> payload) applied in a
+        few round trips: the players' ``ended`` events in one per master (each game's
+        other events are left for :meth:`sweep`, which applies them in their order), each
+        other kind by its batch handler, then the outboxes cleared (a failure leaves them
+        for the sweeper).  How many applied."""
+        players, others, done = [], {}, {}
+        for game_id, events in outboxes.items():
+            for event, payload in events.items():
+                if event in self.batch_handlers:
+                    others.setdefault(event, []).append((game_id, payload))
+                elif event == ENDED:
+                    data = orjson.loads(payload)
+                    players.append({
+                        "player_id": data["player"], "game_id": game_id, "event": event,
+                        "summary": orjson.dumps(data["summary"]),
+                        "variant": data["variant"], "status": data["status"],
+                        "moves": data["moves"], "ended_ms": data["ended_ms"],
+                        "win_ms": data["win_ms"], "created_ms": data.get("created_ms", 0)})
+                else:
+                    continue
+                done.setdefault(game_id, []).append(event)
+        outcomes = self.players.project_many(players)
+        for event, outcome in zip(players, outcomes, strict=True):
+            if outcome == "gone":
+                self.detach(event["game_id"], event["player_id"])
+        for event, items in others.items():
+            self.batch_handlers[event](items)
+        self.games.clear_outboxes(done)
+        return sum(len(events) for events in done.values())
 
     def sweep(self) -> int:
         """Apply every event left in an outbox (one read per master for the pending
@@ -102,11 +137,12 @@ class Projector:
 
 
 def projector_of(store: GameStore[StoredGame],
-                 handlers: dict[str, Handler] | None = None) -> Projector:
+                 handlers: dict[str, Handler] | None = None,
+                 batch_handlers: dict[str, BatchHandler] | None = None) -> Projector:
     """The projection of owned games onto their players' keys, on the game store's
     backend and with its replicas to wait for (the app's, and the solver's worker's,
     which sweeps the outboxes); ``handlers``: see :class:`Projector`."""
     players = PlayerStore(store.backend, wait_replicas=store.wait_replicas,
                           wait_timeout_ms=store.wait_timeout_ms)
     return Projector(store, players, lambda game_id, owner: detach(store, game_id, owner),
-                     handlers)
+                     handlers, batch_handlers)

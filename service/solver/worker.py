@@ -223,9 +223,7 @@ def daily_worker_parts(config, analyses: Analyses) -> tuple[Projector, Daily]:
     projector = projector_of(store)
     games = Games(store, secret_key=config.get("SECRET_KEY") or "unused: no idempotent write",
                   retries=config["WRITE_RETRIES"], projection=projector)
-    daily = daily_of(config, games, projector.players, analyses.store)
-    projector.handlers.update(daily.handlers())
-    return projector, daily
+    return projector, daily_of(config, games, projector, analyses.store)
 
 
 def _stop(_signum, _frame):

@@ -146,6 +146,28 @@ class DailyStore:
             found = _PROJECT.run(self._fast, names, args)
         return _text(found)
 
+    @storage_errors
+    def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
+        """Many :meth:`project` calls (each its keyword arguments but ``live_top``) in
+        one round trip (a variant's boards are one slot), confirmed by the replicas."""
+        from service.storage.batches import run_many, script_call
+
+        items = []
+        for end in ends:
+            variant, day, week = end["variant"], end["day"], end["week"]
+            names = [keys.daily(variant, f"{day}:entries"),
+                     keys.daily(variant, f"{day}:board"),
+                     keys.daily(variant, f"week:{week}"),
+                     keys.daily(variant, f"week:{week}:board"),
+                     keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
+                     keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+            items.append(script_call(_PROJECT, names, (
+                end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
+                end["moves"], end["index"], live_top, FEED_LENGTH, day)))
+        wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
+        return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
+                                                   scripts=(_PROJECT,))]
+
     def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int
               ) -> tuple[list[tuple[int, dict]], tuple[str, str] | None]:
         reply = _PAGE.run(self._fast, [board, entries],

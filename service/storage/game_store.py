@@ -211,6 +211,21 @@ class GameStore(Generic[Game]):
         game's id to the pending set of its slot (:meth:`pending_outboxes`).
         ``deadline_ms``: a ranked game's write is refused (CLOSED) at or past this time
         of Redis' clock."""
+        names, args = self._commit_call(
+            game_id, expected=expected, version=version, record=record, journal=journal,
+            idempotency_key=idempotency_key, first_response=first_response, stat=stat,
+            create=create, outbox=outbox, deadline_ms=deadline_ms)
+        if not self.wait_replicas:
+            outcome, value = _COMMIT.run(self._fast, names, args)
+        else:
+            outcome, value = self._confirmed(_COMMIT, names, args)
+        outcome = outcome.decode()
+        return CommitResult(outcome, value if outcome == ANSWERED else None)
+
+    def _commit_call(self, game_id: str, *, expected, version, record=None, journal="",
+                     idempotency_key=None, first_response=None, stat=None, create=False,
+                     outbox=None, deadline_ms=None) -> tuple[list, tuple]:
+        """The keys and arguments of :data:`~.scripts.COMMIT` for :meth:`commit`."""
         game_key = keys.game(game_id)
         names = [game_key, self.backend.stats_key(keys.STATS, game_key),
                  keys.outbox(game_id), self.backend.stats_key(keys.OUTBOX, game_key)]
@@ -232,12 +247,41 @@ class GameStore(Generic[Game]):
             game_id,
             *(item for pair in (outbox or {}).items() for item in pair),
         )
-        if not self.wait_replicas:
-            outcome, value = _COMMIT.run(self._fast, names, args)
-        else:
-            outcome, value = self._confirmed(_COMMIT, names, args)
-        outcome = outcome.decode()
-        return CommitResult(outcome, value if outcome == ANSWERED else None)
+        return names, args
+
+    @storage_errors
+    def commit_many(self, writes: list[dict]) -> list[str]:
+        """Many :meth:`commit` calls (each its keyword arguments, no Idempotency-Key) in
+        one round trip per master, each confirmed by the replicas like a write
+        (:mod:`.batches`): their outcomes."""
+        from service.storage.batches import run_many, script_call
+
+        items = [script_call(_COMMIT, *self._commit_call(**write)) for write in writes]
+        wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
+        return [reply[0].decode() for reply in
+                run_many(self._fast, items, wait=wait, scripts=(_COMMIT,))]
+
+    @storage_errors
+    def load_many(self, game_ids: list[str]) -> list[Game | None]:
+        """The games (None: no such game), in one round trip per master."""
+        from service.storage.batches import run_many
+
+        items = [(keys.game(game_id), ("HMGET", keys.game(game_id), keys.VERSION,
+                                       keys.RECORD)) for game_id in game_ids]
+        return [self._stored(*reply) for reply in run_many(self._fast, items)]
+
+    @storage_errors
+    def clear_outboxes(self, events: dict[str, list[str]]) -> None:
+        """:meth:`clear_outbox` of many games, in one round trip per master."""
+        from service.storage.batches import run_many, script_call
+
+        items = []
+        for game_id, names in events.items():
+            box = keys.outbox(game_id)
+            items.append(script_call(_CLEAR_OUTBOX,
+                                     [box, self.backend.stats_key(keys.OUTBOX, box)],
+                                     (game_id, *names)))
+        run_many(self._fast, items, scripts=(_CLEAR_OUTBOX,))
 
     def _confirmed(self, script: Script, names: list, args: tuple):
         """The reply of ``script`` with a WAIT (:func:`confirmed`).  Then the write may

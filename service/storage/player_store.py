@@ -90,6 +90,37 @@ class PlayerStore:
                 created_ms)
         return _text(self._write(_PROJECT, names, args))
 
+    @storage_errors
+    def project_many(self, events: list[dict]) -> list[str]:
+        """Many :meth:`project` calls (each its keyword arguments) in one round trip per
+        master, confirmed by the replicas (:mod:`.batches`): their outcomes."""
+        from service.storage.batches import run_many, script_call
+
+        items = []
+        for event in events:
+            player, variant = event["player_id"], event["variant"]
+            names = [keys.player(player), keys.player_games(player),
+                     keys.player_summaries(player), keys.player_stats(player),
+                     keys.player_results(player, variant), keys.player_applied(player)]
+            ended, won = event["ended_ms"], event["win_ms"]
+            items.append(script_call(_PROJECT, names, (
+                event["game_id"], event["event"], event["summary"], variant,
+                event["status"], event["moves"], "" if ended is None else ended,
+                "" if won is None else won, event.get("created_ms", 0))))
+        wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
+        return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
+                                                   scripts=(_PROJECT,))]
+
+    @storage_errors
+    def names(self, player_ids: list[str]) -> list[str | None]:
+        """The display names of the players (None: no such player), in one round trip
+        per master."""
+        from service.storage.batches import run_many
+
+        items = [(keys.player(player), ("HGET", keys.player(player), keys.PLAYER_NAME))
+                 for player in player_ids]
+        return [None if name is None else _text(name) for name in run_many(self._fast, items)]
+
     # --- reads ----------------------------------------------------------------------
     @storage_errors
     def stats(self, player_id: str) -> dict[str, int]:

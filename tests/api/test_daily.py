@@ -212,7 +212,7 @@ def test_a_win_reaches_the_board_once_with_the_record_s_score(daily_app, redis_d
 
 
 def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
-    app = daily_app()
+    app = daily_app(DAILY_LIVE_TOP=3)
     client = app.test_client()
     app.services.solver_store.add_seed("clock", 7)
     players = []
@@ -237,6 +237,22 @@ def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
             break
     assert seen == list(enumerate(expected, 1))
     assert all(score_ >= LOSS_BASE for score_, _ in players)
+    # The board's feed: an event for each entry that landed in the top 3, with its rank
+    # then (the board as it stood when the entry landed).
+    landed = [(player, sorted(players[:number + 1]).index(players[number]) + 1)
+              for number, (_score, player) in enumerate(players)]
+    feed = client.get(f"/v1/daily/clock/{day}/events").get_json()
+    assert [(event["player_id"], event["rank"]) for event in feed["events"]] == \
+        [(player, rank) for player, rank in landed if rank <= 3]
+    assert len(feed["events"]) >= 3
+    last = feed["last_event_id"]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": last}) \
+        .get_json()["events"] == []
+    assert client.get(f"/v1/daily/clock/{day}/events",
+                      headers={"Last-Event-ID": feed["events"][1]["id"]}) \
+        .get_json()["events"] == feed["events"][2:]
+    assert client.get(f"/v1/daily/clock/{day}/events", query_string={"after": "x"}) \
+        .status_code == 400
     middle = expected[2]
     around = client.get(f"/v1/daily/clock/{day}/board/players/{middle}",
                         query_string={"around": 1}).get_json()
@@ -274,7 +290,7 @@ def test_a_failed_board_projection_is_swept_exactly_once(daily_app, monkeypatch)
 
 
 def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app, redis_db):
-    app = daily_app(DAILY_PERIOD_SECONDS=3)
+    app = daily_app(DAILY_PERIOD_SECONDS=3, DAILY_KEEP_DAYS=2)
     client = app.test_client()
     calendar = app.services.daily.calendar
     # Start early in a day: the attempts and the first move fit in it.
@@ -318,6 +334,13 @@ def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app
     entry = next(e for e in page["entries"] if e["game_id"] == game["id"])
     assert entry["score"] == ended["ranked"]["result"]["score"]
     assert idle["id"] in {e["game_id"] for e in page["entries"]}
+    # Past DAILY_KEEP_DAYS the day is trimmed: its keys go, its games stay (they expire).
+    later = calendar.end_ms(calendar.parse(day)) + 3 * 3000 + 1
+    assert app.services.daily.close_due(later) == 0
+    left = [key for key in redis_db.keys("daily:*") if f":{day}:".encode() in key]
+    assert left == []
+    assert day.encode() not in redis_db.zrange(keys.daily("clock", "days"), 0, -1)
+    assert client.get(f"/v1/games/{game['id']}").status_code == 200
 
 
 def test_an_account_made_during_the_day_plays_ranked_from_the_next_day(daily_app):
@@ -349,3 +372,51 @@ def test_a_day_without_a_deal_ready_is_503_and_four_corners_falls_back(daily_app
         assert response.status_code == 404, path
     future = client.get("/v1/daily/clock/2999-01-01")
     assert (future.status_code, future.get_json()["code"]) == (409, "day_not_open")
+
+
+def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, monkeypatch):
+    """Past the day's end and the grace, the worker's step abandons every game still in
+    play, in batches (read, written, projected together), each onto the board and into
+    its player's statistics once; a game already over is left as it is."""
+    from types import SimpleNamespace
+
+    from service.daily import boards
+    from service.solver.worker import Worker
+
+    monkeypatch.setattr(boards, "CLOSE_BATCH", 7)  # several batches
+    app = daily_app(DAILY_PERIOD_SECONDS=4)
+    client = FlaskClient(app)
+    calendar = app.services.daily.calendar
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < 3000:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+        index = calendar.index(now_ms())
+    app.services.solver_store.add_seed("clock", 13)
+    tokens, games = [], []
+    for number in range(20):
+        _player, token = register(client, f"P{number}")
+        game, _ = start(client, token)
+        tokens.append(token)
+        games.append(game["id"])
+    resign(client, games[0], tokens[0])  # over before the close
+    day = calendar.day_id(index)
+    time.sleep(max(0, calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    analyses = SimpleNamespace(
+        store=SimpleNamespace(next_analysis=lambda: None),
+        settings=SimpleNamespace(pool={}, cpu_share=0.02, deal_seconds=1.0))
+    worker = Worker(analyses, app.services.projector, daily=app.services.daily)
+    assert worker.step() == "close"
+    assert app.services.daily.close_due() == 0
+    assert app.services.projector.sweep() == 0
+    assert app.services.store.pending_outboxes() == []
+    page = board(client, "clock", day, limit=100)
+    assert page["count"] == 20
+    outcomes = {entry["game_id"]: entry["outcome"] for entry in page["entries"]}
+    assert outcomes[games[0]] == "resigned"
+    assert sorted(outcomes) == sorted(games)
+    assert [outcomes[game_id] for game_id in games[1:]] == ["abandoned"] * 19
+    for token in tokens[:3]:
+        stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+        clock = next(row for row in stats["variants"] if row["variant"] == "clock")
+        assert (clock["resigned"], clock["in_play"]) == (1, 0)
+    assert redis_db.sismember(keys.daily("clock", "closed"), day)

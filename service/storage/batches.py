@@ -1,0 +1,93 @@
+"""Many commands of many hash slots in few round trips: one per master (one in all on
+one Redis), each followed by a ``WAIT`` when writes wait for replicas.  What the close
+of a day of the daily deal sends (:mod:`service.daily`): thousands of game writes, their
+players' and their board's, each one slot's script, without a round trip each.
+
+A command whose reply is a redirection (its slot moved meanwhile), a ``TRYAGAIN`` or an
+unknown script is sent again alone, as the request path sends it (:meth:`run`, the
+script's source instead of its SHA): nothing ran for it the first time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from redis.crc import key_slot
+from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
+
+from service.storage.backend import Script
+from service.storage.cluster import ClusterConnections
+from service.storage.game_store import StorageUnavailable
+
+#: One command: the key whose slot it concerns, and the command.
+Item = tuple[str, tuple]
+
+
+def script_call(script: Script, keys: Sequence, args: Sequence) -> Item:
+    return keys[0], ("EVALSHA", script.sha, len(keys), *keys, *args)
+
+
+def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = None,
+             scripts: Sequence[Script] = ()) -> list:
+    """The replies of ``items``, in order (errors raise).  ``wait``: (replicas, timeout
+    ms) that must confirm the writes of each round trip (StorageUnavailable unless they
+    do); ``scripts``: the scripts whose SHAs the items call, for a Redis that does not
+    know them yet."""
+    if not items:
+        return []
+    then = [("WAIT", *wait)] if wait else []
+    replies: list = [None] * len(items)
+    for node, indexes in _groups(connections, items):
+        sent = [items[i][1] for i in indexes] + then
+        found = connections.send(node, sent) if node is not None else \
+            connections.run(items[indexes[0]][0], sent)
+        _confirmed(found[len(indexes):], wait)
+        for index, reply in zip(indexes, found, strict=False):
+            replies[index] = reply
+    sources = {script.sha: script.source for script in scripts}
+    for index, reply in enumerate(replies):
+        if isinstance(reply, Exception):
+            replies[index] = _again(connections, items[index], reply, sources, then, wait)
+    return replies
+
+
+def _groups(connections, items: list[Item]):
+    """(node, indexes) per master (node None: one Redis, or a slot without a master)."""
+    if not isinstance(connections, ClusterConnections):
+        yield None, list(range(len(items)))
+        return
+    by_node: dict[str, tuple] = {}
+    lost = []
+    for index, (key, _command) in enumerate(items):
+        node = connections._master_of(key_slot(key.encode()))
+        if node is None:
+            lost.append(index)
+        else:
+            by_node.setdefault(node.name, (node, []))[1].append(index)
+    yield from by_node.values()
+    for index in lost:
+        yield None, [index]
+
+
+def _confirmed(counts: list, wait: tuple[int, int] | None) -> None:
+    if not wait:
+        return
+    count = counts[0] if counts else 0
+    if isinstance(count, Exception):
+        raise StorageUnavailable(f"WAIT failed: {count}")
+    if count < wait[0]:
+        raise StorageUnavailable(f"the writes reached {count} of {wait[0]} replicas within "
+                                 f"{wait[1]} ms")
+
+
+def _again(connections, item: Item, error: Exception, sources: dict, then: list, wait):
+    key, command = item
+    if isinstance(error, NoScriptError) and command[0] == "EVALSHA":
+        command = ("EVAL", sources[command[1]], *command[2:])
+    elif not isinstance(error, AskError | TryAgainError | ClusterDownError):
+        raise error  # MovedError is an AskError
+    found = connections.run(key, [command, *then])
+    _confirmed(found[1:], wait)
+    if isinstance(found[0], Exception):
+        raise found[0]
+    return found[0]
