@@ -70,7 +70,8 @@ export const paths = {
   dailyBoard: (variant, day, query) => `/v1/daily/${enc(variant)}/${enc(day)}/board?${query}`,
   dailyAround: (variant, day, player, around) =>
     `/v1/daily/${enc(variant)}/${enc(day)}/board/players/${enc(player)}?around=${enc(String(around))}`,
-  dailyEvents: (variant, day) => `/v1/daily/${enc(variant)}/${enc(day)}/events`,
+  dailyEvents: (variant, day, after) =>
+    `/v1/daily/${enc(variant)}/${enc(day)}/events?after=${enc(String(after))}`,
 };
 
 // The query of a page of a day's board: limit, then the cursor of the page before.
@@ -280,6 +281,11 @@ export class Api {
   // A player's rank and the entries around it; 404 not_on_board before their entry.
   dailyAround(variant, day, playerId, around = 2) {
     return this.get(paths.dailyAround(variant, day, playerId, around));
+  }
+
+  // The board's feed after an event id ("0": from the first): {events, last_event_id}.
+  dailyEvents(variant, day, after) {
+    return request("GET", paths.dailyEvents(variant, day, after));
   }
 
   eventsSince(id, after) {

@@ -1592,6 +1592,7 @@ function followBoard(seq) {
   stopBoard();
   const live = $("daily-live");
   S.daily.follower = new BoardFollower({
+    api,
     variant: S.daily.variant,
     day: S.daily.day,
     onStatus: (state, text) => {

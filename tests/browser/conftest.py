@@ -49,6 +49,7 @@ ALLOWED_QUERY = {
         r"^limit=\d+(&variant=[a-z-]+)?(&status=[a-z]+)?(&cursor=\d+)?$"),
     DAY + "/board": re.compile(r"^limit=\d+(&cursor=[A-Za-z0-9_.%:-]+)?$"),
     DAY + "/board/players/[a-z0-9-]+": re.compile(r"^around=\d+$"),
+    DAY + "/events": re.compile(r"^after=(0|\d+-\d+)$"),
 }
 
 #: A player token (docs/players.md): it must never show in a URL.

@@ -13,6 +13,7 @@ the test (no solver's worker runs here).
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 import requests
@@ -146,6 +147,10 @@ def test_another_guest_watches_the_board_change_live(pages, live_server):
                               timeout=15_000)
     assert [(r["player"], r["rank"]) for r in board_shown(watcher)] == [(first, 1)]
     assert watcher.evaluate("performance.getEntriesByType('navigation').length") == 1
+    # It came by the board's feed, asked for after the last event it had seen.
+    assert watcher.get_attribute("#daily-live", "data-state") in ("live", "polling")
+    assert any(re.search(r"/v1/daily/clock/[^/?]+/events\?after=\d+-\d+$", url)
+               for url in pages.requests)
 
     # The watcher plays too (resigning at once): both boards show two entries, each
     # guest's rank as the board has it.
