@@ -175,3 +175,46 @@ def test_another_guest_watches_the_board_change_live(pages, live_server):
     assert {r["player"]: r["rank"] for r in board_shown(player)} == ranks
     wait_until(player, f"document.querySelector('#daily-rank').dataset.rank === '{ranks[first]}'")
     assert player.text_content("#daily-rank") == f"You are ranked {ranks[first]} of 2."
+
+
+def test_the_board_pages_and_my_rank_shows_the_players_around_me(pages, live_server):
+    # Twelve players resign their attempts through the API (one move each, equal
+    # scores: ranked in order of player id); the page shows ten, then the rest.
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    guest = stored_token(page)
+    tokens = [guest] + [requests.post(f"{base}/v1/players", json={"name": f"P{i}"},
+                                      timeout=5).json()["player_token"] for i in range(11)]
+    for token in tokens:
+        made = requests.post(f"{base}/v1/daily/clock/{day}", headers=as_player(token), timeout=5)
+        assert made.status_code == 201, made.text
+        game = made.json()["game"]
+        over = requests.post(f"{base}/v1/games/{game['id']}/moves", headers=as_player(token),
+                             json={"type": "resign"}, timeout=5)
+        assert over.status_code == 200
+    everyone = requests.get(f"{base}/v1/daily/clock/{day}/board?limit=50", timeout=5).json()
+    ids = [e["player_id"] for e in everyone["entries"]]
+    assert len(ids) == 12
+
+    open_daily(page, base, "clock")
+    page.wait_for_selector('#daily-board-body[data-count="12"]', state="attached")
+    assert [r["player"] for r in board_shown(page)] == ids[:10]
+    assert page.is_visible("#daily-more")
+    page.focus("#daily-more")
+    page.keyboard.press("Enter")
+    wait_until(page, "document.querySelectorAll('#daily-board-body tr').length === 12")
+    assert [r["player"] for r in board_shown(page)] == ids
+    assert page.is_hidden("#daily-more")
+    # My rank, and the two players either side of it on the board.
+    me = player_id(base, guest)
+    rank = ids.index(me) + 1
+    wait_until(page, f"document.querySelector('#daily-rank').dataset.rank === '{rank}'")
+    assert page.text_content("#daily-rank") == f"You are ranked {rank} of 12."
+    around = page.eval_on_selector_all("#daily-around-body tr", "rows => rows.map(tr => "
+                                       "[tr.dataset.player, tr.className])")
+    window = ids[max(0, rank - 3):rank + 2]
+    assert [player for player, _ in around] == window
+    assert [player for player, css in around if css == "me"] == [me]
