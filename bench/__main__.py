@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "idle": "bench.idle",
     "players": "bench.players",
     "limiter": "bench.limiter",
+    "daily": "bench.daily",
 }
 
 USAGE = f"usage: python -m bench [{' | '.join(BENCHMARKS)}] [OPTIONS]"

@@ -118,3 +118,25 @@ def test_the_limits_the_spec_states_are_gunicorns():
         spec()["components"]["schemas"]["ProblemRefused"]["description"]
     for figure in ("4094 bytes", "8190 bytes", "100 header"):
         assert figure in text.replace("\n", " ")
+
+
+def test_every_code_the_service_refuses_with_has_a_title_and_is_documented():
+    """Every problem code raised in service/ (GameError, BadRequest, problem()): the
+    daily deal's refusals (ranked_game, ranked_game_hidden, day_closed, attempt_taken...)
+    as much as the games'."""
+    import re
+    from pathlib import Path
+
+    from service.api.errors import TITLES
+
+    raised = set()
+    pattern = re.compile(r'(?:GameError|BadRequest|problem)\(\s*\d{3},\s*"([a-z_]+)"')
+    for path in Path(refusals.__file__).resolve().parents[1].rglob("*.py"):
+        raised |= set(pattern.findall(path.read_text()))
+    daily = {"ranked_game", "ranked_game_hidden", "ranked_hint_refused",
+             "ranked_analysis_refused", "day_closed", "day_not_open", "day_not_found",
+             "attempt_taken", "account_too_new", "daily_deal_unavailable", "not_on_board"}
+    assert daily <= raised
+    documented = set(spec()["components"]["schemas"]["ProblemCode"]["enum"])
+    assert raised - {"internal_error"} <= documented, sorted(raised - documented)
+    assert raised - {"internal_error"} <= set(TITLES), sorted(raised - set(TITLES))

@@ -45,7 +45,7 @@ def attempt(variant, day):
 @bp.get("/<variant>/<day>/board")
 def board(variant, day):
     query = board_query_schema.load(request.args.to_dict())
-    return json_response(daily().board(variant, day, viewer(), limit=query["limit"],
+    return json_response(daily().board(variant, day, limit=query["limit"],
                                        cursor=query["cursor"]))
 
 

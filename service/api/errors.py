@@ -48,6 +48,7 @@ TITLES = {
     "idempotency_key_reused": "The Idempotency-Key was used for another request",
     "rate_limited": "Too many requests",
     "storage_unavailable": "The game storage is unavailable",
+    "identity_provider_unavailable": "The identity provider is unavailable",
     "too_many_streams": "Too many open event streams",
     "no_winnable_deal": "No deal proved winnable could be found in time",
     "game_not_over": "The game is not over",

@@ -276,8 +276,8 @@ class Daily:
         return {RANKED_ENDED: self.apply_ended_many}
 
     # --- boards ------------------------------------------------------------------------
-    def board(self, variant_id: str, day_id: str, viewer: str | None, *, limit: int,
-              cursor: str | None) -> dict:
+    def board(self, variant_id: str, day_id: str, *, limit: int, cursor: str | None
+              ) -> dict:
         variant = _variant(variant_id)
         self._day(day_id)
         return self._board_page(variant.id, day_id, limit, cursor,

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from service.engine import IllegalMoveError, Move, State, get_variant
 from service.engine.hints import autoplay as autoplay_steps
 from service.engine.journal import UNDO
-from service.engine.moves import RESIGN
 from service.engine.journal import encode as journal_token
+from service.engine.moves import RESIGN
 from service.game import ranked as scoring
 from service.game.errors import GameError, ranked_game
 from service.game.record import GameRecord, StoredGame, deal_commitment, epoch_ms, token_hash

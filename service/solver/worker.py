@@ -65,9 +65,9 @@ import time
 from pathlib import Path
 
 from service.config import SOLVER_WORKER, process_settings, read_config
+from service.daily.boards import Daily, daily_of
 from service.engine import get_variant
 from service.engine.search import CPU_CLOCK
-from service.daily.boards import Daily, daily_of
 from service.game.application import Games, open_store
 from service.observability.telemetry import configure_logging
 from service.players.projection import Projector, projector_of

@@ -3,9 +3,11 @@ one Redis), each followed by a ``WAIT`` when writes wait for replicas.  What the
 of a day of the daily deal sends (:mod:`service.daily`): thousands of game writes, their
 players' and their board's, each one slot's script, without a round trip each.
 
-A command whose reply is a redirection (its slot moved meanwhile), a ``TRYAGAIN`` or an
-unknown script is sent again alone, as the request path sends it (:meth:`run`, the
-script's source instead of its SHA): nothing ran for it the first time.
+Each round trip loads the scripts it calls first (``SCRIPT LOAD``).  A command whose
+reply is a redirection (its slot moved meanwhile), a ``TRYAGAIN`` or an unknown script
+(a node failed over between the load and the call) is sent again alone, as the request
+path sends it (the script's source instead of its SHA): nothing ran for it the first
+time.
 """
 
 from __future__ import annotations
@@ -36,11 +38,15 @@ def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = N
     if not items:
         return []
     then = [("WAIT", *wait)] if wait else []
+    # Each round trip loads its scripts first (a Redis that knows them already keeps
+    # them): no item is refused for a script its node does not know.
+    loads = [("SCRIPT", "LOAD", script.source) for script in scripts]
     replies: list = [None] * len(items)
     for node, indexes in _groups(connections, items):
-        sent = [items[i][1] for i in indexes] + then
+        sent = loads + [items[i][1] for i in indexes] + then
         found = connections.send(node, sent) if node is not None else \
             connections.run(items[indexes[0]][0], sent)
+        found = found[len(loads):]
         _confirmed(found[len(indexes):], wait)
         for index, reply in zip(indexes, found, strict=False):
             replies[index] = reply

@@ -17,8 +17,8 @@ from flask.testing import FlaskClient
 
 from service.app import close_app
 from service.game.pipeline import RANKED_ENDED
-from service.game.record import now_ms
 from service.game.ranked import LOSS_BASE, score
+from service.game.record import now_ms
 from service.storage import keys
 from tests.api.support import auth, make_app, play
 from tests.four_corners_won import SEED, moves
@@ -184,7 +184,8 @@ def test_a_win_reaches_the_board_once_with_the_record_s_score(daily_app, redis_d
     assert result["score"] == score("won", 304, result["time_ms"], 104) \
         == 304 * 10**9 + result["time_ms"]
     page = board(client, "four-corners", day)
-    assert page["count"] == 1 and page["next_cursor"] is None
+    assert page["count"] == 1
+    assert page["next_cursor"] is None
     entry = page["entries"][0]
     assert entry == {"rank": 1, "player_id": player, "name": "Ada", "game_id": game["id"],
                      "game_url": f"/v1/games/{game['id']}", "outcome": "won", "moves": 304,
@@ -366,7 +367,8 @@ def test_a_day_without_a_deal_ready_is_503_and_four_corners_falls_back(daily_app
     game, _ = start(client, token, "four-corners")
     assert game["winnable"] is None  # a random deal, not proved winnable
     day = client.get(f"/v1/daily/four-corners/{game['ranked']['day']}").get_json()
-    assert day["winnable"] is False and day["deal_commitment"] == game["deal_commitment"]
+    assert day["winnable"] is False
+    assert day["deal_commitment"] == game["deal_commitment"]
     for path in ("/v1/daily/nope/" + day["day"], "/v1/daily/clock/2026-13-40"):
         response = client.get(path)
         assert response.status_code == 404, path
