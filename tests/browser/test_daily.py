@@ -69,7 +69,8 @@ def play_and_resign(page, base: str, keyboard: bool = False) -> str:
     game_id = page.evaluate("location.hash.slice('#game='.length)")
     settle(page, 0, game_id)
     assert "daily deal of" in page.text_content("#game-status")
-    assert page.is_disabled("#hint-btn") and page.is_disabled("#undo-btn")
+    assert page.is_disabled("#hint-btn")  # no hint of a ranked game while its day is open
+    assert page.is_disabled("#undo-btn")  # undo off
     page.click("#draw-btn")
     settle(page, 1, game_id)
     page.click("#resign-btn")
