@@ -33,7 +33,8 @@ def overview():
 
 @bp.get("/<variant>/<day>")
 def get_day(variant, day):
-    return json_response(daily().day(variant, day, viewer()))
+    reader = viewer()
+    return json_response(daily().day(variant, day, reader and reader.player))
 
 
 @bp.post("/<variant>/<day>")

@@ -22,6 +22,7 @@ from service.game.application import Games
 from service.game.errors import game_not_found
 from service.game.idempotency import Reply, request_hash
 from service.game.pipeline import Write
+from service.game.record import Viewer
 
 JSON = "application/json"
 #: The Content-Type headers clients send, accepted as they are (any other is parsed).
@@ -177,13 +178,16 @@ def json_response(payload, status: int = 200, *, version: int | None = None) -> 
     return response
 
 
-def viewer() -> str | None:
-    """The player a read comes from (None: anonymous, a game's own token, or a player
-    token that is not valid): a ranked game is its player's only while its day is
-    open."""
+def viewer() -> Viewer | None:
+    """Who a read comes from (None: no bearer token): the player a player token names,
+    and the token as sent (a game's own token proves its game).  A ranked game is its
+    player's only while its day is open."""
     if "HTTP_AUTHORIZATION" not in request.environ:
         return None
-    return request_identity().player
+    scheme, _, token = request.environ["HTTP_AUTHORIZATION"].strip().partition(" ")
+    token = token.strip() if scheme.lower() == "bearer" and _TOKEN.fullmatch(token.strip()) \
+        else None
+    return Viewer(request_identity().player, token)
 
 
 def read_game(read: Callable[..., tuple[int, dict]], game_id: str) -> Response:

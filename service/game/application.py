@@ -26,7 +26,7 @@ from service.game.errors import (
 )
 from service.game.idempotency import IdempotencyRecords, Reply
 from service.game.pipeline import Pipeline, Projection, Write, count, outbox_events
-from service.game.record import StoredGame, now
+from service.game.record import StoredGame, Viewer, now
 from service.game.replay import replay
 from service.storage import keys
 from service.storage.backend import client_options, open_backend
@@ -75,26 +75,26 @@ class Games:
         self.winnable = winnable
 
     # --- reads ----------------------------------------------------------------------
-    # ``viewer``: the player who reads (None: anonymous, or a game's own token).  A
-    # ranked game is its owner's only while its day is open (403 ranked_game_hidden).
-    def _load(self, game_id: str, viewer: str | None = None) -> StoredGame:
+    # ``viewer``: who reads (None: anonymous).  A ranked game is its owner's only while
+    # its day is open (403 ranked_game_hidden).
+    def _load(self, game_id: str, viewer: Viewer | None = None) -> StoredGame:
         game = self.store.load(game_id)
         if game is None:
             raise game_not_found(game_id)
         check_visible(game, viewer)
         return game
 
-    def get(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+    def get(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         game = self._load(game_id, viewer)
         return game.version, game.public(game_id)
 
-    def legal_moves(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+    def legal_moves(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         game = self._load(game_id, viewer)
         state = game.record.engine_state()
         moves = [_listed(state, move) for move in state.legal_moves()]
         return game.version, {"version": game.version, "moves": moves}
 
-    def history(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+    def history(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         found = self.store.load_with_journal(game_id)
         if found is None:
             raise game_not_found(game_id)
@@ -105,7 +105,7 @@ class Games:
                  for version, step in replay(game, journal)[0].history]
         return game.version, {"moves": moves}
 
-    def hint(self, game_id: str, viewer: str | None = None) -> tuple[int, dict]:
+    def hint(self, game_id: str, viewer: Viewer | None = None) -> tuple[int, dict]:
         """``{"move": ListedMove | None, "reason": str}``, from what the player sees only:
         the engine's hint (a card move), else the action move (deal, draw, refill) when
         no card move helps, else null.  None for a ranked game while its day is open
@@ -236,7 +236,7 @@ class Games:
         detach(self.store, game_id, owner, retries=self.pipeline.retries)
 
 
-def check_visible(game: StoredGame, viewer: str | None) -> None:
+def check_visible(game: StoredGame, viewer: Viewer | None) -> None:
     """403 ``ranked_game_hidden`` unless ``viewer`` may read the game now."""
     if game.record.hidden_from(viewer):
         raise ranked_game_hidden()

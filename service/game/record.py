@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import secrets
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -56,6 +57,15 @@ def epoch_ms(at: str) -> int:
 def token_hash(token: str) -> str:
     """How a player token is stored: its SHA-256, never the token."""
     return hashlib.sha256(token.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """Who reads a game: the player a player token names (None: none), and the bearer
+    token as sent (a game's own token proves its game)."""
+
+    player: str | None = None
+    token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +128,18 @@ class GameRecord:
         to anyone but its owner."""
         return self.ranked is not None and now_ms() < self.ranked["deadline_ms"]
 
-    def hidden_from(self, viewer: str | None) -> bool:
-        """Whether ``viewer`` (a player id, None: anonymous) may not read the game now."""
-        return self.day_open and (viewer is None or viewer != self.owner)
+    def hidden_from(self, viewer: Viewer | None) -> bool:
+        """Whether ``viewer`` may not read the game now: a ranked game while its day is
+        open is its owner's only (their player token, or the game's own token)."""
+        if not self.day_open:
+            return False
+        if viewer is None:
+            return True
+        if viewer.player is not None and self.owner is not None \
+                and secrets.compare_digest(viewer.player, self.owner):
+            return False
+        return not (viewer.token is not None
+                    and secrets.compare_digest(self.token, token_hash(viewer.token)))
 
     @property
     def game_variant(self) -> Variant:

@@ -25,7 +25,7 @@ import redis
 
 from service.game.application import check_visible
 from service.game.errors import game_not_found
-from service.game.record import StoredGame
+from service.game.record import StoredGame, Viewer
 from service.game.replay import replay
 from service.live.hub import Hub
 from service.live.streams import EventStreams
@@ -50,11 +50,10 @@ class EventsFeed:
                                     max_streams=config["SSE_MAX_STREAMS"],
                                     max_seconds=config["SSE_MAX_SECONDS"])
 
-    def read(self, game_id: str, after: int, viewer: str | None = None
+    def read(self, game_id: str, after: int, viewer: Viewer | None = None
              ) -> tuple[int, dict]:
         """``{"events": [every entry after version after], "game": Game}``; ``viewer``:
-        the player who reads (a ranked game is its owner's only while its day is
-        open)."""
+        who reads (a ranked game is its owner's only while its day is open)."""
         found = self.store.load_with_journal(game_id)
         if found is None:
             raise game_not_found(game_id)

@@ -130,7 +130,9 @@ def test_one_ranked_attempt_a_day_and_every_hostile_try_refused(daily_app, redis
         (client.get(f"/v1/games/{gid}/events"), 403, "ranked_game_hidden"),
         (client.get(f"/v1/games/{gid}/events", headers={"Accept": "text/event-stream"}),
          403, "ranked_game_hidden"),
-        (client.get(f"/v1/games/{gid}/hint", headers=auth(game_token)), 403,
+        (client.get(f"/v1/games/{gid}/hint", headers=auth(bob_token)), 403,
+         "ranked_game_hidden"),
+        (client.get(f"/v1/games/{gid}", headers=auth("not-the-game-token")), 403,
          "ranked_game_hidden"),
         # Its own player: no hint, no analysis, no undo, no delete.
         (client.get(f"/v1/games/{gid}/hint", headers=auth(ada_token)), 409,
@@ -159,9 +161,10 @@ def test_one_ranked_attempt_a_day_and_every_hostile_try_refused(daily_app, redis
     assert client.put(f"/v1/daily/clock/{day}", json={}, headers=auth(ada_token)) \
         .status_code == 405
     assert (stored_game(redis_db, gid), board_keys(redis_db, "clock", day)) == before
-    # Its player reads it, its moves and its history.
+    # Its player reads it, its moves and its history (with their token, or the game's).
     for path in ("", "/moves", "/history", "/events"):
-        assert client.get(f"/v1/games/{gid}{path}", headers=auth(ada_token)).status_code == 200
+        for token in (ada_token, game_token):
+            assert client.get(f"/v1/games/{gid}{path}", headers=auth(token)).status_code == 200
     assert board(client, "clock", day)["entries"] == []
 
 
