@@ -41,7 +41,7 @@ from redis import Redis
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 #: The documents whose blocks run, each with the fewest outputs it must compare.
-TOURS = {"README.md": 5, "docs/api-tour.md": 25}
+TOURS = {"README.md": 5, "docs/api-tour.md": 50}
 RUN_LANGUAGES = {"sh", "bash", "shell"}
 README_BASE = "http://127.0.0.1:8000"
 FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
