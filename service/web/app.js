@@ -103,8 +103,10 @@ const S = {
   playerId: null,
   // The daily view: today's id, the variant whose board is shown, its cursor, the
   // board's follower and whether a re-read is under way or asked for again.
-  daily: { day: null, end: null, variant: null, cursor: null, shown: 0, follower: null,
-           loading: false, again: false },
+  // boardDay: the day whose board is shown (today's, or the day before, whose deal and
+  // games anyone may see).
+  daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
+           follower: null, loading: false, again: false, boardDay: null },
 };
 
 const api = new Api({
@@ -1386,7 +1388,9 @@ async function loadDaily(variant) {
   if (seq !== S.listSeq) return;
   const ids = today.variants.map((v) => v.variant).filter((id) => S.byId.has(id));
   const kept = saved.get("patience.daily.variant");
+  if (S.daily.day !== today.day) S.daily.boardDay = today.day;
   S.daily.day = today.day;
+  S.daily.start = today.start;
   S.daily.end = today.end;
   S.daily.variant = [variant, S.daily.variant, kept].find((v) => v && ids.includes(v)) || ids[0];
   $("daily-when").textContent = `Today's deals (${today.day}, UTC) are open until `
@@ -1530,14 +1534,62 @@ function boardRow(entry, dayOpen) {
 
 // The board of the variant chosen: its first entries (or as many as are shown, when
 // re-read for a change), my rank and the entries around it; then it is followed.
+// The id of the day before the one that spans [start, end), as the server names days:
+// the UTC date of its start (and its time, where days are shorter than 24 hours).
+function previousDayId(start, end) {
+  const period = Date.parse(end) - Date.parse(start);
+  const iso = new Date(Date.parse(start) - period).toISOString();
+  if (period % 86400000 === 0) return iso.slice(0, 10);
+  return `${iso.slice(0, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+}
+
+function chooseBoardDay(yesterday) {
+  if (!S.daily.day) return;
+  const day = yesterday ? previousDayId(S.daily.start, S.daily.end) : S.daily.day;
+  if (day === S.daily.boardDay) return;
+  S.daily.boardDay = day;
+  S.daily.shown = 0;
+  S.daily.cursor = null;
+  stopBoard();
+  loadBoard((S.listSeq += 1));
+}
+
+// A past day's deal, shown with its board: its number and salt, with which anyone checks
+// the commitment every attempt showed.
+async function showPastDeal(seq, variant, day) {
+  const node = $("daily-deal-shown");
+  if (day === S.daily.day) {
+    node.hidden = true;
+    return;
+  }
+  try {
+    const { data } = await api.dailyDay(variant, day);
+    if (seq !== S.listSeq) return;
+    node.textContent = data.seed === null || data.seed === undefined
+      ? "There was no deal of this game that day."
+      : `The deal was deal ${data.seed} (salt ${data.salt}); the players' games can be opened and replayed.`;
+    node.hidden = false;
+  } catch (error) {
+    if (seq === S.listSeq) {
+      node.textContent = `That day could not be read: ${error.message}`;
+      node.hidden = false;
+    }
+  }
+}
+
 async function loadBoard(seq, { more = false } = {}) {
-  const { variant, day } = S.daily;
+  const { variant } = S.daily;
+  const day = S.daily.boardDay || S.daily.day;
   if (!variant || !day) return;
+  const today = day === S.daily.day;
   $("daily-board-box").hidden = false;
   $("daily-board-title").textContent = `The board of ${variantName(variant)}, ${day}`;
+  $("daily-today").setAttribute("aria-pressed", String(today));
+  $("daily-yesterday").setAttribute("aria-pressed", String(!today));
+  if (!more && !S.daily.follower) showPastDeal(seq, variant, day);
   const body = $("daily-board-body");
   const limit = more ? BOARD_PAGE : Math.min(BOARD_MAX, Math.max(BOARD_PAGE, S.daily.shown));
-  const dayOpen = Date.now() < Date.parse(S.daily.end);
+  const dayOpen = today && Date.now() < Date.parse(S.daily.end);
   try {
     const { data } = await api.dailyBoard(variant, day, {
       limit, cursor: more ? S.daily.cursor : null,
@@ -1556,11 +1608,11 @@ async function loadBoard(seq, { more = false } = {}) {
     if (seq === S.listSeq) dailyFailed(`The board could not be read: ${error.message}`);
     return;
   }
-  await loadMyRank(seq, dayOpen);
-  if (seq === S.listSeq && !S.daily.follower) followBoard(seq);
+  await loadMyRank(seq, day, dayOpen);
+  if (seq === S.listSeq && !S.daily.follower) followBoard(seq, day);
 }
 
-async function loadMyRank(seq, dayOpen) {
+async function loadMyRank(seq, day, dayOpen) {
   const text = $("daily-rank");
   const around = $("daily-around");
   const body = $("daily-around-body");
@@ -1570,7 +1622,7 @@ async function loadMyRank(seq, dayOpen) {
     return;
   }
   try {
-    const { data } = await api.dailyAround(S.daily.variant, S.daily.day, S.playerId, AROUND);
+    const { data } = await api.dailyAround(S.daily.variant, day, S.playerId, AROUND);
     if (seq !== S.listSeq) return;
     text.textContent = `You are ranked ${data.rank} of ${data.count}.`;
     text.dataset.rank = String(data.rank);
@@ -1581,20 +1633,21 @@ async function loadMyRank(seq, dayOpen) {
     delete text.dataset.rank;
     around.hidden = true;
     text.textContent = error instanceof ApiError && error.code === "not_on_board"
-      ? "You are not on this board yet: your entry comes when your game of the day ends."
+      ? (dayOpen ? "You are not on this board yet: your entry comes when your game of the day ends."
+        : "You are not on this board.")
       : `Your rank could not be read: ${error.message}`;
   }
 }
 
 // Live: every change within the board's top (its events feed) re-reads the board, one
 // re-read at a time (a change during one asks for another).
-function followBoard(seq) {
+function followBoard(seq, day) {
   stopBoard();
   const live = $("daily-live");
   S.daily.follower = new BoardFollower({
     api,
     variant: S.daily.variant,
-    day: S.daily.day,
+    day,
     onStatus: (state, text) => {
       if (seq !== S.listSeq) return;
       live.textContent = text;
@@ -1691,6 +1744,8 @@ function wireAccount() {
   $("mygames-filters").addEventListener("submit", (e) => e.preventDefault());
   $("mygames-more").addEventListener("click", () => loadMyGames(true));
   $("daily-more").addEventListener("click", () => loadBoard(S.listSeq, { more: true }));
+  $("daily-today").addEventListener("click", () => chooseBoardDay(false));
+  $("daily-yesterday").addEventListener("click", () => chooseBoardDay(true));
   $("account-create").addEventListener("submit", createAccount);
   $("account-take").addEventListener("submit", takeAccount);
   $("account-show").addEventListener("click", () => {

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import logging
 import re
+import time
+from datetime import datetime
 
 import pytest
 import requests
@@ -27,12 +29,13 @@ CLOCK_SEED = 42
 
 
 @pytest.fixture
-def live_server(clean_redis, redis_url):
+def live_server(request, clean_redis, redis_url):
     """The real app over an emptied Redis, taking any account for ranked play, with the
-    day's Clock deal ready in the pool."""
+    day's Clock deal ready in the pool (and the settings a test passes as its param)."""
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     app = create_app({"REDIS_URL": redis_url, "RATELIMIT_ENABLED": False,
-                      "DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0})
+                      "DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
+                      **getattr(request, "param", {})})
     app.services.solver_store.add_seed("clock", CLOCK_SEED)
     with LiveServer(app) as server:
         yield server
@@ -219,3 +222,48 @@ def test_the_board_pages_and_my_rank_shows_the_players_around_me(pages, live_ser
     window = ids[max(0, rank - 3):rank + 2]
     assert [player for player, _ in around] == window
     assert [player for player, css in around if css == "me"] == [me]
+
+
+#: Days of 12 seconds: a day played, then over, within the test.
+SHORT_DAY = 12
+
+
+@pytest.mark.parametrize("live_server", [{"DAILY_PERIOD_SECONDS": SHORT_DAY}], indirect=True)
+def test_yesterday_s_board_shows_the_deal_and_opens_its_games(pages, live_server):
+    base = live_server.url
+    page = pages.new()
+    page.goto(base + "/")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    token = stored_token(page)
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    end = datetime.fromisoformat(today["end"].replace("Z", "+00:00")).timestamp()
+    if end - time.time() < SHORT_DAY / 2:  # too little of this day left to play it: the next
+        time.sleep(max(0.0, end - time.time()) + 0.2)
+        today = requests.get(f"{base}/v1/daily", timeout=5).json()
+        end = datetime.fromisoformat(today["end"].replace("Z", "+00:00")).timestamp()
+    made = requests.post(f"{base}/v1/daily/clock/{today['day']}", headers=as_player(token),
+                         timeout=5)
+    assert made.status_code == 201, made.text
+    game = made.json()["game"]
+    over = requests.post(f"{base}/v1/games/{game['id']}/moves", headers=as_player(token),
+                         json={"type": "resign"}, timeout=5)
+    assert over.status_code == 200
+    time.sleep(max(0.0, end - time.time()) + 0.2)  # the day is over
+
+    open_daily(page, base, "clock")
+    assert page.get_attribute("#daily-today", "aria-pressed") == "true"
+    assert page.is_visible("#daily-board-empty")  # today's board: no one yet
+    page.focus("#daily-yesterday")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#daily-board-body[data-count="1"]', state="attached")
+    assert page.get_attribute("#daily-yesterday", "aria-pressed") == "true"
+    assert today["day"] in page.text_content("#daily-board-title")
+    # The day's deal, shown once the day is over, with the game anyone may open now.
+    page.wait_for_selector("#daily-deal-shown:not([hidden])")
+    assert f"deal {CLOCK_SEED} " in page.text_content("#daily-deal-shown")
+    assert page.text_content("#daily-rank") == "You are ranked 1 of 1."
+    page.click(f'#daily-board-body a[href="#game={game["id"]}"]')
+    page.wait_for_selector(f'#table[data-game="{game["id"]}"][data-status="resigned"]',
+                           state="attached")
+    assert page.text_content("#seed-shown") == str(CLOCK_SEED)
+    assert requests.get(f"{base}/v1/games/{game['id']}", timeout=5).status_code == 200
