@@ -69,8 +69,8 @@ def create(variant_id: str, seed: int | None, undo: str, at: str, *,
     or ``winnable_seed``, a secret seed the solver proved winnable, or ``secret_seed``,
     a secret seed the caller chose: a daily deal), a random salt (or ``salt``) and a
     random player token, of which only the hash is stored; ``owner``: the player who
-    owns it (None: an anonymous game); ``ranked``: the ``{"day", "deadline_ms"}`` of a
-    ranked game of a daily deal (undo off)."""
+    owns it (None: an anonymous game); ``ranked``: the ``{"day", "index",
+    "deadline_ms"}`` of a ranked game of a daily deal (undo off)."""
     variant = get_variant(variant_id)
     chosen = seed is not None
     if winnable_seed is not None:

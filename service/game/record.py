@@ -91,8 +91,9 @@ class GameRecord:
     winnable: bool = False  # dealt from a seed the solver proved winnable
     owner: str | None = None  # the player who owns the game (docs/players.md)
     started: str | None = None  # the time of its first move
-    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "deadline_ms"}``, and
-    #: ``"result"`` (:func:`service.game.ranked.result`) once it has ended.
+    #: A ranked game of a daily deal (docs/daily.md): ``{"day", "index", "deadline_ms"}``
+    #: (its day's id and number, the day's end), and ``"result"``
+    #: (:func:`service.game.ranked.result`) once it has ended.
     ranked: dict | None = None
 
     #: Fields stored only when set: a record without them reads as before.
