@@ -268,9 +268,12 @@ export class Api {
     return this.get(paths.dailyDay(variant, day), { token: playerToken || undefined });
   }
 
-  // The player's ranked attempt at the day's deal: {game, player_token}.
+  // The player's ranked attempt at the day's deal: {game, player_token}. No
+  // Idempotency-Key (the route takes none): a retry of an attempt that was made answers
+  // 409 attempt_taken, and the page then resumes the game.
   dailyAttempt(variant, day, playerToken) {
-    return this.write("POST", paths.dailyDay(variant, day), { token: playerToken });
+    return withRetry(() => request("POST", paths.dailyDay(variant, day), { token: playerToken }),
+      { onWait: this.onWait });
   }
 
   // A page of the day's board, best first: {count, entries, next_cursor}.
