@@ -59,9 +59,10 @@ def player_id(base: str, token: str) -> str:
     return requests.get(f"{base}/v1/players/me", headers=as_player(token), timeout=5).json()["id"]
 
 
-def play_and_resign(page, base: str, keyboard: bool = False) -> str:
+def play_and_resign(page, base: str, keyboard: bool = False, resume: bool = False) -> str:
     """From the Daily view: start the Clock attempt (with the keyboard: the button
-    focused, then Enter), draw, resign; the game's id."""
+    focused, then Enter), draw (and, with ``resume``, go back to the Daily view and
+    resume the game from there), resign; the game's id."""
     start = '#daily-deals li[data-variant="clock"] .daily-action'
     if keyboard:
         page.focus(start)
@@ -76,6 +77,13 @@ def play_and_resign(page, base: str, keyboard: bool = False) -> str:
     assert page.is_disabled("#undo-btn")  # undo off
     page.click("#draw-btn")
     settle(page, 1, game_id)
+    if resume:
+        page.click("#nav-daily")
+        page.wait_for_selector('#daily-deals[data-loaded="1"] li[data-variant="clock"]'
+                               '[data-attempt="playing"]', state="attached")
+        assert page.text_content(start) == "Resume my attempt"
+        page.click(start)
+        settle(page, 1, game_id)
     page.click("#resign-btn")
     page.click("#resign-yes")
     page.wait_for_selector('#table[data-status="resigned"]', state="attached")
@@ -102,7 +110,7 @@ def test_a_guest_plays_the_daily_deal_and_finds_their_rank_on_the_board(pages, l
     token = stored_token(page)
     me = player_id(base, token)
 
-    game_id = play_and_resign(page, base, keyboard=True)
+    game_id = play_and_resign(page, base, keyboard=True, resume=True)
     # The game is the guest's ranked game of the day, hidden from anyone else meanwhile.
     game = requests.get(f"{base}/v1/games/{game_id}", headers=as_player(token), timeout=5).json()
     assert game["ranked"]["day"] == today["day"]
