@@ -275,3 +275,19 @@ def test_yesterday_s_board_shows_the_deal_and_opens_its_games(pages, live_server
                            state="attached")
     assert page.text_content("#seed-shown") == str(CLOCK_SEED)
     assert requests.get(f"{base}/v1/games/{game['id']}", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("live_server", [{"DAILY_ACCOUNT_RULE": "before-day"}], indirect=True)
+def test_a_guest_made_today_is_told_that_ranked_play_opens_tomorrow(pages, live_server):
+    # The default rule: an account made after the day began cannot play it ranked.
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    page.click('#daily-deals li[data-variant="clock"] .daily-action')
+    page.wait_for_selector("#daily-error:not([hidden])")
+    assert "ranked play opens to it tomorrow" in page.text_content("#daily-error")
+    assert page.evaluate("location.hash") == "#daily=clock"
+    token = stored_token(page)
+    mine = requests.get(f"{base}/v1/players/me/games", headers=as_player(token), timeout=5)
+    assert mine.json()["games"] == []
