@@ -349,12 +349,12 @@ class Daily:
         today = self.calendar.index(at_ms)
         abandoned = 0
         for variant in variants():
+            closed = self.store.closed(variant.id)
             for day_id, index in self.store.days(variant.id, today - 1):
                 if index < today - self.settings.keep_days:
                     self._trim(variant.id, day_id, index, today)
                     continue
-                if self.calendar.end_ms(index) + grace > at_ms \
-                        or self.store.is_closed(variant.id, day_id):
+                if self.calendar.end_ms(index) + grace > at_ms or day_id in closed:
                     continue
                 abandoned += self._close(variant.id, day_id)
                 self.store.mark_closed(variant.id, day_id)

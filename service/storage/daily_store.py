@@ -224,8 +224,10 @@ class DailyStore:
         return [(_text(day), int(float(index))) for day, index in _pairs(found)]
 
     @storage_errors
-    def is_closed(self, variant: str, day: str) -> bool:
-        return bool(self._fast.execute("SISMEMBER", keys.daily(variant, "closed"), day))
+    def closed(self, variant: str) -> set[str]:
+        """The days of the variant closed (and not trimmed yet)."""
+        return {_text(day) for day in
+                self._fast.execute("SMEMBERS", keys.daily(variant, "closed"))}
 
     @storage_errors
     def mark_closed(self, variant: str, day: str) -> None:

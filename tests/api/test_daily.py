@@ -425,3 +425,21 @@ def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, mo
         clock = next(row for row in stats["variants"] if row["variant"] == "clock")
         assert (clock["resigned"], clock["in_play"]) == (1, 0)
     assert redis_db.sismember(keys.daily("clock", "closed"), day)
+
+
+def test_the_worker_chooses_today_s_deal_from_the_pool_ahead_of_the_first_attempt(daily_app):
+    app = daily_app()
+    client = app.test_client()
+    overview = client.get("/v1/daily").get_json()
+    assert [row["deal_commitment"] for row in overview["variants"]] == [None, None, None]
+    app.services.solver_store.add_seed("salic-law", 21)
+    assert app.services.daily.prepare() == 1  # only the variant whose pool has a seed
+    assert app.services.daily.prepare() == 0  # chosen once
+    assert app.services.solver_store.pool_size("salic-law") == 0
+    rows = {row["variant"]: row for row in client.get("/v1/daily").get_json()["variants"]}
+    assert rows["salic-law"]["deal_commitment"] is not None
+    assert rows["clock"]["deal_commitment"] is None
+    _player, token = register(client, "Ada")
+    game, _ = start(client, token, "salic-law")
+    assert game["deal_commitment"] == rows["salic-law"]["deal_commitment"]
+    assert game["winnable"] is True

@@ -144,3 +144,24 @@ def test_an_unreachable_provider_answers_503_and_stores_nothing(client, provider
     assert me.get_json()["code"] == "identity_provider_unavailable"
     assert int(me.headers["Retry-After"]) > 0
     assert _player_keys(redis_db) == []
+
+
+def test_an_identity_provider_player_plays_the_daily_deal_ranked_from_the_first_day(
+        redis_url, clean_redis, provider):
+    """``DAILY_ACCOUNT_RULE`` ``before-day`` (the default) trusts the provider: its player
+    plays ranked on the day its identity first reaches the server, where an account made
+    that day is refused (docs/daily.md, fair play)."""
+    app = make_app(redis_url, OIDC_ISSUER=provider.url, OIDC_AUDIENCE=AUDIENCE)
+    try:
+        client = app.test_client()
+        app.services.solver_store.add_seed("clock", 42)
+        day = client.get("/v1/daily").get_json()["day"]
+        issued = client.post("/v1/players", json={"name": "New"}).get_json()["player_token"]
+        refused = client.post(f"/v1/daily/clock/{day}", headers=auth(issued))
+        assert (refused.status_code, refused.get_json()["code"]) == (403, "account_too_new")
+        made = client.post(f"/v1/daily/clock/{day}", headers=auth(provider.token()))
+        assert made.status_code == 201, made.get_data(as_text=True)
+        assert made.get_json()["game"]["ranked"]["day"] == day
+    finally:
+        close_app(app)
+    assert 500 not in app.statuses
