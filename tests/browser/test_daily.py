@@ -98,7 +98,12 @@ def test_a_guest_plays_the_daily_deal_and_finds_their_rank_on_the_board(pages, l
                                                                       artifacts):
     base = live_server.url
     page = pages.new()
-    open_daily(page, base)
+    page.goto(base + "/")
+    page.click("#lobby-daily")  # the lobby's way to the Daily view
+    page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
+                           state="attached")
+    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
+    assert page.get_attribute("#nav-daily", "aria-current") == "page"
     today = requests.get(f"{base}/v1/daily", timeout=5).json()
     items = page.eval_on_selector_all("#daily-deals li", """items => items.map(li => ({
         variant: li.dataset.variant, attempt: li.dataset.attempt, text: li.innerText}))""")
