@@ -93,7 +93,7 @@ def run(args: argparse.Namespace, url: str) -> dict:
         single = close_one_by_one(app, games[ONE_BY_ONE])
         single_s = time.perf_counter() - started
         started = time.perf_counter()
-        batched = daily._close(BATCHED, day)
+        batched = daily.close_day(BATCHED, day)
         batched_s = time.perf_counter() - started
         left = services.projector.sweep()
         counts = {variant: daily.store.counts(variant, day)[1]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -51,6 +52,9 @@ ACCOUNT_RULES = (BEFORE_DAY, ANY)
 FOUR_CORNERS = "four-corners"
 #: Attempts read per round trip when a day closes.
 CLOSE_BATCH = 500
+#: Seconds an attempt that found the pool empty looks for the deal a racing attempt
+#: is storing, and how often.
+RACE_WAIT, RACE_POLL = 0.5, 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +126,8 @@ class Daily:
             return found
         seed = self.pools.take_seed(variant.id)
         pooled = seed is not None
+        if seed is None and (chosen := self._chosen_meanwhile(variant, day_id)) is not None:
+            return chosen
         if seed is None and variant.id != FOUR_CORNERS:
             seed = self.search(variant)
         winnable = seed is not None
@@ -137,6 +143,17 @@ class Daily:
                 self.pools.add_seed(variant.id, seed)
             return self.store.deal(variant.id, day_id)
         return seed, salt, winnable
+
+    def _chosen_meanwhile(self, variant: Variant, day_id: str) -> tuple | None:
+        """The day's deal that a racing request chose while this one found the pool
+        empty (it popped the pool's seed and is about to store it): looked for for up to
+        :data:`RACE_WAIT` seconds."""
+        deadline = time.monotonic() + RACE_WAIT
+        while True:
+            found = self.store.deal(variant.id, day_id)
+            if found is not None or time.monotonic() >= deadline:
+                return found
+            time.sleep(RACE_POLL)
 
     def prepare(self) -> int:
         """Today's deal chosen for every variant whose pool can give one (the worker
@@ -356,11 +373,11 @@ class Daily:
                     continue
                 if self.calendar.end_ms(index) + grace > at_ms or day_id in closed:
                     continue
-                abandoned += self._close(variant.id, day_id)
+                abandoned += self.close_day(variant.id, day_id)
                 self.store.mark_closed(variant.id, day_id)
         return abandoned
 
-    def _close(self, variant_id: str, day_id: str) -> int:
+    def close_day(self, variant_id: str, day_id: str) -> int:
         """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
         batch read in one round trip per master, written in one, its players' events
         applied in one, its board's in one (the board is one slot), its outboxes

@@ -443,3 +443,33 @@ def test_the_worker_chooses_today_s_deal_from_the_pool_ahead_of_the_first_attemp
     game, _ = start(client, token, "salic-law")
     assert game["deal_commitment"] == rows["salic-law"]["deal_commitment"]
     assert game["winnable"] is True
+
+
+def test_racing_attempts_of_one_player_make_one_ranked_game(daily_app, redis_db):
+    import threading
+
+    app = daily_app()
+    app.services.solver_store.add_seed("clock", 42)
+    client = app.test_client()
+    _player, token = register(client, "Ada")
+    day = today(client)
+    answers = []
+
+    def attempt_once():
+        answers.append(app.test_client().post(f"/v1/daily/clock/{day}", headers=auth(token)))
+
+    threads = [threading.Thread(target=attempt_once) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    statuses = sorted(answer.status_code for answer in answers)
+    assert statuses == [201, 409, 409, 409, 409, 409]
+    made = next(answer for answer in answers if answer.status_code == 201)
+    game_id = made.get_json()["game"]["id"]
+    for answer in answers:
+        if answer.status_code == 409:
+            assert answer.get_json()["code"] in ("attempt_taken", "write_conflict")
+            assert answer.headers["Location"] == f"/v1/games/{game_id}"
+    assert redis_db.hgetall(keys.daily("clock", f"{day}:attempts")) != {}
+    assert len(redis_db.hgetall(keys.daily("clock", f"{day}:attempts"))) == 1
