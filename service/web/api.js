@@ -65,7 +65,21 @@ export const paths = {
   me: () => "/v1/players/me",
   myGames: (query) => `/v1/players/me/games?${query}`,
   myStats: () => "/v1/players/me/stats",
+  daily: () => "/v1/daily",
+  dailyDay: (variant, day) => `/v1/daily/${enc(variant)}/${enc(day)}`,
+  dailyBoard: (variant, day, query) => `/v1/daily/${enc(variant)}/${enc(day)}/board?${query}`,
+  dailyAround: (variant, day, player, around) =>
+    `/v1/daily/${enc(variant)}/${enc(day)}/board/players/${enc(player)}?around=${enc(String(around))}`,
+  dailyEvents: (variant, day, after) =>
+    `/v1/daily/${enc(variant)}/${enc(day)}/events?after=${enc(String(after))}`,
 };
+
+// The query of a page of a day's board: limit, then the cursor of the page before.
+export function boardQuery({ limit = 10, cursor } = {}) {
+  const query = new URLSearchParams({ limit: String(limit) });
+  if (cursor) query.set("cursor", cursor);
+  return query.toString();
+}
 
 // The query of a page of "My games": limit, then the filters and the cursor when given.
 export function myGamesQuery({ limit = 20, variant, status, cursor } = {}) {
@@ -184,16 +198,18 @@ export class Api {
     return this.write("POST", paths.games(), { rawBody: raw, token: playerToken || undefined });
   }
 
-  game(id, ifNoneMatch) {
-    return this.get(paths.game(id), { ifNoneMatch });
+  // Reads carry the player's token when this device has one: a ranked game of the daily
+  // deal is its player's only while its day is open (others: 403 ranked_game_hidden).
+  game(id, ifNoneMatch, playerToken) {
+    return this.get(paths.game(id), { ifNoneMatch, token: playerToken || undefined });
   }
 
-  moves(id) {
-    return this.get(paths.moves(id));
+  moves(id, playerToken) {
+    return this.get(paths.moves(id), { token: playerToken || undefined });
   }
 
-  history(id) {
-    return this.get(paths.history(id));
+  history(id, playerToken) {
+    return this.get(paths.history(id), { token: playerToken || undefined });
   }
 
   move(id, token, move, version) {
@@ -239,6 +255,40 @@ export class Api {
 
   myStats(playerToken) {
     return this.get(paths.myStats(), { token: playerToken });
+  }
+
+  // --- the daily deal ---
+  // Today: {day, start, end, variants: [{variant, deal_commitment, players, entries}]}.
+  daily() {
+    return this.get(paths.daily());
+  }
+
+  // One variant's day; with the player's token, my_game names their ranked game.
+  dailyDay(variant, day, playerToken) {
+    return this.get(paths.dailyDay(variant, day), { token: playerToken || undefined });
+  }
+
+  // The player's ranked attempt at the day's deal: {game, player_token}. No
+  // Idempotency-Key (the route takes none): a retry of an attempt that was made answers
+  // 409 attempt_taken, and the page then resumes the game.
+  dailyAttempt(variant, day, playerToken) {
+    return withRetry(() => request("POST", paths.dailyDay(variant, day), { token: playerToken }),
+      { onWait: this.onWait });
+  }
+
+  // A page of the day's board, best first: {count, entries, next_cursor}.
+  dailyBoard(variant, day, { limit, cursor } = {}) {
+    return this.get(paths.dailyBoard(variant, day, boardQuery({ limit, cursor })));
+  }
+
+  // A player's rank and the entries around it; 404 not_on_board before their entry.
+  dailyAround(variant, day, playerId, around = 2) {
+    return this.get(paths.dailyAround(variant, day, playerId, around));
+  }
+
+  // The board's feed after an event id ("0": from the first): {events, last_event_id}.
+  dailyEvents(variant, day, after) {
+    return request("GET", paths.dailyEvents(variant, day, after));
   }
 
   eventsSince(id, after) {

@@ -2,7 +2,7 @@
 
 import { Api, ApiError, NetworkError } from "./api.js";
 import { cardText, prettyLabel } from "./cards.js";
-import { Follower } from "./live.js";
+import { BoardFollower, Follower } from "./live.js";
 import { TableView } from "./table.js";
 
 const $ = (id) => document.getElementById(id);
@@ -99,6 +99,14 @@ const S = {
   making: null,
   list: null,
   listSeq: 0,
+  // The player's id (their board entries), once the server told it.
+  playerId: null,
+  // The daily view: today's id, the variant whose board is shown, its cursor, the
+  // board's follower and whether a re-read is under way or asked for again.
+  // boardDay: the day whose board is shown (today's, or the day before, whose deal and
+  // games anyone may see).
+  daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
+           follower: null, loading: false, again: false, boardDay: null },
 };
 
 const api = new Api({
@@ -186,12 +194,15 @@ function gameIdFromHash() {
   return id && /^[A-Za-z0-9_-]{1,128}$/.test(id) ? id : null;
 }
 
-const VIEWS = ["lobby", "game", "mygames", "stats", "account"];
+const VIEWS = ["lobby", "game", "daily", "mygames", "stats", "account"];
 
 function showSection(name) {
+  if (name !== "daily") stopBoard();
   for (const view of VIEWS) $(view).hidden = view !== name;
-  const current = { mygames: "nav-games", stats: "nav-stats", account: "nav-account" }[name];
-  for (const id of ["nav-games", "nav-stats", "nav-account"]) {
+  const current = {
+    daily: "nav-daily", mygames: "nav-games", stats: "nav-stats", account: "nav-account",
+  }[name];
+  for (const id of ["nav-daily", "nav-games", "nav-stats", "nav-account"]) {
     if (id === current) $(id).setAttribute("aria-current", "page");
     else $(id).removeAttribute("aria-current");
   }
@@ -201,6 +212,7 @@ function route() {
   const id = gameIdFromHash();
   const hash = window.location.hash.replace(/^#/, "");
   if (id) openGame(id);
+  else if (hash === "daily" || hash.startsWith("daily=")) showDaily(dailyVariantFromHash());
   else if (hash === "games") showMyGames();
   else if (hash === "stats") showStats();
   else if (hash === "account") showAccount();
@@ -355,7 +367,7 @@ async function openGame(id) {
   let game = S.preloaded && S.preloaded.id === id ? S.preloaded : null;
   S.preloaded = null;
   try {
-    if (!game) game = (await api.game(id)).data;
+    if (!game) game = (await api.game(id, undefined, saved.playerToken())).data;
   } catch (error) {
     if (seq !== S.seq) return;
     if (error instanceof ApiError && error.status === 404) {
@@ -380,8 +392,17 @@ async function openGame(id) {
   follow(seq);
 }
 
+// A ranked game of the daily deal while its day is open: its player's only (no one else
+// may read it, so no one follows it), with no hint and no analysis until the day is over.
+function rankedOpen(game) {
+  return Boolean(game && game.ranked && Date.now() < Date.parse(game.ranked.deadline));
+}
+
 function follow(seq) {
   if (!S.game || OVER.has(S.game.status) || seq !== S.seq) return;
+  // The events feed of a ranked game answers its player only, by a header that an
+  // EventSource cannot send: the player's own writes keep the table up to date.
+  if (rankedOpen(S.game)) return;
   stopFollowing();
   S.follower = new Follower({
     api,
@@ -421,7 +442,7 @@ function refresh(seq = S.seq) {
       do {
         S.refreshAgain = false;
         if (!S.game || seq !== S.seq) return;
-        const { status, data } = await api.game(S.game.id, S.game.version);
+        const { status, data } = await api.game(S.game.id, S.game.version, saved.playerToken());
         if (seq !== S.seq) return;
         if (status === 200 && data && applyGame(data, null)) await loadMoves(seq);
       } while (S.refreshAgain);
@@ -440,7 +461,7 @@ function refresh(seq = S.seq) {
 async function loadMoves(seq = S.seq) {
   if (!S.game) return;
   try {
-    const { data } = await api.moves(S.game.id);
+    const { data } = await api.moves(S.game.id, saved.playerToken());
     if (seq !== S.seq || !S.game) return;
     if (data.version > S.game.version) {
       refresh(seq);
@@ -696,6 +717,7 @@ function statusText(game) {
   const stock = game.piles.find((p) => p.kind === "stock");
   if (stock) parts.push(`${stock.count} in the stock`);
   if (game.winnable) parts.push("a winnable deal");
+  if (game.ranked) parts.push(`daily deal of ${game.ranked.day}`);
   parts.push(isPlayer() ? "your game" : "watching");
   return parts.join(" \u00b7 ");
 }
@@ -739,7 +761,26 @@ function renderBanner(game) {
   again.className = "btn primary";
   again.textContent = "New game";
   again.addEventListener("click", () => { window.location.hash = ""; });
-  banner.replaceChildren(title, text, reveal, verify, again);
+  const parts = [title, text, reveal, verify];
+  if (game.ranked) {
+    const result = game.ranked.result;
+    if (result) {
+      const ranked = document.createElement("span");
+      ranked.className = "ranked-result";
+      ranked.textContent = `Daily deal of ${game.ranked.day}: ${result.outcome}, `
+        + `${plural(result.moves, "move")}, ${plural(result.cards_home, "card")} home, `
+        + `in ${duration(result.time_ms)}.`;
+      parts.push(ranked);
+    }
+    if (rankedOpen(game)) reveal.textContent = "The deal is shown once the day is over.";
+    const board = document.createElement("a");
+    board.className = "btn";
+    board.id = "see-board";
+    board.href = `#daily=${game.variant}`;
+    board.textContent = "See the day\u2019s board";
+    parts.push(board);
+  }
+  banner.replaceChildren(...parts, again);
   banner.hidden = false;
 }
 
@@ -798,8 +839,9 @@ function renderGame() {
   undoBtn.disabled = !player || !live || game.undo === "off" || game.moves_made === 0;
   undoBtn.title = game.undo === "off" ? "Undo is off for this game" : "";
   const hintBtn = $("hint-btn");
-  hintBtn.disabled = !live || S.missing.has("hint");
-  hintBtn.title = S.missing.get("hint") || "";
+  const ranked = rankedOpen(game);
+  hintBtn.disabled = !live || S.missing.has("hint") || ranked;
+  hintBtn.title = ranked ? "No hint for a ranked game while its day is open" : S.missing.get("hint") || "";
   const autoBtn = $("autoplay-btn");
   autoBtn.disabled = !player || !live || S.missing.has("autoplay");
   autoBtn.title = S.missing.get("autoplay") || "Play every card that can never hurt";
@@ -807,7 +849,10 @@ function renderGame() {
   if (!live) $("resign-confirm").hidden = true;
   $("readonly").hidden = player;
   renderBanner(game);
-  if (OVER.has(game.status) && (!S.analysis || S.analysis.gameId !== game.id)) {
+  if (OVER.has(game.status) && rankedOpen(game)) {
+    S.analysis = { gameId: game.id, state: "later", data: null, error: null };
+  } else if (OVER.has(game.status) && (!S.analysis || S.analysis.gameId !== game.id
+             || S.analysis.state === "later")) {
     loadAnalysis(S.seq);
   }
   renderAnalysis();
@@ -855,7 +900,7 @@ function renderGame() {
   $("salt-shown").textContent = game.salt ? game.salt : "hidden until the game ends";
   $("undo-shown").textContent = `${game.undo || "?"}${game.undos ? ` (${game.undos} used)` : ""}`;
   $("notes").textContent = [...S.missing.values()].join(" ");
-  $("delete-zone").hidden = !player;
+  $("delete-zone").hidden = !player || Boolean(game.ranked);
 }
 
 // --- after the end: was the deal winnable, and the solver's winning line ------------------
@@ -892,6 +937,9 @@ function plural(n, word) {
 
 function verdictOf(analysis) {
   if (!analysis) return { kind: "", text: "" };
+  if (analysis.state === "later") {
+    return { kind: "later", text: "Could this deal be won? The analysis of the daily deal is given once its day is over." };
+  }
   if (analysis.state === "pending") {
     return { kind: "pending", text: "Could this deal be won? The server\u2019s solver is looking\u2026" };
   }
@@ -1044,6 +1092,7 @@ async function ensurePlayer(name) {
       try {
         const { data } = await api.createPlayer(cleanName(name));
         saved.keepPlayer(data.player_token, data.player.name);
+        S.playerId = data.player.id;
         showPlayer();
         return data.player_token;
       } finally {
@@ -1059,6 +1108,7 @@ async function ensurePlayer(name) {
 function refused(error) {
   if (error instanceof ApiError && error.status === 401) {
     saved.forgetPlayer();
+    S.playerId = null;
     showPlayer();
     return true;
   }
@@ -1072,6 +1122,7 @@ async function checkAccount() {
     const { data } = await api.me(token);
     if (saved.playerToken() !== token) return;
     saved.keepPlayer(token, data.name);
+    S.playerId = data.id;
     showPlayer();
   } catch (error) {
     if (saved.playerToken() === token) refused(error);
@@ -1292,6 +1343,336 @@ function statsRow(row) {
   return tr;
 }
 
+// --- the daily deal: the day's deals, my attempt, the day's board and my rank -------------
+const BOARD_PAGE = 10;
+const BOARD_MAX = 100;
+const AROUND = 2;
+const OUTCOMES = { won: "Won", lost: "Lost", resigned: "Resigned", abandoned: "Abandoned" };
+
+function dailyVariantFromHash() {
+  const params = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+  const variant = params.get("daily");
+  return variant && S.byId.has(variant) ? variant : null;
+}
+
+function stopBoard() {
+  if (S.daily.follower) S.daily.follower.stop();
+  S.daily.follower = null;
+}
+
+function showDaily(variant) {
+  leaveGame();
+  document.title = "Daily deal \u2013 Patience";
+  showSection("daily");
+  loadDaily(variant);
+}
+
+function dailyFailed(text) {
+  $("daily-error").textContent = text;
+  $("daily-error").hidden = false;
+}
+
+// Today's deals, each with the player's attempt (none, in play, over), then the board.
+async function loadDaily(variant) {
+  const seq = (S.listSeq += 1);
+  stopBoard();
+  $("daily-error").hidden = true;
+  const token = saved.playerToken();
+  let today;
+  try {
+    ({ data: today } = await api.daily());
+  } catch (error) {
+    if (seq === S.listSeq) dailyFailed(`Today's deals could not be read: ${error.message}`);
+    return;
+  }
+  if (seq !== S.listSeq) return;
+  const ids = today.variants.map((v) => v.variant).filter((id) => S.byId.has(id));
+  const kept = saved.get("patience.daily.variant");
+  if (S.daily.day !== today.day) S.daily.boardDay = today.day;
+  S.daily.day = today.day;
+  S.daily.start = today.start;
+  S.daily.end = today.end;
+  S.daily.variant = [variant, S.daily.variant, kept].find((v) => v && ids.includes(v)) || ids[0];
+  $("daily-when").textContent = `Today's deals (${today.day}, UTC) are open until `
+    + `${new Date(today.end).toLocaleString()}.`;
+  if (token && !S.playerId) {
+    try {
+      S.playerId = (await api.me(token)).data.id;
+    } catch (error) {
+      refused(error);
+    }
+  }
+  const described = await Promise.all(ids.map(async (id) => {
+    const summary = today.variants.find((v) => v.variant === id);
+    let day = { ...summary, my_game: null, winnable: null };
+    try {
+      ({ data: day } = await api.dailyDay(id, today.day, saved.playerToken()));
+    } catch {
+      // Shown from today's summary; the attempt's button finds out the rest.
+    }
+    let mine = null;
+    const gameId = day.my_game ? day.my_game.split("/").pop() : null;
+    if (gameId) {
+      S.mine.add(gameId);
+      try {
+        mine = (await api.game(gameId, undefined, saved.playerToken())).data;
+      } catch {
+        mine = { id: gameId, status: "playing" };
+      }
+    }
+    return { day, mine };
+  }));
+  if (seq !== S.listSeq) return;
+  const list = $("daily-deals");
+  list.replaceChildren(...described.map(({ day, mine }) => dailyItem(day, mine)));
+  list.dataset.loaded = "1";
+  loadBoard(seq);
+}
+
+function dailyItem(day, mine) {
+  const item = document.createElement("li");
+  item.className = "daily-deal";
+  item.dataset.variant = day.variant;
+  item.dataset.attempt = mine ? (mine.status === "playing" ? "playing" : "over") : "none";
+  if (day.variant === S.daily.variant) item.setAttribute("aria-current", "true");
+  const name = document.createElement("strong");
+  name.textContent = variantName(day.variant);
+  const detail = document.createElement("span");
+  detail.className = "daily-detail";
+  const facts = [plural(day.players, "player"), `${day.entries} on the board`];
+  if (day.winnable === true) facts.push("proved winnable");
+  if (mine && mine.status !== "playing") facts.push(`you: ${STATUS_LABELS[mine.status] || mine.status}`);
+  detail.textContent = facts.join(" \u00b7 ");
+  let action;
+  if (mine) {
+    action = document.createElement("a");
+    action.className = "btn primary";
+    action.href = `#game=${mine.id}`;
+    action.textContent = mine.status === "playing" ? "Resume my attempt" : "See my game";
+  } else {
+    action = document.createElement("button");
+    action.type = "button";
+    action.className = "btn primary";
+    action.textContent = "Start my attempt";
+    action.addEventListener("click", () => startAttempt(day.variant, action));
+  }
+  action.classList.add("daily-action");
+  action.setAttribute("aria-label", `${action.textContent}: ${variantName(day.variant)}`);
+  const board = document.createElement("button");
+  board.type = "button";
+  board.className = "btn daily-show-board";
+  board.textContent = "Board";
+  board.setAttribute("aria-label", `The board of ${variantName(day.variant)}`);
+  board.setAttribute("aria-controls", "daily-board-box");
+  board.setAttribute("aria-pressed", String(day.variant === S.daily.variant));
+  board.addEventListener("click", () => {
+    saved.set("patience.daily.variant", day.variant);
+    window.location.hash = `daily=${day.variant}`;
+  });
+  item.append(name, detail, action, board);
+  return item;
+}
+
+// The player's ranked attempt: the account is made first if this device has none.
+async function startAttempt(variant, button) {
+  button.disabled = true;
+  $("daily-error").hidden = true;
+  try {
+    const token = await ensurePlayer(guestName());
+    const { data } = await api.dailyAttempt(variant, S.daily.day, token);
+    saved.remember(data.game, data.player_token);
+    S.mine.add(data.game.id);
+    S.preloaded = data.game;
+    window.location.hash = `game=${data.game.id}`;
+  } catch (error) {
+    if (error instanceof ApiError && error.code === "attempt_taken") {
+      loadDaily(variant); // made meanwhile (another tab or device): resume it
+    } else if (refused(error)) {
+      dailyFailed("This device's account is no longer valid on this server: try again to play as a new guest.");
+    } else if (error instanceof ApiError && error.code === "account_too_new") {
+      dailyFailed("Your account was made after today's deals began: ranked play opens to it tomorrow.");
+    } else if (error instanceof ApiError && ["day_closed", "day_not_open"].includes(error.code)) {
+      dailyFailed(`${error.detail}: the deals shown are now those of the new day.`);
+      loadDaily(variant);
+    } else {
+      dailyFailed(`The attempt could not be started: ${error.message}`);
+    }
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function boardRow(entry, dayOpen) {
+  const tr = document.createElement("tr");
+  tr.dataset.player = entry.player_id;
+  tr.dataset.rank = String(entry.rank);
+  tr.dataset.outcome = entry.outcome;
+  const me = entry.player_id === S.playerId;
+  if (me) tr.className = "me";
+  const rank = document.createElement("td");
+  rank.textContent = String(entry.rank);
+  const name = document.createElement("td");
+  const label = `${entry.name || "A player"}${me ? " (you)" : ""}`;
+  // Another player's ranked game is theirs alone until the day is over.
+  if (me || !dayOpen) {
+    const link = document.createElement("a");
+    link.href = `#game=${entry.game_id}`;
+    link.textContent = label;
+    name.append(link);
+  } else {
+    name.textContent = label;
+  }
+  const cells = [OUTCOMES[entry.outcome] || entry.outcome, entry.moves,
+    duration(entry.time_ms), entry.cards_home].map((value) => {
+    const td = document.createElement("td");
+    td.textContent = String(value);
+    return td;
+  });
+  tr.append(rank, name, ...cells);
+  return tr;
+}
+
+// The board of the variant chosen: its first entries (or as many as are shown, when
+// re-read for a change), my rank and the entries around it; then it is followed.
+// The id of the day before the one that spans [start, end), as the server names days:
+// the UTC date of its start (and its time, where days are shorter than 24 hours).
+function previousDayId(start, end) {
+  const period = Date.parse(end) - Date.parse(start);
+  const iso = new Date(Date.parse(start) - period).toISOString();
+  if (period % 86400000 === 0) return iso.slice(0, 10);
+  return `${iso.slice(0, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+}
+
+function chooseBoardDay(yesterday) {
+  if (!S.daily.day) return;
+  const day = yesterday ? previousDayId(S.daily.start, S.daily.end) : S.daily.day;
+  if (day === S.daily.boardDay) return;
+  S.daily.boardDay = day;
+  S.daily.shown = 0;
+  S.daily.cursor = null;
+  stopBoard();
+  loadBoard((S.listSeq += 1));
+}
+
+// A past day's deal, shown with its board: its number and salt, with which anyone checks
+// the commitment every attempt showed.
+async function showPastDeal(seq, variant, day) {
+  const node = $("daily-deal-shown");
+  if (day === S.daily.day) {
+    node.hidden = true;
+    return;
+  }
+  try {
+    const { data } = await api.dailyDay(variant, day);
+    if (seq !== S.listSeq) return;
+    node.textContent = data.seed === null || data.seed === undefined
+      ? "There was no deal of this game that day."
+      : `The deal was deal ${data.seed} (salt ${data.salt}); the players' games can be opened and replayed.`;
+    node.hidden = false;
+  } catch (error) {
+    if (seq === S.listSeq) {
+      node.textContent = `That day could not be read: ${error.message}`;
+      node.hidden = false;
+    }
+  }
+}
+
+async function loadBoard(seq, { more = false } = {}) {
+  const { variant } = S.daily;
+  const day = S.daily.boardDay || S.daily.day;
+  if (!variant || !day) return;
+  const today = day === S.daily.day;
+  $("daily-board-box").hidden = false;
+  $("daily-board-title").textContent = `The board of ${variantName(variant)}, ${day}`;
+  $("daily-today").setAttribute("aria-pressed", String(today));
+  $("daily-yesterday").setAttribute("aria-pressed", String(!today));
+  if (!more && !S.daily.follower) showPastDeal(seq, variant, day);
+  const body = $("daily-board-body");
+  const limit = more ? BOARD_PAGE : Math.min(BOARD_MAX, Math.max(BOARD_PAGE, S.daily.shown));
+  const dayOpen = today && Date.now() < Date.parse(S.daily.end);
+  try {
+    const { data } = await api.dailyBoard(variant, day, {
+      limit, cursor: more ? S.daily.cursor : null,
+    });
+    if (seq !== S.listSeq) return;
+    const rows = data.entries.map((entry) => boardRow(entry, dayOpen));
+    if (more) body.append(...rows);
+    else body.replaceChildren(...rows);
+    S.daily.shown = body.children.length;
+    S.daily.cursor = data.next_cursor;
+    $("daily-more").hidden = !data.next_cursor;
+    $("daily-board-empty").hidden = data.count > 0;
+    body.dataset.count = String(data.count);
+    body.dataset.loaded = "1";
+  } catch (error) {
+    if (seq === S.listSeq) dailyFailed(`The board could not be read: ${error.message}`);
+    return;
+  }
+  await loadMyRank(seq, day, dayOpen);
+  if (seq === S.listSeq && !S.daily.follower) followBoard(seq, day);
+}
+
+async function loadMyRank(seq, day, dayOpen) {
+  const text = $("daily-rank");
+  const around = $("daily-around");
+  const body = $("daily-around-body");
+  if (!saved.playerToken() || !S.playerId) {
+    text.textContent = "You are not on this board: start your attempt to play today's deal.";
+    around.hidden = true;
+    return;
+  }
+  try {
+    const { data } = await api.dailyAround(S.daily.variant, day, S.playerId, AROUND);
+    if (seq !== S.listSeq) return;
+    text.textContent = `You are ranked ${data.rank} of ${data.count}.`;
+    text.dataset.rank = String(data.rank);
+    body.replaceChildren(...data.entries.map((entry) => boardRow(entry, dayOpen)));
+    around.hidden = false;
+  } catch (error) {
+    if (seq !== S.listSeq) return;
+    delete text.dataset.rank;
+    around.hidden = true;
+    text.textContent = error instanceof ApiError && error.code === "not_on_board"
+      ? (dayOpen ? "You are not on this board yet: your entry comes when your game of the day ends."
+        : "You are not on this board.")
+      : `Your rank could not be read: ${error.message}`;
+  }
+}
+
+// Live: every change within the board's top (its events feed) re-reads the board, one
+// re-read at a time (a change during one asks for another).
+function followBoard(seq, day) {
+  stopBoard();
+  const live = $("daily-live");
+  S.daily.follower = new BoardFollower({
+    api,
+    variant: S.daily.variant,
+    day,
+    onStatus: (state, text) => {
+      if (seq !== S.listSeq) return;
+      live.textContent = text;
+      live.dataset.state = state;
+    },
+    onChange: async () => {
+      if (seq !== S.listSeq) return;
+      if (S.daily.loading) {
+        S.daily.again = true;
+        return;
+      }
+      S.daily.loading = true;
+      try {
+        do {
+          S.daily.again = false;
+          await loadBoard(seq);
+        } while (S.daily.again && seq === S.listSeq);
+      } finally {
+        S.daily.loading = false;
+      }
+    },
+  });
+  S.daily.follower.start();
+}
+
 // --- the account view: take it to another device ------------------------------------------
 function showAccount() {
   leaveGame();
@@ -1343,6 +1724,7 @@ async function takeAccount(event) {
   try {
     const { data } = await api.me(token);
     saved.keepPlayer(token, data.name);
+    S.playerId = data.id;
     S.mine.clear();
     showPlayer();
     window.location.hash = "games";
@@ -1361,6 +1743,9 @@ function wireAccount() {
   $("filter-status").addEventListener("change", () => loadMyGames(false));
   $("mygames-filters").addEventListener("submit", (e) => e.preventDefault());
   $("mygames-more").addEventListener("click", () => loadMyGames(true));
+  $("daily-more").addEventListener("click", () => loadBoard(S.listSeq, { more: true }));
+  $("daily-today").addEventListener("click", () => chooseBoardDay(false));
+  $("daily-yesterday").addEventListener("click", () => chooseBoardDay(true));
   $("account-create").addEventListener("submit", createAccount);
   $("account-take").addEventListener("submit", takeAccount);
   $("account-show").addEventListener("click", () => {

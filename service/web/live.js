@@ -212,3 +212,100 @@ export class Follower {
     this.timer = setTimeout(() => this.poll(), wait * 1000);
   }
 }
+
+// Following a day's board: its events feed, one event for each entry that lands in the
+// board's top (with its rank). As Server-Sent Events where the server streams the feed
+// (resumed with Last-Event-ID, as a game's); where it answers the feed as JSON only, the
+// feed is asked for the events after the last one seen every few seconds. Each event
+// that comes makes the page re-read the board.
+const BOARD_POLL_SECONDS = 2;
+
+export class BoardFollower {
+  // api: Api; onChange(): the board changed; onStatus(state, text) as for a game.
+  constructor({ api, variant, day, onChange, onStatus }) {
+    Object.assign(this, { api, variant, day, onChange, onStatus });
+    this.es = null;
+    this.timer = null;
+    this.stopped = false;
+    this.failures = 0;
+    this.last = null; // the id of the last event seen
+  }
+
+  async start() {
+    // Where the feed stands now; the board is read again after it, so that an entry
+    // that landed between the page's read of the board and this one is not missed.
+    await this.read(false);
+    if (this.stopped) return;
+    this.onChange();
+    if (typeof EventSource === "undefined") this.startPolling();
+    else this.openStream();
+  }
+
+  stop() {
+    this.stopped = true;
+    if (this.es) this.es.close();
+    this.es = null;
+    clearTimeout(this.timer);
+  }
+
+  // The JSON feed after the last event seen; true when it answered.
+  async read(notify) {
+    try {
+      const { data } = await this.api.dailyEvents(this.variant, this.day, this.last || "0");
+      if (this.stopped) return true;
+      const changed = this.last !== null && data.events.length > 0;
+      this.last = data.last_event_id;
+      if (changed && notify) this.onChange();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  openStream() {
+    if (this.stopped) return;
+    const es = new EventSource(paths.dailyEvents(this.variant, this.day, this.last || "0"));
+    this.es = es;
+    let opened = false;
+    const changed = (event) => {
+      if (es !== this.es) return;
+      if (event.lastEventId) this.last = event.lastEventId;
+      this.onChange();
+    };
+    es.onopen = () => {
+      if (es !== this.es) return;
+      opened = true;
+      this.failures = 0;
+      this.onStatus("live", "Live: the board changes as players finish.");
+    };
+    es.onmessage = changed;
+    es.addEventListener("entry", changed);
+    es.onerror = () => {
+      if (es !== this.es || this.stopped) return;
+      // A stream that was open and dropped: the browser reconnects by itself.
+      if (opened && es.readyState === EventSource.CONNECTING) {
+        this.onStatus("reconnecting", "Connection to the board's feed lost: reconnecting\u2026");
+        return;
+      }
+      // Refused, or not a stream at all (a feed served as JSON only): ask it instead.
+      es.close();
+      this.es = null;
+      this.startPolling();
+    };
+  }
+
+  startPolling() {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(async () => {
+      if (this.stopped) return;
+      const answered = await this.read(true);
+      if (this.stopped) return;
+      this.failures = answered ? 0 : this.failures + 1;
+      this.onStatus(answered ? "polling" : "reconnecting", answered
+        ? `Following: the board's feed is read every ${BOARD_POLL_SECONDS} s.`
+        : "The board's feed cannot be reached: trying again\u2026");
+      this.startPolling();
+    }, BOARD_POLL_SECONDS * 1000 * Math.min(8, 2 ** this.failures));
+  }
+}

@@ -34,16 +34,22 @@ DESKTOP = {"width": 1280, "height": 900}
 
 #: What the page may ask for: the documented /v1 paths (openapi.yaml), /healthz, / and /web/.
 GAME = r"/v1/games/[A-Za-z0-9_-]+"
+DAY = r"/v1/daily/[a-z-]+/[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{6})?"
 ALLOWED_PATHS = [re.compile(f"^{pattern}$") for pattern in (
     r"/", r"/web/[A-Za-z0-9_-][A-Za-z0-9._-]*", r"/healthz", r"/v1/variants",
     r"/v1/games", GAME, GAME + r"/(moves|undo|history|hint|autoplay|events|analysis)", r"/v1/stats",
     r"/v1/openapi\.yaml", r"/v1/players", r"/v1/players/me", r"/v1/players/me/(games|stats)",
+    r"/v1/daily", DAY, DAY + r"/(board|events)", DAY + r"/board/players/[a-z0-9-]+",
 )]
-#: Query strings: the events feed (?after=<version>) and a page of the player's games.
+#: Query strings: the events feed (?after=<version>), a page of the player's games, a
+#: page of a day's board and the entries around a player on it.
 ALLOWED_QUERY = {
     GAME + "/events": re.compile(r"^after=\d+$"),
     "/v1/players/me/games": re.compile(
         r"^limit=\d+(&variant=[a-z-]+)?(&status=[a-z]+)?(&cursor=\d+)?$"),
+    DAY + "/board": re.compile(r"^limit=\d+(&cursor=[A-Za-z0-9_.%:-]+)?$"),
+    DAY + "/board/players/[a-z0-9-]+": re.compile(r"^around=\d+$"),
+    DAY + "/events": re.compile(r"^after=(0|\d+-\d+)$"),
 }
 
 #: A player token (docs/players.md): it must never show in a URL.

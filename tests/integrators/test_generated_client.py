@@ -10,7 +10,11 @@ move with its ``card``, reads each answer's ``ETag`` and sends it back as ``If-M
 lets autoplay play now and then, and meets a refused move, a wrong ``card``, a stale
 ``If-Match`` and a ``304`` as typed answers.  A player, too, through the generated
 functions only: the account made, games created with the player token, the list of the
-player's games (filters, pages by cursor) and the statistics read.
+player's games (filters, pages by cursor) and the statistics read.  And the daily deal:
+two players' ranked attempts at today's Four Corners, a move and a resign through the
+generated functions, the refusals typed (a second attempt, an anonymous one, a read of
+the ranked game by anyone else), the day's board read a page at a time, a player's rank
+and the entries around it, each entry the game's own result.
 """
 
 from __future__ import annotations
@@ -28,6 +32,9 @@ SPEC = ROOT / "openapi.yaml"
 PACKAGE = "patience_client"
 #: A game that follows hints ends well before this many moves; past it the client resigns.
 MAX_MOVES = 600
+#: The players of the daily test are made during the test: ranked play for any account
+#: (the default takes accounts made before the day began).
+API_ENV = {"DAILY_ACCOUNT_RULE": "any"}
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +72,8 @@ class _Api:
         "get_hint": "help_", "autoplay": "help_",
         "create_player": "players", "get_player": "players", "list_player_games": "players",
         "get_player_stats": "players",
+        "get_daily": "daily", "get_daily_day": "daily", "start_daily_attempt": "daily",
+        "get_daily_board": "daily", "get_daily_board_around": "daily",
     }
 
     def __init__(self, package):
@@ -259,3 +268,104 @@ def test_a_generated_client_keeps_a_players_games_and_statistics(client_package,
         assert (four.win_rate, four.current_streak, four.fewest_moves) == (0.0, 0, None)
         clock = rows["clock"]
         assert (clock.played, clock.in_play, clock.win_rate) == (0, 2, None)
+
+
+@pytest.mark.timeout(120)
+def test_a_generated_client_plays_the_daily_deal_and_reads_the_board(client_package, api):
+    # Four Corners: no worker fills the pools here, and its day's deal is then a random
+    # one (not proved winnable), so the attempt never waits for a search.
+    client = _Api(client_package)
+    m = client.m
+    variant = "four-corners"
+    with client_package.Client(base_url=api.base, raise_on_unexpected_status=True) as anyone:
+        today = client.get_daily.sync_detailed(client=anyone)
+        assert today.status_code == 200
+        assert isinstance(today.parsed, m.DailyOverview)
+        day = today.parsed.day
+        assert [v.variant.value for v in today.parsed.variants] == \
+            ["clock", "salic-law", "four-corners"]
+        players = {}
+        for name in ("Ada", "Bob"):
+            made = client.create_player.sync_detailed(client=anyone, body=m.NewPlayer(name=name))
+            assert made.status_code == 201
+            players[name] = (made.parsed.player.id, made.parsed.player_token)
+    with client_package.AuthenticatedClient(base_url=api.base, token="pl_" + "a" * 26 + "_"
+                                            + "b" * 43) as forged:
+        refused = client.start_daily_attempt.sync_detailed(variant, day, client=forged)
+        assert (refused.status_code, refused.parsed.code) == (401, m.ProblemCode.INVALID_TOKEN)
+
+    results = {}
+    for name, (_player_id, token) in players.items():
+        with client_package.AuthenticatedClient(base_url=api.base, token=token,
+                                                raise_on_unexpected_status=True) as player:
+            started = client.start_daily_attempt.sync_detailed(variant, day, client=player)
+            assert started.status_code == 201, started.content
+            assert isinstance(started.parsed, m.GameCreated)
+            game = started.parsed.game
+            assert started.headers["Location"] == f"/v1/games/{game.id}"
+            assert isinstance(game.ranked, m.RankedPart)
+            assert (game.ranked.day, game.ranked.result) == (day, None)
+            assert (game.undo.value, game.seed, game.salt) == ("off", None, None)
+            again = client.start_daily_attempt.sync_detailed(variant, day, client=player)
+            assert (again.status_code, again.parsed.code) == (409, m.ProblemCode.ATTEMPT_TAKEN)
+            described = client.get_daily_day.sync_detailed(variant, day, client=player)
+            assert isinstance(described.parsed, m.DailyDay)
+            assert described.parsed.my_game == f"/v1/games/{game.id}"
+            assert described.parsed.deal_commitment == game.deal_commitment
+            assert described.parsed.seed is None
+            # Hidden from anyone else while the day is open.
+            with client_package.Client(base_url=api.base) as stranger:
+                hidden = client.get_game.sync_detailed(game.id, client=stranger)
+                assert (hidden.status_code, hidden.parsed.code) == \
+                    (403, m.ProblemCode.RANKED_GAME_HIDDEN)
+            etag = started.headers["ETag"]
+            if name == "Ada":  # Ada deals once before she resigns; Bob resigns at once
+                dealt = client.play_move.sync_detailed(
+                    game.id, client=player, body=m.DealMove(type_="deal"), if_match=etag)
+                assert dealt.status_code == 200, dealt.content
+                etag = dealt.headers["ETag"]
+            over = client.play_move.sync_detailed(
+                game.id, client=player, body=m.ResignMove(type_="resign"), if_match=etag)
+            assert over.status_code == 200
+            ended = over.parsed.game
+            assert ended.status == m.GameStatus.RESIGNED
+            assert ended.seed is None  # secret until the day is over
+            result = ended.ranked.result
+            assert isinstance(result, m.RankedResult)
+            assert (result.outcome.value, result.moves) == \
+                ("resigned", 2 if name == "Ada" else 1)
+            results[name] = (game.id, result)
+
+    with client_package.Client(base_url=api.base, raise_on_unexpected_status=True) as anyone:
+        first = client.get_daily_board.sync_detailed(variant, day, client=anyone, limit=1)
+        assert first.status_code == 200
+        assert isinstance(first.parsed, m.DayBoard)
+        assert (first.parsed.count, len(first.parsed.entries)) == (2, 1)
+        assert isinstance(first.parsed.next_cursor, str)
+        rest = client.get_daily_board.sync_detailed(variant, day, client=anyone, limit=1,
+                                                    cursor=first.parsed.next_cursor)
+        assert rest.parsed.next_cursor is None
+        entries = first.parsed.entries + rest.parsed.entries
+        assert [e.rank for e in entries] == [1, 2]
+        assert sorted(e.name for e in entries) == ["Ada", "Bob"]
+        # Each entry is its game's own result, with a link to the game.
+        for entry in entries:
+            assert isinstance(entry, m.BoardEntry)
+            game_id, result = results[entry.name]
+            assert (entry.game_id, entry.game_url) == (game_id, f"/v1/games/{game_id}")
+            assert (entry.outcome.value, entry.moves, entry.time_ms, entry.cards_home,
+                    entry.score) == (result.outcome.value, result.moves, result.time_ms,
+                                     result.cards_home, result.score)
+        assert entries[0].score <= entries[1].score
+        ranks = {e.player_id: e.rank for e in entries}
+        ada_id = players["Ada"][0]
+        around = client.get_daily_board_around.sync_detailed(variant, day, ada_id,
+                                                             client=anyone, around=1)
+        assert around.status_code == 200
+        assert isinstance(around.parsed, m.BoardAround)
+        assert (around.parsed.rank, around.parsed.count) == (ranks[ada_id], 2)
+        assert [e.player_id for e in around.parsed.entries] == [e.player_id for e in entries]
+    with client_package.Client(base_url=api.base) as stranger:
+        nobody = client.get_daily_board_around.sync_detailed(variant, day, "a" * 26,
+                                                             client=stranger)
+        assert (nobody.status_code, nobody.parsed.code) == (404, m.ProblemCode.NOT_ON_BOARD)

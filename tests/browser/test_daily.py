@@ -1,0 +1,298 @@
+"""The daily deal in the reference web client (Debian's Chromium, driven by Playwright):
+the Daily view shows today's deals, a guest starts their ranked attempt and plays a move,
+resigns, and finds themselves on the day's board with their rank; a second guest, in a
+browser context of their own, watches that board change as the first one's game ends,
+without reloading the page.
+
+What the page shows is compared with what the API answers.  The server takes any account
+for ranked play (``DAILY_ACCOUNT_RULE`` any: the guests are made during the test) and
+the day's Clock deal is deal 42, put in the Clock's pool of proved-winnable seeds before
+the test (no solver's worker runs here).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from datetime import datetime
+
+import pytest
+import requests
+
+from service.app import close_app, create_app
+from tests.browser.conftest import LiveServer
+from tests.browser.test_players import TOKEN_KEY, as_player, settle, stored_token, wait_until
+
+#: The seed that the Clock's pool deals as today's deal: "draw" is among its first moves.
+CLOCK_SEED = 42
+
+
+@pytest.fixture
+def live_server(request, clean_redis, redis_url):
+    """The real app over an emptied Redis, taking any account for ranked play, with the
+    day's Clock deal ready in the pool (and the settings a test passes as its param)."""
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = create_app({"REDIS_URL": redis_url, "RATELIMIT_ENABLED": False,
+                      "DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
+                      **getattr(request, "param", {})})
+    app.services.solver_store.add_seed("clock", CLOCK_SEED)
+    with LiveServer(app) as server:
+        yield server
+    close_app(app)
+
+
+def open_daily(page, base: str, variant: str | None = None):
+    page.goto(base + "/#daily" + (f"={variant}" if variant else ""))
+    page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
+                           state="attached")
+    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
+
+
+def board_shown(page) -> list[dict]:
+    return page.eval_on_selector_all("#daily-board-body tr", """rows => rows.map(tr => ({
+        player: tr.dataset.player, rank: Number(tr.dataset.rank),
+        outcome: tr.dataset.outcome, text: tr.innerText}))""")
+
+
+def player_id(base: str, token: str) -> str:
+    return requests.get(f"{base}/v1/players/me", headers=as_player(token), timeout=5).json()["id"]
+
+
+def play_and_resign(page, base: str, keyboard: bool = False, resume: bool = False) -> str:
+    """From the Daily view: start the Clock attempt (with the keyboard: the button
+    focused, then Enter), draw (and, with ``resume``, go back to the Daily view and
+    resume the game from there), resign; the game's id."""
+    start = '#daily-deals li[data-variant="clock"] .daily-action'
+    if keyboard:
+        page.focus(start)
+        page.keyboard.press("Enter")
+    else:
+        page.click(start)
+    wait_until(page, "location.hash.startsWith('#game=')")
+    game_id = page.evaluate("location.hash.slice('#game='.length)")
+    settle(page, 0, game_id)
+    assert "daily deal of" in page.text_content("#game-status")
+    assert page.is_disabled("#hint-btn")  # no hint of a ranked game while its day is open
+    assert page.is_disabled("#undo-btn")  # undo off
+    page.click("#draw-btn")
+    settle(page, 1, game_id)
+    if resume:
+        page.click("#nav-daily")
+        page.wait_for_selector('#daily-deals[data-loaded="1"] li[data-variant="clock"]'
+                               '[data-attempt="playing"]', state="attached")
+        assert page.text_content(start) == "Resume my attempt"
+        page.click(start)
+        settle(page, 1, game_id)
+    page.click("#resign-btn")
+    page.click("#resign-yes")
+    page.wait_for_selector('#table[data-status="resigned"]', state="attached")
+    page.wait_for_selector("#banner:not([hidden]) #see-board")
+    assert "2 moves" in page.text_content("#banner")
+    assert "The deal is shown once the day is over." in page.text_content("#banner")
+    page.wait_for_selector('#analysis[data-verdict="later"]')
+    return game_id
+
+
+def test_a_guest_plays_the_daily_deal_and_finds_their_rank_on_the_board(pages, live_server,
+                                                                      artifacts):
+    base = live_server.url
+    page = pages.new()
+    page.goto(base + "/")
+    page.click("#lobby-daily")  # the lobby's way to the Daily view
+    page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
+                           state="attached")
+    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
+    assert page.get_attribute("#nav-daily", "aria-current") == "page"
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    items = page.eval_on_selector_all("#daily-deals li", """items => items.map(li => ({
+        variant: li.dataset.variant, attempt: li.dataset.attempt, text: li.innerText}))""")
+    assert [i["variant"] for i in items] == [v["variant"] for v in today["variants"]]
+    assert all(i["attempt"] == "none" and "Start my attempt" in i["text"] for i in items)
+    assert today["day"] in page.text_content("#daily-when")
+    assert page.is_visible("#daily-board-empty")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    token = stored_token(page)
+    me = player_id(base, token)
+
+    game_id = play_and_resign(page, base, keyboard=True, resume=True)
+    # The game is the guest's ranked game of the day, hidden from anyone else meanwhile.
+    game = requests.get(f"{base}/v1/games/{game_id}", headers=as_player(token), timeout=5).json()
+    assert game["ranked"]["day"] == today["day"]
+    assert (game["ranked"]["result"]["outcome"], game["ranked"]["result"]["moves"]) == \
+        ("resigned", 2)
+    hidden = requests.get(f"{base}/v1/games/{game_id}", timeout=5)
+    assert (hidden.status_code, hidden.json()["code"]) == (403, "ranked_game_hidden")
+
+    page.keyboard.press("Escape")
+    page.focus("#see-board")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#daily:not([hidden]) #daily-board-body[data-count="1"]',
+                           state="attached")
+    shown = board_shown(page)
+    assert [(r["player"], r["rank"], r["outcome"]) for r in shown] == [(me, 1, "resigned")]
+    assert "(you)" in shown[0]["text"]
+    wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '1'")
+    assert page.text_content("#daily-rank") == "You are ranked 1 of 1."
+    attempt = page.get_attribute('#daily-deals li[data-variant="clock"]', "data-attempt")
+    assert attempt == "over"
+    # A second attempt is not offered: the deal's link opens the game played.
+    assert page.text_content('#daily-deals li[data-variant="clock"] .daily-action') == \
+        "See my game"
+    board = requests.get(f"{base}/v1/daily/clock/{today['day']}/board", timeout=5).json()
+    assert [(e["player_id"], e["rank"], e["game_id"]) for e in board["entries"]] == \
+        [(me, 1, game_id)]
+    page.screenshot(path=str(artifacts / "daily-board.png"))
+
+
+def test_another_guest_watches_the_board_change_live(pages, live_server):
+    base = live_server.url
+    watcher = pages.new()
+    open_daily(watcher, base, "clock")
+    assert watcher.is_visible("#daily-board-empty")
+    assert "not on this board" in watcher.text_content("#daily-rank")
+    wait_until(watcher, "document.querySelector('#daily-live').dataset.state !== undefined")
+
+    player = pages.new()
+    open_daily(player, base, "clock")
+    wait_until(player, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    first = player_id(base, stored_token(player))
+    play_and_resign(player, base)
+
+    # The watcher's page, not reloaded, shows the first guest's entry.
+    watcher.wait_for_selector('#daily-board-body[data-count="1"]', state="attached",
+                              timeout=15_000)
+    assert [(r["player"], r["rank"]) for r in board_shown(watcher)] == [(first, 1)]
+    assert watcher.evaluate("performance.getEntriesByType('navigation').length") == 1
+    # It came by the board's feed, asked for after the last event seen (none: 0), and
+    # the feed is followed on from the event that came.
+    assert watcher.get_attribute("#daily-live", "data-state") in ("live", "polling")
+    assert any(re.search(r"/v1/daily/clock/[^/?]+/events\?after=0$", url)
+               for url in pages.requests)
+    wait_until(watcher, "performance.getEntriesByType('resource').some(r => "
+               "/\\/events\\?after=\\d+-\\d+$/.test(r.name))")
+
+    # The watcher plays too (resigning at once): both boards show two entries, each
+    # guest's rank as the board has it.
+    watcher.click('#daily-deals li[data-variant="clock"] .daily-action')
+    wait_until(watcher, "location.hash.startsWith('#game=')")
+    second_game = watcher.evaluate("location.hash.slice('#game='.length)")
+    settle(watcher, 0, second_game)
+    watcher.click("#resign-btn")
+    watcher.click("#resign-yes")
+    watcher.wait_for_selector("#banner:not([hidden]) #see-board")
+    second = player_id(base, stored_token(watcher))
+    player.click("#see-board")
+    player.wait_for_selector('#daily-board-body[data-count="2"]', state="attached",
+                             timeout=15_000)
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    board = requests.get(f"{base}/v1/daily/clock/{day}/board", timeout=5).json()
+    ranks = {e["player_id"]: e["rank"] for e in board["entries"]}
+    assert set(ranks) == {first, second}
+    assert {r["player"]: r["rank"] for r in board_shown(player)} == ranks
+    wait_until(player, f"document.querySelector('#daily-rank').dataset.rank === '{ranks[first]}'")
+    assert player.text_content("#daily-rank") == f"You are ranked {ranks[first]} of 2."
+
+
+def test_the_board_pages_and_my_rank_shows_the_players_around_me(pages, live_server):
+    # Twelve players resign their attempts through the API (one move each, equal
+    # scores: ranked in order of player id); the page shows ten, then the rest.
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    guest = stored_token(page)
+    tokens = [guest] + [requests.post(f"{base}/v1/players", json={"name": f"P{i}"},
+                                      timeout=5).json()["player_token"] for i in range(11)]
+    for token in tokens:
+        made = requests.post(f"{base}/v1/daily/clock/{day}", headers=as_player(token), timeout=5)
+        assert made.status_code == 201, made.text
+        game = made.json()["game"]
+        over = requests.post(f"{base}/v1/games/{game['id']}/moves", headers=as_player(token),
+                             json={"type": "resign"}, timeout=5)
+        assert over.status_code == 200
+    everyone = requests.get(f"{base}/v1/daily/clock/{day}/board?limit=50", timeout=5).json()
+    ids = [e["player_id"] for e in everyone["entries"]]
+    assert len(ids) == 12
+
+    open_daily(page, base, "clock")
+    page.wait_for_selector('#daily-board-body[data-count="12"]', state="attached")
+    assert [r["player"] for r in board_shown(page)] == ids[:10]
+    assert page.is_visible("#daily-more")
+    page.focus("#daily-more")
+    page.keyboard.press("Enter")
+    wait_until(page, "document.querySelectorAll('#daily-board-body tr').length === 12")
+    assert [r["player"] for r in board_shown(page)] == ids
+    assert page.is_hidden("#daily-more")
+    # My rank, and the two players either side of it on the board.
+    me = player_id(base, guest)
+    rank = ids.index(me) + 1
+    wait_until(page, f"document.querySelector('#daily-rank').dataset.rank === '{rank}'")
+    assert page.text_content("#daily-rank") == f"You are ranked {rank} of 12."
+    around = page.eval_on_selector_all("#daily-around-body tr", "rows => rows.map(tr => "
+                                       "[tr.dataset.player, tr.className])")
+    window = ids[max(0, rank - 3):rank + 2]
+    assert [player for player, _ in around] == window
+    assert [player for player, css in around if css == "me"] == [me]
+
+
+#: Days of 12 seconds: a day played, then over, within the test.
+SHORT_DAY = 12
+
+
+@pytest.mark.parametrize("live_server", [{"DAILY_PERIOD_SECONDS": SHORT_DAY}], indirect=True)
+def test_yesterday_s_board_shows_the_deal_and_opens_its_games(pages, live_server):
+    base = live_server.url
+    page = pages.new()
+    page.goto(base + "/")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    token = stored_token(page)
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    end = datetime.fromisoformat(today["end"].replace("Z", "+00:00")).timestamp()
+    if end - time.time() < SHORT_DAY / 2:  # too little of this day left to play it: the next
+        time.sleep(max(0.0, end - time.time()) + 0.2)
+        today = requests.get(f"{base}/v1/daily", timeout=5).json()
+        end = datetime.fromisoformat(today["end"].replace("Z", "+00:00")).timestamp()
+    made = requests.post(f"{base}/v1/daily/clock/{today['day']}", headers=as_player(token),
+                         timeout=5)
+    assert made.status_code == 201, made.text
+    game = made.json()["game"]
+    over = requests.post(f"{base}/v1/games/{game['id']}/moves", headers=as_player(token),
+                         json={"type": "resign"}, timeout=5)
+    assert over.status_code == 200
+    time.sleep(max(0.0, end - time.time()) + 0.2)  # the day is over
+
+    open_daily(page, base, "clock")
+    assert page.get_attribute("#daily-today", "aria-pressed") == "true"
+    assert page.is_visible("#daily-board-empty")  # today's board: no one yet
+    page.focus("#daily-yesterday")
+    page.keyboard.press("Enter")
+    page.wait_for_selector('#daily-board-body[data-count="1"]', state="attached")
+    assert page.get_attribute("#daily-yesterday", "aria-pressed") == "true"
+    assert today["day"] in page.text_content("#daily-board-title")
+    # The day's deal, shown once the day is over, with the game anyone may open now.
+    page.wait_for_selector("#daily-deal-shown:not([hidden])")
+    assert f"deal {CLOCK_SEED} " in page.text_content("#daily-deal-shown")
+    assert page.text_content("#daily-rank") == "You are ranked 1 of 1."
+    page.click(f'#daily-board-body a[href="#game={game["id"]}"]')
+    page.wait_for_selector(f'#table[data-game="{game["id"]}"][data-status="resigned"]',
+                           state="attached")
+    assert page.text_content("#seed-shown") == str(CLOCK_SEED)
+    assert requests.get(f"{base}/v1/games/{game['id']}", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("live_server", [{"DAILY_ACCOUNT_RULE": "before-day"}], indirect=True)
+def test_a_guest_made_today_is_told_that_ranked_play_opens_tomorrow(pages, live_server):
+    # The default rule: an account made after the day began cannot play it ranked.
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    page.click('#daily-deals li[data-variant="clock"] .daily-action')
+    page.wait_for_selector("#daily-error:not([hidden])")
+    assert "ranked play opens to it tomorrow" in page.text_content("#daily-error")
+    assert page.evaluate("location.hash") == "#daily=clock"
+    token = stored_token(page)
+    mine = requests.get(f"{base}/v1/players/me/games", headers=as_player(token), timeout=5)
+    assert mine.json()["games"] == []
