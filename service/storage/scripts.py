@@ -415,18 +415,38 @@ end
 return 'applied'
 """
 
+# A board's entry as an answer gives it (the BoardEntry of openapi.yaml), made of the
+# stored JSON with bytes operations, never decoded (but for a game id with escapes):
+# its rank first, then the stored fields, then its game's URL when it has a game id.
+_BOARD_ROW = r"""
+local function board_row(rank, entry)
+  if not entry or entry == '{}' then return '{"rank":' .. rank .. '}' end
+  local row = '{"rank":' .. rank .. ',' .. string.sub(entry, 2)
+  if not string.find(entry, '"game_id":', 1, true) then return row end
+  local id = string.match(entry, '"game_id":"([^"\\]*)"')
+  local url
+  if id then
+    url = '"/v1/games/' .. id .. '"'
+  else
+    url = cjson.encode('/v1/games/' .. cjson.decode(entry).game_id)
+  end
+  return string.sub(row, 1, -2) .. ',"game_url":' .. url .. '}'
+end
+"""
+
 # KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from the
-# top), 2 the cursor's player, 3 the most entries.
-# Answers {next score, next player ('' '' at the end), rank, entry, rank, entry...}: in
-# order of score then player, those after the cursor.
-BOARD_PAGE = """
+# top), 2 the cursor's player, 3 the most entries, 4 the separator of the entries.
+# Answers {next score, next player ('' '' at the end), the board's size, the entries}:
+# in order of score then player, those after the cursor, as the answer gives them
+# (:data:`_BOARD_ROW`), joined by the separator; the ranks counted from the first's.
+BOARD_PAGE = _BOARD_ROW + """
 local want = tonumber(ARGV[3])
 local low, after, player = '-inf', nil, ARGV[2]
 if ARGV[1] ~= '' then low = ARGV[1]; after = tonumber(ARGV[1]) end
 local found, offset = {}, 0
 while #found < want + 1 do
-  local batch = redis.call('ZRANGE', KEYS[1], low, '+inf', 'BYSCORE', 'LIMIT', offset, 100,
-                           'WITHSCORES')
+  local batch = redis.call('ZRANGE', KEYS[1], low, '+inf', 'BYSCORE', 'LIMIT', offset,
+                           want + 1, 'WITHSCORES')
   if #batch == 0 then break end
   for i = 1, #batch, 2 do
     local score = tonumber(batch[i + 1])
@@ -435,33 +455,35 @@ while #found < want + 1 do
       if #found == want + 1 then break end
     end
   end
-  offset = offset + 100
+  offset = offset + want + 1
 end
-local page = {'', ''}
+local page = {'', '', redis.call('ZCARD', KEYS[1]), ''}
 local take = math.min(#found, want)
-if #found > want then page = {found[want][2], found[want][1]} end
+if #found > want then page[1], page[2] = found[want][2], found[want][1] end
 if take == 0 then return page end
-local first = redis.call('ZRANK', KEYS[1], found[1][1])
-for i = 1, take do
-  page[#page + 1] = first + i
-  page[#page + 1] = redis.call('HGET', KEYS[2], found[i][1]) or '{}'
-end
+local members = {}
+for i = 1, take do members[i] = found[i][1] end
+local entries = redis.call('HMGET', KEYS[2], unpack(members))
+local first = redis.call('ZRANK', KEYS[1], members[1])
+local rows = {}
+for i = 1, take do rows[i] = board_row(first + i, entries[i]) end
+page[4] = table.concat(rows, ARGV[4])
 return page
 """
 
-# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k.
-# Answers {} when the player has no entry, else {rank, count, rank, entry, ...}: the
-# player's rank and the k entries either side.
-BOARD_AROUND = """
+# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k, 3 the separator of
+# the entries.
+# Answers {} when the player has no entry, else {rank, count, the entries}: the player's
+# rank, the board's size, and the k entries either side as the answer gives them
+# (:data:`_BOARD_ROW`), joined by the separator.
+BOARD_AROUND = _BOARD_ROW + """
 local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
 if not rank then return {} end
 local k = tonumber(ARGV[2])
 local first = math.max(0, rank - k)
 local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
-local out = {rank + 1, redis.call('ZCARD', KEYS[1])}
-for i, member in ipairs(members) do
-  out[#out + 1] = first + i
-  out[#out + 1] = redis.call('HGET', KEYS[2], member) or '{}'
-end
-return out
+local entries = redis.call('HMGET', KEYS[2], unpack(members))
+local rows = {}
+for i = 1, #members do rows[i] = board_row(first + i, entries[i]) end
+return {rank + 1, redis.call('ZCARD', KEYS[1]), table.concat(rows, ARGV[3])}
 """
