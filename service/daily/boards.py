@@ -336,8 +336,9 @@ class Daily:
         if cursor is not None:
             score, _, player = cursor.partition(":")
             position = (score, player)
-        count, entries, following = self.store.board(variant_id, name, position, limit)
-        return BoardPage({**head, "count": count}, entries,
+        count, offset, stored, following = self.store.board(variant_id, name, position,
+                                                            limit, SEPARATOR)
+        return BoardPage({**head, "count": count}, answer_entries(offset, stored),
                          {"next_cursor": None if following is None
                           else ":".join(following)})
 
@@ -363,13 +364,13 @@ class Daily:
     def around(self, variant_id: str, day_id: str, player: str, k: int) -> BoardPage:
         variant = _variant(variant_id)
         self._day(day_id)
-        found = self.store.around(variant.id, day_id, player, k)
+        found = self.store.around(variant.id, day_id, player, k, SEPARATOR)
         if found is None:
             raise GameError(404, "not_on_board",
                             f"the player has no entry on the board of {day_id}")
-        rank, count, entries = found
+        rank, count, offset, stored = found
         return BoardPage({"variant": variant.id, "day": day_id, "player_id": player,
-                          "rank": rank, "count": count}, entries, {})
+                          "rank": rank, "count": count}, answer_entries(offset, stored), {})
 
     # --- the close and the trim (the solver's worker) ----------------------------------
     def close_due(self, at_ms: int | None = None) -> int:
@@ -428,6 +429,36 @@ def feed_event(event_id: str, fields: dict) -> dict:
     rank = int(fields["rank"])
     return {"id": event_id, "player_id": fields["player"], "rank": rank,
             "entry": _entry(rank, orjson.loads(fields["entry"]))}
+
+
+#: What the store joins a board's stored entries with: never within compact JSON.
+SEPARATOR = b"\n"
+_GAME_ID = b'"game_id":"'
+
+
+def answer_entries(offset: int, stored: bytes) -> bytes:
+    """The entries of a board's answer (:func:`_entry`'s, joined by commas) made of
+    their stored JSON (``stored``: joined by :data:`SEPARATOR`; the first's rank is
+    ``offset`` + 1) with bytes operations, never decoded: ``{"rank":<n>,`` before the
+    stored fields, the game's URL after them (the stored ``game_id``'s characters as
+    they are).  An entry whose game id holds an escape is decoded and encoded again."""
+    if not stored:
+        return b""
+    rows = []
+    for rank, entry in enumerate(stored.split(SEPARATOR), offset + 1):
+        at = entry.find(_GAME_ID)
+        if at < 0:
+            rows.append(b'{"rank":%d}' % rank if entry == b"{}"
+                        else b'{"rank":%d,%b' % (rank, entry[1:]))
+            continue
+        at += len(_GAME_ID)
+        game_id = entry[at:entry.index(b'"', at)]
+        if b"\\" in game_id:
+            rows.append(orjson.dumps(_entry(rank, orjson.loads(entry))))
+        else:
+            rows.append(b'{"rank":%d,%b,"game_url":"/v1/games/%b"}'
+                        % (rank, entry[1:-1], game_id))
+    return b",".join(rows)
 
 
 def _entry(rank: int, entry: dict) -> dict:

@@ -176,21 +176,21 @@ class DailyStore:
                                                    scripts=(_PROJECT,))]
 
     def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int,
-              separator: bytes) -> tuple[int, bytes, tuple[str, str] | None]:
+              separator: bytes) -> tuple[int, int, bytes, tuple[str, str] | None]:
         reply = _PAGE.run(self._fast, [board, entries],
                           ("", "", limit, separator) if cursor is None
                           else (*cursor, limit, separator))
         following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-        return int(reply[2]), bytes(reply[3]), following
+        return int(reply[2]), int(reply[3]), bytes(reply[4]), following
 
     @storage_errors
     def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int,
-              separator: bytes = b","
-              ) -> tuple[int, bytes, tuple[str, str] | None]:
+              separator: bytes = b"\n"
+              ) -> tuple[int, int, bytes, tuple[str, str] | None]:
         """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``) in
-        one round trip: the board's size, its entries as the answer gives them (JSON,
-        each with its rank and, when it has a game, its ``game_url``) joined by
-        ``separator``, and the cursor of the next page (None: the end)."""
+        one round trip: the board's size, the rank of its first entry less one, its
+        entries' stored JSON (``{}`` for one missing) joined by ``separator``, and the
+        cursor of the next page (None: the end)."""
         if name.startswith("week:") or name == "streaks":
             return self._scored_page(variant, name, cursor, limit, separator)
         return self._page(keys.daily(variant, f"{name}:board"),
@@ -202,17 +202,17 @@ class DailyStore:
                           cursor, limit, separator)
 
     @storage_errors
-    def around(self, variant: str, day: str, player: str, k: int, separator: bytes = b","
-               ) -> tuple[int, int, bytes] | None:
-        """The player's rank on the day's board, the board's size, and the k entries
-        either side as the answer gives them (as :meth:`board`'s), joined by
-        ``separator``, in one round trip (None: no entry of the player)."""
+    def around(self, variant: str, day: str, player: str, k: int,
+               separator: bytes = b"\n") -> tuple[int, int, int, bytes] | None:
+        """The player's rank on the day's board, the board's size, the rank of the
+        first entry either side less one, and the k entries either side (as
+        :meth:`board` gives them), in one round trip (None: no entry of the player)."""
         reply = _AROUND.run(self._fast, [keys.daily(variant, f"{day}:board"),
                                          keys.daily(variant, f"{day}:entries")],
                             (player, k, separator))
         if not reply:
             return None
-        return int(reply[0]), int(reply[1]), bytes(reply[2])
+        return int(reply[0]), int(reply[1]), int(reply[2]), bytes(reply[3])
 
     @storage_errors
     def feed(self, variant: str, day: str, after: str, count: int = 1000

@@ -604,6 +604,14 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         if cursor is None:
             break
     assert seen == whole
+    # A cursor whose player is not on the board with its score (a week's or the
+    # streaks', whose scores change): the entries after it in order of score and player.
+    ranked = sorted(zip(scores, player_ids, strict=True))
+    for cursor in ((3, "c" * 26), (3, "cc"), (3, "zz"), (2, "a"), (4, "a"), (9, "e" * 26),
+                   (-1, "a"), (10, "a")):
+        page = board(client, "clock", day, limit=100, cursor=f"{cursor[0]}:{cursor[1]}")
+        assert page["entries"] == [row for key, row in zip(ranked, whole, strict=True)
+                                   if key > cursor], cursor
     for rank, player in enumerate(order, 1):
         around = client.get(f"/v1/daily/clock/{day}/board/players/{player}",
                             query_string={"around": 2})
