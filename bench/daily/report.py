@@ -119,9 +119,10 @@ def section(args, outcome: dict, facts: dict) -> str:
         + (f", {board['cluster_seconds']:.0f} s on the cluster" if 'cluster_seconds'
            in board else "")
         + "); their players and games are not made. The rank read is that of "
-        f"{board['sample']:,} players spread over the whole board, in turn. "
-        "The cluster: `devtools.redis_server.LocalCluster`, 3 masters with a replica each, "
-        "`appendfsync always`, `REDIS_WAIT_REPLICAS` 1 (its default there).",
+        f"{board['sample']:,} players spread over the whole board, in turn."
+        + (" The cluster: `devtools.redis_server.LocalCluster`, 3 masters with a replica "
+           "each, `appendfsync always`, `REDIS_WAIT_REPLICAS` 1 (its default there)."
+           if "the Redis Cluster" in outcome["reads"] else ""),
         "",
         f"wrk: {args.connections} connections on {args.threads} threads; **{args.rounds} "
         f"rounds**, each {args.warmup} s of warm-up (discarded) then "
