@@ -114,3 +114,34 @@ def test_the_batches_run_closes_every_game_once_each_way(tmp_path, capsys):
     assert text.count(batches.BEGIN) == 1
     assert text.count(batches.END) == 1
     assert "times as fast as one at a time" in text
+
+
+@pytest.mark.timeout(120)
+def test_the_board_s_reads_alone_write_their_own_section(wrk, tmp_path, capsys):
+    """``--only board``: the board's reads against `GET` game, on one Redis, and
+    nothing else; the whole run's section is kept."""
+    from bench.daily.report import BEGIN, BOARD_BEGIN, BOARD_END, END
+
+    report = tmp_path / "RESULTS.md"
+    report.write_text(f"# Benchmark results\n\n{BEGIN}\nthe whole run\n{END}\n")
+    assert bench_daily.main([
+        "--only", "board", "--no-cluster", "--entries", "2000", "--sample", "10",
+        "--reference-games", "20", "--rounds", "1", "--duration", "1", "--warmup", "0",
+        "--connections", "4", "--output", str(report)]) == 0
+    table = _rows(capsys.readouterr().out)
+    assert sum(1 for row in table.values() if row[3] in ("pass", "FAIL")) == 4
+    assert "one Redis: top 100 / `GET` game, requests/s" in table
+    text = report.read_text()
+    assert f"{BEGIN}\nthe whole run\n{END}" in text
+    assert text.count(BOARD_BEGIN) == text.count(BOARD_END) == 1
+    board = text.split(BOARD_BEGIN)[1]
+    assert "the board's reads alone" in board
+    assert "resign" not in board
+    assert "The close" not in board
+    reads = [line for line in board.splitlines()
+             if line.startswith(("| `GET /v1/games/<id>` (reference)", "| `GET .../board"))]
+    assert len(reads) == 3
+    for line in reads:
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert float(cells[1].replace(",", "")) > 0, cells
+        assert cells[5] == "0", cells

@@ -24,7 +24,7 @@ from bench.daily.load import (
     read_plan,
     run_rounds,
 )
-from bench.daily.report import BEGIN, END, goals_table, section
+from bench.daily.report import BEGIN, BOARD_BEGIN, BOARD_END, END, goals_table, section
 from bench.http.cli import add_load_options, load_options_fit
 from bench.http.cli import unavailable as _unavailable
 from bench.http.client import Client, create, parallel
@@ -71,6 +71,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default 10)")
     parser.add_argument("--no-cluster", dest="cluster", action="store_false",
                         help="skip the board's reads on the Redis Cluster")
+    parser.add_argument("--only", choices=("board",), default=None,
+                        help="board: only the board's reads against `GET` game (no "
+                             "players, no last moves, no close), written to a section of "
+                             "its own")
     add_load_options(parser, "rounds: every kind in turn (default 3)")
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report whose section is written "
@@ -172,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
                 facts["log_problems"]["the cluster"] = _problems(cluster.log())
     facts["worker"] = watch.summary()
     facts["load_after"] = load_average()
-    write_section(args.output, BEGIN, END, section(args, outcome, facts))
+    begin, end = (BOARD_BEGIN, BOARD_END) if args.only else (BEGIN, END)
+    write_section(args.output, begin, end, section(args, outcome, facts))
     print()
     print(goals_table(outcome, args.connections))
     print(f"\nwrote the section of {args.output}")
@@ -193,6 +198,12 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     print(f" {board.seconds:.1f} s", flush=True)
     check_reads(service.port, day, args.entries, board.players[0])
     games = reference_games(service.port, args.reference_games)
+    if args.only == "board":
+        plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT)
+        rounds = run_rounds(bench, service, plan, {}, "one Redis")
+        return {"board": {"entries": args.entries, "seconds": board.seconds,
+                          "sample": len(board.players)},
+                "reads": {"one Redis": rounds}}
     print(f"  {args.players:,} players, a ranked and an ordinary game of each variant each, "
           "through the API ...", end="", flush=True)
     players = make_players(service.port, args.players, day)

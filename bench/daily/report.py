@@ -19,6 +19,10 @@ GOAL_LAST_MOVE_RATE = 0.9
 GOAL_CLOSE_SECONDS = 60.0
 
 BEGIN, END = "<!-- bench daily: begin -->", "<!-- bench daily: end -->"
+#: The section of a run of the board's reads alone (``--only board``): the whole run's
+#: section is kept.
+BOARD_BEGIN, BOARD_END = ("<!-- bench daily --only board: begin -->",
+                          "<!-- bench daily --only board: end -->")
 
 
 def median(values: list[float]) -> float:
@@ -94,7 +98,8 @@ def section(args, outcome: dict, facts: dict) -> str:
     settings = facts["settings"]
     board = outcome["board"]
     out = [
-        "## The daily deal: the board's reads, a ranked game's end, the close",
+        "## The daily deal: the board's reads alone (`--only board`)" if args.only
+        else "## The daily deal: the board's reads, a ranked game's end, the close",
         "",
         f"Written by `{facts['command']}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
         "(`bench/daily/`; this section is replaced on every run).",
@@ -114,9 +119,10 @@ def section(args, outcome: dict, facts: dict) -> str:
         + (f", {board['cluster_seconds']:.0f} s on the cluster" if 'cluster_seconds'
            in board else "")
         + "); their players and games are not made. The rank read is that of "
-        f"{board['sample']:,} players spread over the whole board, in turn. "
-        "The cluster: `devtools.redis_server.LocalCluster`, 3 masters with a replica each, "
-        "`appendfsync always`, `REDIS_WAIT_REPLICAS` 1 (its default there).",
+        f"{board['sample']:,} players spread over the whole board, in turn."
+        + (" The cluster: `devtools.redis_server.LocalCluster`, 3 masters with a replica "
+           "each, `appendfsync always`, `REDIS_WAIT_REPLICAS` 1 (its default there)."
+           if "the Redis Cluster" in outcome["reads"] else ""),
         "",
         f"wrk: {args.connections} connections on {args.threads} threads; **{args.rounds} "
         f"rounds**, each {args.warmup} s of warm-up (discarded) then "

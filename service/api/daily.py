@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import re
 
-from flask import Blueprint, request
+import orjson
+from flask import Blueprint, Response, request
 from marshmallow import ValidationError
 
 from service.api.context import services
 from service.api.errors import BadRequest
 from service.api.events import feed, serve, too_many_streams
-from service.api.http import bearer_token, json_response, send, viewer
+from service.api.http import JSON, bearer_token, json_response, send, viewer
 from service.api.identity import current_player
-from service.api.schemas import around_query_schema, board_query_schema
-from service.daily.boards import Daily
+from service.api.schemas import load_around_query, load_board_query
+from service.daily.boards import BoardPage, Daily
 from service.game.errors import GameError
 from service.live.negotiation import stream_wire
 from service.live.streams import TooManyStreams
@@ -27,6 +28,13 @@ _EVENT_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
 
 def daily() -> Daily:
     return services().daily
+
+
+def board_response(page: BoardPage) -> Response:
+    """A board's answer: its entries' JSON wrapped as they are, never decoded."""
+    body = orjson.dumps(page.head)[:-1] + b',"entries":[' + page.entries + b"]"
+    body += b"," + orjson.dumps(page.tail)[1:] if page.tail else b"}"
+    return Response(body, 200, mimetype=JSON)
 
 
 @bp.get("")
@@ -48,17 +56,17 @@ def attempt(variant, day):
 
 @bp.get("/<variant>/<day>/board")
 def board(variant, day):
-    query = board_query_schema.load(request.args.to_dict())
-    return json_response(daily().board(variant, day, limit=query["limit"],
+    query = load_board_query(request.args.to_dict())
+    return board_response(daily().board(variant, day, limit=query["limit"],
                                        cursor=query["cursor"]))
 
 
 @bp.get("/<variant>/<day>/board/players/<player_id>")
 def around(variant, day, player_id):
-    query = around_query_schema.load(request.args.to_dict())
+    query = load_around_query(request.args.to_dict())
     if not _PLAYER.fullmatch(player_id):
         raise GameError(404, "not_on_board", "there is no player with this id")
-    return json_response(daily().around(variant, day, player_id, query["around"]))
+    return board_response(daily().around(variant, day, player_id, query["around"]))
 
 
 @bp.get("/<variant>/<day>/events")
@@ -89,15 +97,15 @@ def board_events(variant, day):
 
 @bp.get("/<variant>/weeks/<week>/board")
 def week_board(variant, week):
-    query = board_query_schema.load(request.args.to_dict())
+    query = load_board_query(request.args.to_dict())
     if not _WEEK.fullmatch(week):
         raise GameError(404, "not_found", f"{week!r} is not an ISO week (YYYY-Www)")
-    return json_response(daily().week(variant, week, limit=query["limit"],
+    return board_response(daily().week(variant, week, limit=query["limit"],
                                       cursor=query["cursor"]))
 
 
 @bp.get("/<variant>/streaks")
 def streaks(variant):
-    query = board_query_schema.load(request.args.to_dict())
+    query = load_board_query(request.args.to_dict())
     return json_response(daily().streaks(variant, limit=query["limit"],
                                          cursor=query["cursor"]))

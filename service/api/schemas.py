@@ -1,6 +1,7 @@
 """Request bodies: marshmallow schemas, instantiated once (unknown fields are refused),
 and :func:`load_move`, where the engine checks the move."""
 
+import re
 import unicodedata
 
 from marshmallow import EXCLUDE, RAISE, Schema, ValidationError, fields, validate, validates_schema
@@ -141,6 +142,9 @@ claim_schema = ClaimSchema()
 undo_schema = UndoSchema()
 
 
+_BOARD_CURSOR = r"^-?[0-9]{1,17}:[a-z0-9-]{1,40}$"
+
+
 class BoardQuerySchema(Schema):
     """A board's query: ``limit`` and ``cursor`` (other parameters are ignored)."""
 
@@ -148,8 +152,7 @@ class BoardQuerySchema(Schema):
         unknown = EXCLUDE
 
     limit = fields.Integer(strict=False, validate=validate.Range(1, 100), load_default=20)
-    cursor = fields.String(validate=validate.Regexp(r"^-?[0-9]{1,17}:[a-z0-9-]{1,40}$"),
-                           load_default=None)
+    cursor = fields.String(validate=validate.Regexp(_BOARD_CURSOR), load_default=None)
 
 
 class AroundQuerySchema(Schema):
@@ -185,4 +188,42 @@ def load_games_query(args: dict[str, str]) -> dict:
             query[name] = int(value)
         else:
             return games_query_schema.load(args)
+    return query
+
+
+_CURSOR = re.compile(_BOARD_CURSOR[1:-1])
+
+
+def _small(value: str, low: int, high: int) -> int | None:
+    """``value`` as the schemas' Integer reads it, when it is plain digits within
+    [low, high]; else None."""
+    if value.isascii() and value.isdigit() and len(value) <= 3 and low <= int(value) <= high:
+        return int(value)
+    return None
+
+
+def load_board_query(args: dict[str, str]) -> dict:
+    """What ``board_query_schema.load(args)`` answers, read here when every parameter
+    is spelled as the schema's own values are (digits, a cursor the server gave); else
+    through the schema, its refusals included (a board's page is a hot read)."""
+    query = {"limit": 20, "cursor": None}
+    for name, value in args.items():
+        if name == "limit" and (limit := _small(value, 1, 100)) is not None:
+            query["limit"] = limit
+        elif name == "cursor" and _CURSOR.fullmatch(value):
+            query["cursor"] = value
+        elif name in query:
+            return board_query_schema.load(args)
+    return query
+
+
+def load_around_query(args: dict[str, str]) -> dict:
+    """What ``around_query_schema.load(args)`` answers, read as :func:`load_board_query`
+    reads a board's."""
+    query = {"around": 5}
+    for name, value in args.items():
+        if name == "around" and (around := _small(value, 0, 50)) is not None:
+            query["around"] = around
+        elif name in query:
+            return around_query_schema.load(args)
     return query

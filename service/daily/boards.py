@@ -58,6 +58,17 @@ RACE_WAIT, RACE_POLL = 0.5, 0.05
 
 
 @dataclass(frozen=True, slots=True)
+class BoardPage:
+    """A board's answer as the store gives it: its fields before ``entries``
+    (``head``), the entries' JSON as the answer gives them (each with its rank and
+    ``game_url``), joined by commas, never decoded, and its fields after (``tail``)."""
+
+    head: dict
+    entries: bytes
+    tail: dict
+
+
+@dataclass(frozen=True, slots=True)
 class DailySettings:
     calendar: Calendar
     account_rule: str = BEFORE_DAY
@@ -294,14 +305,14 @@ class Daily:
 
     # --- boards ------------------------------------------------------------------------
     def board(self, variant_id: str, day_id: str, *, limit: int, cursor: str | None
-              ) -> dict:
+              ) -> BoardPage:
         variant = _variant(variant_id)
         self._day(day_id)
         return self._board_page(variant.id, day_id, limit, cursor,
                                 {"variant": variant.id, "day": day_id})
 
     def week(self, variant_id: str, week_id: str, *, limit: int, cursor: str | None
-             ) -> dict:
+             ) -> BoardPage:
         variant = _variant(variant_id)
         return self._board_page(variant.id, f"week:{week_id}", limit, cursor,
                                 {"variant": variant.id, "week": week_id})
@@ -311,24 +322,25 @@ class Daily:
         today = self.today()
         page = self._board_page(variant.id, "streaks", limit, cursor,
                                 {"variant": variant.id})
-        for entry in page["entries"]:
+        entries = orjson.loads(b"[" + page.entries + b"]")
+        for entry in entries:
             last = entry.pop("last")
             entry["last_day_won"] = self.calendar.day_id(last)
             if last < today - 1:  # a day without a win since: the streak is broken
                 entry["current"] = 0
-        return page
+        return {**page.head, "entries": entries, **page.tail}
 
     def _board_page(self, variant_id: str, name: str, limit: int, cursor: str | None,
-                    head: dict) -> dict:
+                    head: dict) -> BoardPage:
         position = None
         if cursor is not None:
             score, _, player = cursor.partition(":")
             position = (score, player)
-        rows, following = self.store.board(variant_id, name, position, limit)
-        entries = [_entry(rank, entry) for rank, entry in rows]
-        return {**head, "count": self.store.board_size(variant_id, name),
-                "entries": entries,
-                "next_cursor": None if following is None else ":".join(following)}
+        count, offset, stored, following = self.store.board(variant_id, name, position,
+                                                            limit, SEPARATOR)
+        return BoardPage({**head, "count": count}, answer_entries(offset, stored),
+                         {"next_cursor": None if following is None
+                          else ":".join(following)})
 
     def events(self, variant_id: str, day_id: str, after: str) -> dict:
         """The day's board's feed after the event ``after`` ('0': from the first): each
@@ -349,16 +361,16 @@ class Daily:
         self._day(day_id)
         return variant.id, day_id
 
-    def around(self, variant_id: str, day_id: str, player: str, k: int) -> dict:
+    def around(self, variant_id: str, day_id: str, player: str, k: int) -> BoardPage:
         variant = _variant(variant_id)
         self._day(day_id)
-        found = self.store.around(variant.id, day_id, player, k)
+        found = self.store.around(variant.id, day_id, player, k, SEPARATOR)
         if found is None:
             raise GameError(404, "not_on_board",
                             f"the player has no entry on the board of {day_id}")
-        rank, count, rows = found
-        return {"variant": variant.id, "day": day_id, "player_id": player, "rank": rank,
-                "count": count, "entries": [_entry(row, entry) for row, entry in rows]}
+        rank, count, offset, stored = found
+        return BoardPage({"variant": variant.id, "day": day_id, "player_id": player,
+                          "rank": rank, "count": count}, answer_entries(offset, stored), {})
 
     # --- the close and the trim (the solver's worker) ----------------------------------
     def close_due(self, at_ms: int | None = None) -> int:
@@ -417,6 +429,36 @@ def feed_event(event_id: str, fields: dict) -> dict:
     rank = int(fields["rank"])
     return {"id": event_id, "player_id": fields["player"], "rank": rank,
             "entry": _entry(rank, orjson.loads(fields["entry"]))}
+
+
+#: What the store joins a board's stored entries with: never within compact JSON.
+SEPARATOR = b"\n"
+_GAME_ID = b'"game_id":"'
+
+
+def answer_entries(offset: int, stored: bytes) -> bytes:
+    """The entries of a board's answer (:func:`_entry`'s, joined by commas) made of
+    their stored JSON (``stored``: joined by :data:`SEPARATOR`; the first's rank is
+    ``offset`` + 1) with bytes operations, never decoded: ``{"rank":<n>,`` before the
+    stored fields, the game's URL after them (the stored ``game_id``'s characters as
+    they are).  An entry whose game id holds an escape is decoded and encoded again."""
+    if not stored:
+        return b""
+    rows = []
+    for rank, entry in enumerate(stored.split(SEPARATOR), offset + 1):
+        at = entry.find(_GAME_ID)
+        if at < 0:
+            rows.append(b'{"rank":%d}' % rank if entry == b"{}"
+                        else b'{"rank":%d,%b' % (rank, entry[1:]))
+            continue
+        at += len(_GAME_ID)
+        game_id = entry[at:entry.index(b'"', at)]
+        if b"\\" in game_id:
+            rows.append(orjson.dumps(_entry(rank, orjson.loads(entry))))
+        else:
+            rows.append(b'{"rank":%d,%b,"game_url":"/v1/games/%b"}'
+                        % (rank, entry[1:-1], game_id))
+    return b",".join(rows)
 
 
 def _entry(rank: int, entry: dict) -> dict:

@@ -27,8 +27,6 @@ game's write.
 
 from __future__ import annotations
 
-import orjson
-
 from service.storage import keys
 from service.storage.backend import Backend, Script
 from service.storage.game_store import StorageUnavailable, confirmed, storage_errors
@@ -177,44 +175,44 @@ class DailyStore:
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]
 
-    def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int
-              ) -> tuple[list[tuple[int, dict]], tuple[str, str] | None]:
+    def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int,
+              separator: bytes) -> tuple[int, int, bytes, tuple[str, str] | None]:
         reply = _PAGE.run(self._fast, [board, entries],
-                          ("", "", limit) if cursor is None else (*cursor, limit))
+                          ("", "", limit, separator) if cursor is None
+                          else (*cursor, limit, separator))
         following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-        rows = [(int(reply[i]), orjson.loads(reply[i + 1])) for i in range(2, len(reply), 2)]
-        return rows, following
+        return int(reply[2]), int(reply[3]), bytes(reply[4]), following
 
     @storage_errors
-    def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int
-              ) -> tuple[list[tuple[int, dict]], tuple[str, str] | None]:
-        """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``):
-        [(rank, entry)], and the cursor of the next page (None: the end)."""
+    def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int,
+              separator: bytes = b"\n"
+              ) -> tuple[int, int, bytes, tuple[str, str] | None]:
+        """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``) in
+        one round trip: the board's size, the rank of its first entry less one, its
+        entries' stored JSON (``{}`` for one missing) joined by ``separator``, and the
+        cursor of the next page (None: the end)."""
         if name.startswith("week:") or name == "streaks":
-            return self._scored_page(variant, name, cursor, limit)
+            return self._scored_page(variant, name, cursor, limit, separator)
         return self._page(keys.daily(variant, f"{name}:board"),
-                          keys.daily(variant, f"{name}:entries"), cursor, limit)
+                          keys.daily(variant, f"{name}:entries"), cursor, limit, separator)
 
-    def _scored_page(self, variant, name, cursor, limit):
+    def _scored_page(self, variant, name, cursor, limit, separator):
         """The week's and the streaks' boards: their hash holds the player's figures."""
         return self._page(keys.daily(variant, f"{name}:board"), keys.daily(variant, name),
-                          cursor, limit)
+                          cursor, limit, separator)
 
     @storage_errors
-    def around(self, variant: str, day: str, player: str, k: int
-               ) -> tuple[int, int, list[tuple[int, dict]]] | None:
-        """The player's rank on the day's board, the board's size, and the k entries
-        either side (None: no entry of the player)."""
+    def around(self, variant: str, day: str, player: str, k: int,
+               separator: bytes = b"\n") -> tuple[int, int, int, bytes] | None:
+        """The player's rank on the day's board, the board's size, the rank of the
+        first entry either side less one, and the k entries either side (as
+        :meth:`board` gives them), in one round trip (None: no entry of the player)."""
         reply = _AROUND.run(self._fast, [keys.daily(variant, f"{day}:board"),
-                                         keys.daily(variant, f"{day}:entries")], (player, k))
+                                         keys.daily(variant, f"{day}:entries")],
+                            (player, k, separator))
         if not reply:
             return None
-        rows = [(int(reply[i]), orjson.loads(reply[i + 1])) for i in range(2, len(reply), 2)]
-        return int(reply[0]), int(reply[1]), rows
-
-    @storage_errors
-    def board_size(self, variant: str, name: str) -> int:
-        return int(self._fast.execute("ZCARD", keys.daily(variant, f"{name}:board")))
+        return int(reply[0]), int(reply[1]), int(reply[2]), bytes(reply[3])
 
     @storage_errors
     def feed(self, variant: str, day: str, after: str, count: int = 1000

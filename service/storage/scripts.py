@@ -416,52 +416,58 @@ return 'applied'
 """
 
 # KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from the
-# top), 2 the cursor's player, 3 the most entries.
-# Answers {next score, next player ('' '' at the end), rank, entry, rank, entry...}: in
-# order of score then player, those after the cursor.
+# top), 2 the cursor's player, 3 the most entries, 4 the separator of the entries.
+# Answers {next score, next player ('' '' at the end), the board's size, the rank of
+# the first entry less one, the entries}: in order of score then player, those after the
+# cursor, their stored JSON as it is ('{}' for one missing) joined by the separator.
+# The page starts at the cursor's player's place when the player is there with the
+# cursor's score (a board whose scores never change: a day's); else (a week's or the
+# streaks', whose player's score may have changed) after every entry of a lower score
+# and every one of the same score up to the player.
 BOARD_PAGE = """
 local want = tonumber(ARGV[3])
-local low, after, player = '-inf', nil, ARGV[2]
-if ARGV[1] ~= '' then low = ARGV[1]; after = tonumber(ARGV[1]) end
-local found, offset = {}, 0
-while #found < want + 1 do
-  local batch = redis.call('ZRANGE', KEYS[1], low, '+inf', 'BYSCORE', 'LIMIT', offset, 100,
-                           'WITHSCORES')
-  if #batch == 0 then break end
-  for i = 1, #batch, 2 do
-    local score = tonumber(batch[i + 1])
-    if after == nil or score > after or batch[i] > player then
-      found[#found + 1] = {batch[i], batch[i + 1]}
-      if #found == want + 1 then break end
+local start = 0
+local members
+if ARGV[1] ~= '' then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[2])
+  if score and tonumber(score) == tonumber(ARGV[1]) then
+    start = redis.call('ZRANK', KEYS[1], ARGV[2]) + 1
+  else
+    local after, player = tonumber(ARGV[1]), ARGV[2]
+    local below = redis.call('ZCOUNT', KEYS[1], '-inf', '(' .. ARGV[1])
+    start = below
+    local ties = redis.call('ZRANGE', KEYS[1], ARGV[1], ARGV[1], 'BYSCORE')
+    for i = 1, #ties do
+      if ties[i] > player then break end
+      start = below + i
     end
   end
-  offset = offset + 100
 end
-local page = {'', ''}
-local take = math.min(#found, want)
-if #found > want then page = {found[want][2], found[want][1]} end
+members = redis.call('ZRANGE', KEYS[1], start, start + want, 'WITHSCORES')
+local page = {'', '', redis.call('ZCARD', KEYS[1]), start, ''}
+local take = math.min(#members / 2, want)
+if #members / 2 > want then page[1], page[2] = members[2 * want], members[2 * want - 1] end
 if take == 0 then return page end
-local first = redis.call('ZRANK', KEYS[1], found[1][1])
-for i = 1, take do
-  page[#page + 1] = first + i
-  page[#page + 1] = redis.call('HGET', KEYS[2], found[i][1]) or '{}'
-end
+local names = {}
+for i = 1, take do names[i] = members[2 * i - 1] end
+local entries = redis.call('HMGET', KEYS[2], unpack(names))
+for i = 1, take do entries[i] = entries[i] or '{}' end
+page[5] = table.concat(entries, ARGV[4])
 return page
 """
 
-# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k.
-# Answers {} when the player has no entry, else {rank, count, rank, entry, ...}: the
-# player's rank and the k entries either side.
+# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k, 3 the separator of
+# the entries.
+# Answers {} when the player has no entry, else {rank, count, the rank of the first
+# entry less one, the entries}: the player's rank, the board's size, and the k entries
+# either side, their stored JSON as it is ('{}' for one missing) joined by the separator.
 BOARD_AROUND = """
 local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
 if not rank then return {} end
 local k = tonumber(ARGV[2])
 local first = math.max(0, rank - k)
 local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
-local out = {rank + 1, redis.call('ZCARD', KEYS[1])}
-for i, member in ipairs(members) do
-  out[#out + 1] = first + i
-  out[#out + 1] = redis.call('HGET', KEYS[2], member) or '{}'
-end
-return out
+local entries = redis.call('HMGET', KEYS[2], unpack(members))
+for i = 1, #members do entries[i] = entries[i] or '{}' end
+return {rank + 1, redis.call('ZCARD', KEYS[1]), first, table.concat(entries, ARGV[3])}
 """

@@ -10,6 +10,7 @@ Every answer is checked against openapi.yaml by the test client."""
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 
 import pytest
@@ -526,3 +527,95 @@ def test_a_board_is_followed_as_a_stream_under_the_process_s_cap(daily_app):
     assert following.json()["player_id"] == player
     assert client.get(path, query_string={"after": got[1].id}).get_json()["events"] == \
         [following.json()]
+
+
+def _answer(load, query):
+    from marshmallow import ValidationError
+
+    try:
+        return load(query)
+    except ValidationError as error:
+        return error.messages
+
+
+@pytest.mark.parametrize("query", [
+    {}, {"limit": "100"}, {"limit": "1", "cursor": "-1000000012:abcdefghijklmnopqrstuvwxyz"},
+    {"limit": "007"}, {"cursor": "12:oidc-abc"}, {"other": "x"}, {"limit": "0"},
+    {"limit": "101"}, {"limit": "1000"}, {"limit": " 5"}, {"limit": "5.0"}, {"limit": ""},
+    {"limit": "x"}, {"limit": "٣"}, {"cursor": ""}, {"cursor": "12"}, {"cursor": "12:A"},
+    {"cursor": "12:ab\n"}, {"cursor": "１２:ab"}, {"cursor": "1" * 18 + ":ab"},
+    {"cursor": "1:" + "a" * 41}, {"limit": "3", "cursor": "x", "other": "y"}])
+def test_the_quick_reading_of_a_board_query_answers_what_the_schema_does(query):
+    from service.api.schemas import board_query_schema, load_board_query
+
+    assert _answer(load_board_query, query) == _answer(board_query_schema.load, query)
+
+
+@pytest.mark.parametrize("query", [
+    {}, {"around": "0"}, {"around": "50"}, {"around": "25", "other": "x"}, {"around": "05"},
+    {"around": "51"}, {"around": "-1"}, {"around": " 5"}, {"around": "5.0"},
+    {"around": ""}, {"around": "x"}, {"around": "٣"}, {"around": "1000"}])
+def test_the_quick_reading_of_an_around_query_answers_what_the_schema_does(query):
+    from service.api.schemas import around_query_schema, load_around_query
+
+    assert _answer(load_around_query, query) == _answer(around_query_schema.load, query)
+
+
+def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db):
+    """The board's entries are answered as stored, with bytes operations: each answer
+    is the stored entry decoded with its rank and its game's URL added, also for names
+    and game ids that need escapes, and ties of score across pages."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    names = ['A "quoted" \\ name', '"game_id":"forged"', "ünï ☃ \u2028", None, "x/y", "",
+             "Ada"]
+    game_ids = ["plainId_-0", 'an "escaped" \\ id', "g/1", "g-3", "g4", "g5", "g6"]
+    scores = [5, 3, 3, 3, 9, 3, 1]  # ties across the pages of 2
+    player_ids = [f"{chr(97 + n) * 26}" for n in range(len(names))]
+    for player, name, game_id, score_ in zip(player_ids, names, game_ids, scores,
+                                             strict=True):
+        end = daily._end(game_id, {"player": player, "variant": "clock", "day": day,
+                                   "index": index, "outcome": "lost", "moves": 2,
+                                   "time_ms": 7, "cards_home": 3, "score": score_,
+                                   "ended_ms": 1764900000123}, name)
+        daily.store.project(end["variant"], end["day"], end["index"], end["week"],
+                            end["player"], end["entry"], end["score"], end["won"],
+                            end["moves"], live_top=3)
+    stored = {player: json.loads(value) for player, value in
+              ((k.decode(), v) for k, v in
+               redis_db.hgetall(keys.daily("clock", f"{day}:entries")).items())}
+    order = [player for _score, player in sorted(zip(scores, player_ids, strict=True))]
+
+    def expected(rank: int, player: str) -> dict:
+        entry = stored[player]
+        return {"rank": rank, **entry, "game_url": f"/v1/games/{entry['game_id']}"}
+
+    whole = [expected(rank, player) for rank, player in enumerate(order, 1)]
+    assert board(client, "clock", day, limit=100)["entries"] == whole
+    seen, cursor = [], None
+    while True:
+        page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
+        assert page["count"] == len(order)
+        seen += page["entries"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == whole
+    # A cursor whose player is not on the board with its score (a week's or the
+    # streaks', whose scores change): the entries after it in order of score and player.
+    ranked = sorted(zip(scores, player_ids, strict=True))
+    for cursor in ((3, "c" * 26), (3, "cc"), (3, "zz"), (2, "a"), (4, "a"), (9, "e" * 26),
+                   (-1, "a"), (10, "a")):
+        page = board(client, "clock", day, limit=100, cursor=f"{cursor[0]}:{cursor[1]}")
+        assert page["entries"] == [row for key, row in zip(ranked, whole, strict=True)
+                                   if key > cursor], cursor
+    for rank, player in enumerate(order, 1):
+        around = client.get(f"/v1/daily/clock/{day}/board/players/{player}",
+                            query_string={"around": 2})
+        assert around.status_code == 200
+        assert around.get_json() == {"variant": "clock", "day": day, "player_id": player,
+                                     "rank": rank, "count": len(order),
+                                     "entries": whole[max(0, rank - 3):rank + 2]}
