@@ -169,7 +169,8 @@ def test_another_guest_watches_the_board_change_live(pages, live_server):
     assert watcher.get_attribute("#daily-live", "data-state") == "live"
     feed_reads = [url for url in pages.requests
                   if re.search(r"/v1/daily/clock/[^/?]+/events\?after=", url)]
-    assert feed_reads and all(url.endswith("?after=0") for url in feed_reads), feed_reads
+    assert feed_reads
+    assert all(url.endswith("?after=0") for url in feed_reads), feed_reads
 
     # The watcher plays too (resigning at once): both boards show two entries, each
     # guest's rank as the board has it.
