@@ -55,13 +55,18 @@ class Service:
     """Its own redis-server and gunicorn (production config) on free ports."""
 
     def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
-                 ready_path: str = "/healthz", name: str = "service", rate_limit: bool = False):
+                 ready_path: str = "/healthz", name: str = "service", rate_limit: bool = False,
+                 redis_server=None):
+        """``redis_server``: the Redis to start and serve from (anything with ``start``,
+        ``stop`` and ``url``, a :class:`~devtools.redis_server.LocalCluster` say); by
+        default a redis-server of its own with ``persistence``."""
         self.persistence = persistence
         self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
         always = persistence == "always"
-        self.redis = RedisServer(self.workdir / "redis", appendonly=always,
-                                 appendfsync="always" if always else "everysec")
+        self.redis = redis_server or RedisServer(
+            self.workdir / "redis", appendonly=always,
+            appendfsync="always" if always else "everysec")
         self.port = free_port(HOST)
         self.base = f"http://{HOST}:{self.port}"
         metrics_dir = self.workdir / "prometheus"
