@@ -24,7 +24,15 @@ from bench.daily.load import (
     read_plan,
     run_rounds,
 )
-from bench.daily.report import BEGIN, END, goals_table, section
+from bench.daily.report import (
+    BEGIN,
+    END,
+    LAST_MOVE_BEGIN,
+    LAST_MOVE_END,
+    goals_table,
+    last_move_section,
+    section,
+)
 from bench.http.cli import add_load_options, load_options_fit
 from bench.http.cli import unavailable as _unavailable
 from bench.http.client import Client, create, parallel
@@ -71,11 +79,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "(default 10)")
     parser.add_argument("--no-cluster", dest="cluster", action="store_false",
                         help="skip the board's reads on the Redis Cluster")
+    parser.add_argument("--last-move-only", action="store_true",
+                        help="measure only a ranked game's last move against an ordinary "
+                             "game's (one Redis: no board reads, no cluster, no close), "
+                             "into a section of its own")
     add_load_options(parser, "rounds: every kind in turn (default 3)")
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report whose section is written "
                              "(default bench/RESULTS.md)")
     args = parser.parse_args(argv)
+    if args.last_move_only:
+        args.cluster, args.close_games = False, 0
     if not load_options_fit(args) or args.entries < 1 or args.sample < 1 \
             or args.reference_games < 1 or args.players < 1 or args.close_games < 0 \
             or args.close_before < 1:
@@ -172,7 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                 facts["log_problems"]["the cluster"] = _problems(cluster.log())
     facts["worker"] = watch.summary()
     facts["load_after"] = load_average()
-    write_section(args.output, BEGIN, END, section(args, outcome, facts))
+    if args.last_move_only:
+        write_section(args.output, LAST_MOVE_BEGIN, LAST_MOVE_END,
+                      last_move_section(args, outcome, facts))
+    else:
+        write_section(args.output, BEGIN, END, section(args, outcome, facts))
     print()
     print(goals_table(outcome, args.connections))
     print(f"\nwrote the section of {args.output}")
@@ -192,21 +210,25 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     board = fill_board(daily, client, day, index, args.entries, args.sample)
     print(f" {board.seconds:.1f} s", flush=True)
     check_reads(service.port, day, args.entries, board.players[0])
-    games = reference_games(service.port, args.reference_games)
+    games = [] if args.last_move_only else reference_games(service.port,
+                                                           args.reference_games)
     print(f"  {args.players:,} players, a ranked and an ordinary game of each variant each, "
           "through the API ...", end="", flush=True)
     players = make_players(service.port, args.players, day)
     print(" done", flush=True)
     ordinary = [(game, player.token) for player in players for game in player.ordinary]
     ranked = [(game, player.token) for player in players for game in player.ranked]
-    plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT) \
-        + moves_plan(work / "one", client, ordinary, ranked, args.threads)
-    rounds = run_rounds(bench, service, plan, {"resign_ranked": "resign_ordinary"},
+    plan = moves_plan(work / "one", client, ordinary, ranked, args.threads)
+    if not args.last_move_only:
+        plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT) \
+            + plan
+    rounds = run_rounds(bench, service, plan, {"resign_ranked": "resign_ordinary",
+                                               "resign_ordinary": "resign_ordinary"},
                         "one Redis")
     outcome = {"board": {"entries": args.entries, "seconds": board.seconds,
                          "sample": len(board.players)},
                "moves": rounds}
-    outcome["reads"] = {"one Redis": rounds}
+    outcome["reads"] = {} if args.last_move_only else {"one Redis": rounds}
     if args.close_games:
         yesterday = index - 1
         day_before = daily.calendar.day_id(yesterday)
