@@ -218,6 +218,7 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     print(" done", flush=True)
     ordinary = [(game, player.token) for player in players for game in player.ordinary]
     ranked = [(game, player.token) for player in players for game in player.ranked]
+    (work / "one").mkdir(parents=True, exist_ok=True)
     plan = moves_plan(work / "one", client, ordinary, ranked, args.threads)
     if not args.last_move_only:
         plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT) \
