@@ -10,7 +10,8 @@ projection of a ranked game's end onto its day's board (docs/daily.md).
   is every ranked game's of the day: one commitment for all its players.
 - **An attempt** (:meth:`Daily.attempt`) is decided by ``HSETNX`` in the day's attempts
   (player -> game id); the ranked game is then created with that id.
-- **The board** is written by :meth:`Daily.apply_ended` alone, the handler of the
+- **The board** is written by the script of :meth:`Daily.ended_call` alone (sent
+  with the player's ``ended`` by the projector), the handler of the
   ``ranked-ended`` outbox event that a ranked game's end writes with the game
   (:mod:`service.players.projection` applies it, the worker sweeps what is left).
 - **The close** (:meth:`Daily.close_due`, the solver's worker): past a day's end and
@@ -273,7 +274,7 @@ class Daily:
 
     def apply_ended_many(self, ends: list[tuple[str, bytes]]) -> None:
         """:meth:`apply_ended` of many games (the close of a day): the players' names
-        read in one round trip per master, the entries written in one per variant."""
+        that their events lack read in one round trip per master, the entries written in one per variant."""
         decoded = [(game_id, orjson.loads(payload)) for game_id, payload in ends]
         unnamed = [data["player"] for _game_id, data in decoded if "name" not in data]
         read = iter(self.players.names(unnamed) if unnamed else [])
