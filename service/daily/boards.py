@@ -274,7 +274,8 @@ class Daily:
 
     def apply_ended_many(self, ends: list[tuple[str, bytes]]) -> None:
         """:meth:`apply_ended` of many games (the close of a day): the players' names
-        that their events lack read in one round trip per master, the entries written in one per variant."""
+        that their events lack read in one round trip per master, the entries written
+        in one per variant."""
         decoded = [(game_id, orjson.loads(payload)) for game_id, payload in ends]
         unnamed = [data["player"] for _game_id, data in decoded if "name" not in data]
         read = iter(self.players.names(unnamed) if unnamed else [])

@@ -141,9 +141,9 @@ class Projector:
                 continue
             outcomes = self.players.run_calls(calls)
             for index, outcome in enumerate(outcomes):
-                if index not in players:
-                    log.info("projected", extra={"game_id": game_id, "event": applied[index],
-                                                 "outcome": outcome})
+                if index not in players:  # another part's (the board's): no line of its own
+                    log.debug("projected", extra={"game_id": game_id,
+                                                  "event": applied[index], "outcome": outcome})
                     continue
                 event, player = players[index]
                 if outcome == "gone" and event != DELETED:  # the player was erased
