@@ -145,3 +145,34 @@ def test_the_board_s_reads_alone_write_their_own_section(wrk, tmp_path, capsys):
         cells = [cell.strip() for cell in line.strip("|").split("|")]
         assert float(cells[1].replace(",", "")) > 0, cells
         assert cells[5] == "0", cells
+
+
+def test_the_last_move_alone_writes_its_own_section(wrk, tmp_path, capsys):
+    """``--last-move-only``, tiny: the two resigns measured (answered 200) and their
+    goal printed, into a section of its own; the full run's section is kept."""
+    from bench.daily.report import LAST_MOVE_BEGIN, LAST_MOVE_END
+
+    report = tmp_path / "RESULTS.md"
+    report.write_text("# Benchmark results\n\n<!-- bench daily: begin -->\nthe full run\n"
+                      "<!-- bench daily: end -->\n")
+    assert bench_daily.main([
+        "--last-move-only", "--entries", "2000", "--sample", "10", "--players", "30",
+        "--rounds", "1", "--duration", "1", "--warmup", "0", "--connections", "4",
+        "--output", str(report)]) == 0
+    printed = capsys.readouterr().out
+    text = report.read_text()
+    assert "the full run" in text
+    assert text.count(LAST_MOVE_BEGIN) == 1
+    assert text.count(LAST_MOVE_END) == 1
+    assert "`GET .../board" not in text
+    assert "The close" not in text
+    table = _rows(printed)
+    figures = [name for name in table if name != "figure"]  # the goals' header: "figure"
+    assert len(figures) == 1, figures
+    assert figures[0].startswith("a ranked game's last move / an ordinary game's")
+    assert table[figures[0]][3] in ("pass", "FAIL")
+    for label in ("resign of an ordinary game of a player",
+                  "resign of a ranked game (its end onto the board)"):
+        cells = _rows(text)[label]
+        assert float(cells[1].replace(",", "")) > 0, cells
+        assert "statuses" not in cells[5], cells

@@ -21,13 +21,15 @@ daily section of ``bench/RESULTS.md``.  Nothing fails on a figure.
 
     python -m bench daily [--entries N] [--sample N] [--reference-games N]
                           [--players N] [--close-games N] [--close-before S]
-                          [--no-cluster] [--only board]
+                          [--no-cluster] [--only board] [--last-move-only]
                           [--duration S] [--rounds N] [--warmup S] [--connections N]
                           [--threads N] [--output PATH]
     python -m bench daily batches [--games N] [--cluster] [--output PATH]
 
 ``--only board`` measures the board's reads alone (round 1: no players, no last moves,
 no close).
+
+``--last-move-only`` measures 2 alone (its own section of ``bench/RESULTS.md``).
 
 ``batches`` (:mod:`bench.daily.batches`) is another measurement: the close in batches
 against the same games abandoned one at a time through the write pipeline, in one run

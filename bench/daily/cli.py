@@ -24,7 +24,17 @@ from bench.daily.load import (
     read_plan,
     run_rounds,
 )
-from bench.daily.report import BEGIN, BOARD_BEGIN, BOARD_END, END, goals_table, section
+from bench.daily.report import (
+    BEGIN,
+    BOARD_BEGIN,
+    BOARD_END,
+    END,
+    LAST_MOVE_BEGIN,
+    LAST_MOVE_END,
+    goals_table,
+    last_move_section,
+    section,
+)
 from bench.http.cli import add_load_options, load_options_fit
 from bench.http.cli import unavailable as _unavailable
 from bench.http.client import Client, create, parallel
@@ -75,11 +85,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="board: only the board's reads against `GET` game (no "
                              "players, no last moves, no close), written to a section of "
                              "its own")
+    parser.add_argument("--last-move-only", action="store_true",
+                        help="measure only a ranked game's last move against an ordinary "
+                             "game's (one Redis: no board reads, no cluster, no close), "
+                             "into a section of its own")
     add_load_options(parser, "rounds: every kind in turn (default 3)")
     parser.add_argument("--output", type=Path, default=RESULTS,
                         help="the Markdown report whose section is written "
                              "(default bench/RESULTS.md)")
     args = parser.parse_args(argv)
+    if args.last_move_only and args.only:
+        parser.error("--only board and --last-move-only: one or the other")
+    if args.last_move_only:
+        args.cluster, args.close_games = False, 0
     if not load_options_fit(args) or args.entries < 1 or args.sample < 1 \
             or args.reference_games < 1 or args.players < 1 or args.close_games < 0 \
             or args.close_before < 1:
@@ -176,8 +194,12 @@ def main(argv: list[str] | None = None) -> int:
                 facts["log_problems"]["the cluster"] = _problems(cluster.log())
     facts["worker"] = watch.summary()
     facts["load_after"] = load_average()
-    begin, end = (BOARD_BEGIN, BOARD_END) if args.only else (BEGIN, END)
-    write_section(args.output, begin, end, section(args, outcome, facts))
+    if args.last_move_only:
+        write_section(args.output, LAST_MOVE_BEGIN, LAST_MOVE_END,
+                      last_move_section(args, outcome, facts))
+    else:
+        begin, end = (BOARD_BEGIN, BOARD_END) if args.only else (BEGIN, END)
+        write_section(args.output, begin, end, section(args, outcome, facts))
     print()
     print(goals_table(outcome, args.connections))
     print(f"\nwrote the section of {args.output}")
@@ -197,7 +219,8 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     board = fill_board(daily, client, day, index, args.entries, args.sample)
     print(f" {board.seconds:.1f} s", flush=True)
     check_reads(service.port, day, args.entries, board.players[0])
-    games = reference_games(service.port, args.reference_games)
+    games = [] if args.last_move_only else reference_games(service.port,
+                                                           args.reference_games)
     if args.only == "board":
         plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT)
         rounds = run_rounds(bench, service, plan, {}, "one Redis")
@@ -210,14 +233,18 @@ def _one_redis(args, bench: Bench, service: Service, services, client, work: Pat
     print(" done", flush=True)
     ordinary = [(game, player.token) for player in players for game in player.ordinary]
     ranked = [(game, player.token) for player in players for game in player.ranked]
-    plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT) \
-        + moves_plan(work / "one", client, ordinary, ranked, args.threads)
-    rounds = run_rounds(bench, service, plan, {"resign_ranked": "resign_ordinary"},
+    (work / "one").mkdir(parents=True, exist_ok=True)
+    plan = moves_plan(work / "one", client, ordinary, ranked, args.threads)
+    if not args.last_move_only:
+        plan = read_plan(work / "one", "one", games, day, board.players, BOARD_VARIANT) \
+            + plan
+    rounds = run_rounds(bench, service, plan, {"resign_ranked": "resign_ordinary",
+                                               "resign_ordinary": "resign_ordinary"},
                         "one Redis")
     outcome = {"board": {"entries": args.entries, "seconds": board.seconds,
                          "sample": len(board.players)},
                "moves": rounds}
-    outcome["reads"] = {"one Redis": rounds}
+    outcome["reads"] = {} if args.last_move_only else {"one Redis": rounds}
     if args.close_games:
         yesterday = index - 1
         day_before = daily.calendar.day_id(yesterday)

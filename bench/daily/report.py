@@ -23,6 +23,8 @@ BEGIN, END = "<!-- bench daily: begin -->", "<!-- bench daily: end -->"
 #: section is kept.
 BOARD_BEGIN, BOARD_END = ("<!-- bench daily --only board: begin -->",
                           "<!-- bench daily --only board: end -->")
+LAST_MOVE_BEGIN = "<!-- bench daily last-move: begin -->"
+LAST_MOVE_END = "<!-- bench daily last-move: end -->"
 
 
 def median(values: list[float]) -> float:
@@ -180,3 +182,38 @@ def section(args, outcome: dict, facts: dict) -> str:
             out += [f"**The gunicorn log shows problems ({where}):** {problems}", ""]
     out += ["Goals:", "", goals_table(outcome, args.connections)]
     return "\n".join(out)
+
+
+def last_move_section(args, outcome: dict, facts: dict) -> str:
+    """The section of ``--last-move-only``: the last moves alone, on one Redis."""
+    settings = facts["settings"]
+    moves = outcome["moves"]
+    return "\n".join([
+        "## A ranked game's last move (`python -m bench daily --last-move-only`)",
+        "",
+        f"Written by `{facts['command']}` on {datetime.now(UTC):%Y-%m-%d %H:%M} UTC "
+        "(`bench/daily/`; this section is replaced on every such run).",
+        "",
+        f"Machine: {facts['cpu']}, {facts['cores']} cores, load average before "
+        f"{facts['load']} (after {facts['load_after']}); Redis {facts['redis_version']} "
+        f"(AOF, `appendfsync always`, files on {facts['filesystem']}); {facts['wrk']}. "
+        f"gunicorn: {describe_workers(settings)} (`{settings['worker_class']}`), "
+        "`RATELIMIT_ENABLED=false`, `DAILY_ACCOUNT_RULE=any`. " + facts["worker"],
+        "",
+        f"The same last moves as the full run's (a resign, `If-Match: \"0\"`, of "
+        f"{facts['players']:,} players' ranked and ordinary games of every variant; the "
+        f"Clock's board holds {outcome['board']['entries']:,} entries), without the board's "
+        f"reads, the cluster and the close. wrk: {args.connections} connections on "
+        f"{args.threads} threads; **{args.rounds} rounds**, each {args.warmup} s of warm-up "
+        f"then {facts['round_seconds']} s per kind, the kinds in turn; the ratio is the "
+        "median over the rounds of the ranked resign's requests/s over the ordinary one's "
+        "in the same round (lowest–highest in brackets), rounds in which either ran out "
+        "of games left out.",
+        "",
+        runs_table([run for run in moves.runs if run.key.startswith("resign_")],
+                   _run(moves, "resign_ordinary").rps, floor_name="ordinary resign",
+                   ratios={"resign_ranked": last_move_ratios(moves)[0]}),
+        "",
+        *([f"**The gunicorn log shows problems:** {facts['log_problems']['one Redis']}",
+           ""] if facts["log_problems"].get("one Redis") else []),
+        "Goal:", "", goals_table(outcome, args.connections)])

@@ -144,13 +144,13 @@ def write_request(kind: str, load: Callable[[dict], Any] | None = None, *,
     player (``Write.player``): a game's token, or none, names nobody; a create with a
     player token that is not valid is 401 ``invalid_token``."""
     bearer = bearer_token() if token else None
-    player = None
+    player = name = None
     if token:
-        player = request_identity().player
+        player, name = request_identity().player, request_identity().name
     elif "HTTP_AUTHORIZATION" in request.environ and request_identity().invalid:
         current_player()  # raises: 401 invalid_token
     elif "HTTP_AUTHORIZATION" in request.environ:
-        player = request_identity().player
+        player, name = request_identity().player, request_identity().name
         bearer = bearer_token() if player is not None else None
     versions, key = (if_match() if token else None), idempotency_key()
     body = read_json(optional=optional) if load is not None else {}
@@ -158,7 +158,7 @@ def write_request(kind: str, load: Callable[[dict], Any] | None = None, *,
     # The body's hash tells a retry from another request with its Idempotency-Key: only
     # a write with one needs it.
     hashed = request_hash(kind, body) if key is not None else None
-    return Write(bearer, versions, key, hashed, player), loaded
+    return Write(bearer, versions, key, hashed, player, name), loaded
 
 
 # --- responses ----------------------------------------------------------------------

@@ -10,7 +10,8 @@ projection of a ranked game's end onto its day's board (docs/daily.md).
   is every ranked game's of the day: one commitment for all its players.
 - **An attempt** (:meth:`Daily.attempt`) is decided by ``HSETNX`` in the day's attempts
   (player -> game id); the ranked game is then created with that id.
-- **The board** is written by :meth:`Daily.apply_ended` alone, the handler of the
+- **The board** is written by the script of :meth:`Daily.ended_call` alone (sent
+  with the player's ``ended`` by the projector), the handler of the
   ``ranked-ended`` outbox event that a ranked game's end writes with the game
   (:mod:`service.players.projection` applies it, the worker sweeps what is left).
 - **The close** (:meth:`Daily.close_due`, the solver's worker): past a day's end and
@@ -39,6 +40,7 @@ from service.game.record import deal_commitment, epoch_ms, iso_ms, now_ms
 from service.players.accounts import OIDC
 from service.players.projection import Projector
 from service.storage import keys
+from service.storage.backend import Call
 from service.storage.daily_store import DailyStore
 from service.storage.player_store import PlayerStore
 from service.storage.solver import SolverStore
@@ -262,24 +264,34 @@ class Daily:
                             "ranked play is open to accounts made before the day began")
 
     # --- the board's projection ------------------------------------------------------
-    def apply_ended(self, game_id: str, payload: bytes) -> None:
-        """A ranked game's end (the ``ranked-ended`` outbox event) written to its day's
-        board, week and streaks, once (the entry is its marker), confirmed by the
-        replicas: the projector clears the event from the outbox only then."""
+    def ended_call(self, game_id: str, payload: bytes) -> Call:
+        """The call of the board's script that writes a ranked game's end (the
+        ``ranked-ended`` outbox event) to its day's board, week and streaks, once (the
+        entry is its marker): the projector sends it with the player's ``ended`` and
+        clears the event from the outbox once the replicas confirm both.  The player's
+        name travels in the payload (an event written without it: read now)."""
         data = orjson.loads(payload)
-        profile = self.players.profile(data["player"]) or {}
-        end = self._end(game_id, data, profile.get(keys.PLAYER_NAME))
-        outcome = self.store.project(
+        end = self._end(game_id, data, data["name"] if "name" in data else
+                        self.players.names([data["player"]])[0])
+        return self.store.project_call(
             end["variant"], end["day"], end["index"], end["week"], end["player"],
             end["entry"], end["score"], end["won"], end["moves"],
             live_top=self.settings.live_top)
+
+    def apply_ended(self, game_id: str, payload: bytes) -> None:
+        """:meth:`ended_call` run alone, confirmed by the replicas."""
+        (outcome,) = self.players.run_calls([self.ended_call(game_id, payload)])
         log.info("board", extra={"game_id": game_id, "outcome": outcome})
 
     def apply_ended_many(self, ends: list[tuple[str, bytes]]) -> None:
         """:meth:`apply_ended` of many games (the close of a day): the players' names
-        read in one round trip per master, the entries written in one per variant."""
+        that their events lack read in one round trip per master, the entries written
+        in one per variant."""
         decoded = [(game_id, orjson.loads(payload)) for game_id, payload in ends]
-        names = self.players.names([data["player"] for _game_id, data in decoded])
+        unnamed = [data["player"] for _game_id, data in decoded if "name" not in data]
+        read = iter(self.players.names(unnamed) if unnamed else [])
+        names = [data["name"] if "name" in data else next(read)
+                 for _game_id, data in decoded]
         by_variant: dict[str, list[dict]] = {}
         for (game_id, data), name in zip(decoded, names, strict=True):
             by_variant.setdefault(data["variant"], []).append(self._end(game_id, data, name))
@@ -297,8 +309,8 @@ class Daily:
                 "entry": orjson.dumps(entry), "score": data["score"],
                 "won": data["outcome"] == "won", "moves": data["moves"]}
 
-    def handlers(self) -> dict[str, Callable[[str, bytes], None]]:
-        return {RANKED_ENDED: self.apply_ended}
+    def handlers(self) -> dict[str, Callable[[str, bytes], Call]]:
+        return {RANKED_ENDED: self.ended_call}
 
     def batch_handlers(self) -> dict[str, Callable[[list[tuple[str, bytes]]], None]]:
         return {RANKED_ENDED: self.apply_ended_many}

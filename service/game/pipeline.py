@@ -65,6 +65,9 @@ class Write:
     #: The player the bearer token identifies (None: the game's own token, or none):
     #: a player plays the games they own with their own token.
     player: str | None = None
+    #: The player's display name, read with their token (None: none, or not read): a
+    #: ranked game's end carries it to its board's entry.
+    player_name: str | None = None
 
 
 #: The events of an owned game that its player's keys follow (docs/players.md).
@@ -136,7 +139,7 @@ class Pipeline:
             if creating and key is not None:  # a change to store: claim its id for the key
                 game_id = self.store.create_target(key, game_id)
             reply = _reply(game_id, change)
-            outbox = _outbox(game_id, change, current)
+            outbox = _outbox(game_id, change, current, write)
             first = None
             if key is not None:
                 first = self.records.seal(reply, game_id=scope, idempotency_key=key,
@@ -222,11 +225,12 @@ def count(change: Change) -> None:
     _count(change)
 
 
-def _outbox(game_id: str, change: Change, current: StoredGame | None
-            ) -> dict[str, bytes] | None:
+def _outbox(game_id: str, change: Change, current: StoredGame | None,
+            write: Write | None = None) -> dict[str, bytes] | None:
     """The outbox events of an owned game's change and their payloads (None: no event,
     and every anonymous game's change): the player's event, and a ranked game's end
-    for its day's board."""
+    for its day's board, with the player's name when ``write`` is their own and knows
+    it (else the board's projection reads it)."""
     record = change.record if change.record is not None else \
         (current.record if current is not None else None)
     if record is None or record.owner is None:
@@ -253,11 +257,13 @@ def _outbox(game_id: str, change: Change, current: StoredGame | None
     }
     events = {event: orjson.dumps(payload)}
     if event == ENDED and record.ranked is not None and "result" in record.ranked:
-        events[RANKED_ENDED] = orjson.dumps({
-            "player": record.owner, "game": game_id, "variant": record.variant,
-            "day": record.ranked["day"], "index": record.ranked["index"],
-            "ended_ms": epoch_ms(record.updated),
-            **record.ranked["result"]})
+        ended = {"player": record.owner, "game": game_id, "variant": record.variant,
+                 "day": record.ranked["day"], "index": record.ranked["index"],
+                 "ended_ms": epoch_ms(record.updated), **record.ranked["result"]}
+        if write is not None and write.player == record.owner \
+                and write.player_name is not None:
+            ended["name"] = write.player_name
+        events[RANKED_ENDED] = orjson.dumps(ended)
     return events
 
 

@@ -53,10 +53,12 @@ class IdentityProviderUnavailable(Exception):
 @dataclass(frozen=True, slots=True)
 class Identity:
     """Who a request is: ``player`` (None: anonymous, or a game's own token), or a
-    player token that is not valid (``invalid``, with why)."""
+    player token that is not valid (``invalid``, with why); ``name``: the player's
+    display name, read with their token (None: none, or not read)."""
 
     player: str | None = None
     invalid: str | None = None
+    name: str | None = None
 
 
 ANONYMOUS = Identity()
@@ -99,9 +101,9 @@ class Players:
             return ANONYMOUS
         found = PLAYER_TOKEN.fullmatch(bearer)
         if found is not None:
-            stored = self.store.token_hash(found[1])
+            stored, name = self.store.token_and_name(found[1])
             if stored is not None and secrets.compare_digest(stored, token_hash(bearer)):
-                return Identity(found[1])
+                return Identity(found[1], name=name)
             return INVALID
         if JWT.fullmatch(bearer):
             if self.verifier is None:  # no OIDC_ISSUER: just a bad token

@@ -21,6 +21,7 @@ import orjson
 from service.game.application import detach
 from service.game.pipeline import CLAIMED, CREATED, DELETED, ENDED, RANKED_ENDED
 from service.game.record import StoredGame
+from service.storage.backend import Call
 from service.storage.game_store import GameStore, StorageUnavailable
 from service.storage.player_store import PlayerStore
 
@@ -30,8 +31,10 @@ log = logging.getLogger("patience.players")
 _ORDER = {CREATED: 0, CLAIMED: 0, ENDED: 1, RANKED_ENDED: 1, DELETED: 2}
 
 #: What applies an event of another part (a ranked game's end: its day's board,
-#: :mod:`service.daily`): ``handler(game_id, payload)``, once its effect is confirmed.
-Handler = Callable[[str, bytes], None]
+#: :mod:`service.daily`): ``handler(game_id, payload)`` is the call of its slot's
+#: script, idempotent by its marker, which :meth:`Projector._apply` sends with the
+#: player's call of the same rank of :data:`_ORDER` (one round trip per master).
+Handler = Callable[[str, bytes], Call]
 #: The same for many events at once: ``handler([(game_id, payload), ...])``.
 BatchHandler = Callable[[list[tuple[str, bytes]]], None]
 
@@ -112,25 +115,40 @@ class Projector:
         return applied
 
     def _apply(self, game_id: str, events: dict[str, bytes]) -> int:
+        """The game's events applied in the order of :data:`_ORDER`: the events of one
+        rank (a ranked game's ``ended`` and ``ranked-ended``) sent together, in one
+        round trip per master, each confirmed by the replicas, before the next rank's;
+        then the outbox cleared of what was applied (a failure clears nothing)."""
         done = []
-        for event in sorted(events, key=lambda name: _ORDER.get(name, 3)):
-            handler = self.handlers.get(event)
-            if handler is not None:
-                handler(game_id, events[event])
-                done.append(event)
+        for rank in sorted({_ORDER.get(name, 3) for name in events}):
+            calls, applied, players = [], [], {}
+            for event in sorted(name for name in events if _ORDER.get(name, 3) == rank):
+                handler = self.handlers.get(event)
+                if handler is not None:
+                    calls.append(handler(game_id, events[event]))
+                elif event == RANKED_ENDED:  # no board here: left for a projector with one
+                    continue
+                else:
+                    data = orjson.loads(events[event])
+                    players[len(calls)] = (event, data["player"])
+                    calls.append(self.players.project_call(
+                        data["player"], game_id, event, orjson.dumps(data["summary"]),
+                        variant=data["variant"], status=data["status"],
+                        moves=data["moves"], ended_ms=data["ended_ms"],
+                        win_ms=data["win_ms"], created_ms=data.get("created_ms", 0)))
+                applied.append(event)
+            if not calls:
                 continue
-            if event == RANKED_ENDED:  # no board here: left for a projector that has one
-                continue
-            data = orjson.loads(events[event])
-            player = data["player"]
-            outcome = self.players.project(
-                player, game_id, event, orjson.dumps(data["summary"]),
-                variant=data["variant"], status=data["status"], moves=data["moves"],
-                ended_ms=data["ended_ms"], win_ms=data["win_ms"],
-                created_ms=data.get("created_ms", 0))
-            if outcome == "gone" and event != DELETED:  # the player was erased
-                self.detach(game_id, player)
-            done.append(event)
+            outcomes = self.players.run_calls(calls)
+            for index, outcome in enumerate(outcomes):
+                if index not in players:  # another part's (the board's): no line of its own
+                    log.debug("projected", extra={"game_id": game_id,
+                                                  "event": applied[index], "outcome": outcome})
+                    continue
+                event, player = players[index]
+                if outcome == "gone" and event != DELETED:  # the player was erased
+                    self.detach(game_id, player)
+            done += applied
         if done:
             self.games.clear_outbox(game_id, done)
         return len(done)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 import redis
@@ -78,6 +79,16 @@ class Script:
             replies = connections.run(keys[0], [("EVAL", self.source, len(keys), *keys,
                                                  *args), then])
         return replies
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A call of ``script`` on ``keys`` (one slot's) with ``args``, to be sent with
+    others (:meth:`service.storage.player_store.PlayerStore.run_calls`)."""
+
+    script: Script
+    keys: list
+    args: tuple
 
 
 class Backend(Protocol):

@@ -30,17 +30,19 @@ def script_call(script: Script, keys: Sequence, args: Sequence) -> Item:
 
 
 def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = None,
-             scripts: Sequence[Script] = ()) -> list:
+             scripts: Sequence[Script] = (), load: bool = True) -> list:
     """The replies of ``items``, in order (errors raise).  ``wait``: (replicas, timeout
     ms) that must confirm the writes of each round trip (StorageUnavailable unless they
     do); ``scripts``: the scripts whose SHAs the items call, for a Redis that does not
-    know them yet."""
+    know them yet: loaded first in each round trip (``load``), else an item its node
+    does not know the script of is sent again alone with the script's source (the
+    request path's few items: no script's source sent every time)."""
     if not items:
         return []
     then = [("WAIT", *wait)] if wait else []
     # Each round trip loads its scripts first (a Redis that knows them already keeps
     # them): no item is refused for a script its node does not know.
-    loads = [("SCRIPT", "LOAD", script.source) for script in scripts]
+    loads = [("SCRIPT", "LOAD", script.source) for script in scripts] if load else []
     replies: list = [None] * len(items)
     for node, indexes in _groups(connections, items):
         sent = loads + [items[i][1] for i in indexes] + then

@@ -28,8 +28,8 @@ game's write.
 from __future__ import annotations
 
 from service.storage import keys
-from service.storage.backend import Backend, Script
-from service.storage.game_store import StorageUnavailable, confirmed, storage_errors
+from service.storage.backend import Backend, Call, Script
+from service.storage.game_store import StorageUnavailable, storage_errors
 from service.storage.scripts import BOARD_AROUND, BOARD_PAGE, PROJECT_BOARD
 
 __all__ = ["DailyStore"]
@@ -134,27 +134,23 @@ class DailyStore:
         return int(players), int(entries)
 
     # --- boards --------------------------------------------------------------------------
-    @storage_errors
-    def project(self, variant: str, day: str, index: int, week: str, player: str,
-                entry: bytes, score: int, won: bool, moves: int, *, live_top: int) -> str:
-        """A ranked game's end written to its day's board, week and streaks, once:
+    def project_call(self, variant: str, day: str, index: int, week: str, player: str,
+                     entry: bytes, score: int, won: bool, moves: int, *, live_top: int
+                     ) -> Call:
+        """A ranked game's end written to its day's board, week and streaks, once, as a
+        call to send with others (:meth:`.PlayerStore.run_calls`): its reply is
         ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
         names = [keys.daily(variant, f"{day}:entries"), keys.daily(variant, f"{day}:board"),
                  keys.daily(variant, f"week:{week}"), keys.daily(variant, f"week:{week}:board"),
                  keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
                  keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
-        args = (player, entry, str(score), "1" if won else "", moves, index, live_top,
-                FEED_LENGTH, day, keys.board_channel(variant, day))
-        if self.wait_replicas:
-            found = confirmed(self._fast, _PROJECT, names, args, self.wait_replicas,
-                              self.wait_timeout_ms)
-        else:
-            found = _PROJECT.run(self._fast, names, args)
-        return _text(found)
+        return Call(_PROJECT, names, (player, entry, str(score), "1" if won else "", moves,
+                                      index, live_top, FEED_LENGTH, day,
+                                      keys.board_channel(variant, day)))
 
     @storage_errors
     def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
-        """Many :meth:`project` calls (each its keyword arguments but ``live_top``) in
+        """Many :meth:`project_call` calls (each its arguments but ``live_top``) in
         one round trip (a variant's boards are one slot), confirmed by the replicas."""
         from service.storage.batches import run_many, script_call
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 import orjson
 
 from service.storage import keys
-from service.storage.backend import Backend, Script
+from service.storage.backend import Backend, Call, Script
 from service.storage.game_store import confirmed, storage_errors
 from service.storage.scripts import (
     DROP_PLAYER,
@@ -94,6 +94,15 @@ class PlayerStore:
         return None if found is None else _text(found)
 
     @storage_errors
+    def token_and_name(self, player_id: str) -> tuple[str | None, str | None]:
+        """The SHA-256 of the player's token (None: no such player, or revoked) and
+        their display name (None: none), in one read."""
+        hashed, name = self._fast.execute("HMGET", keys.player(player_id),
+                                          keys.PLAYER_TOKEN, keys.PLAYER_NAME)
+        return (None if hashed is None else _text(hashed),
+                None if name is None else _text(name))
+
+    @storage_errors
     def set_token(self, player_id: str, hashed: str | None) -> None:
         """Replace the player's token hash (None: revoke it)."""
         self._write(_SET_TOKEN, [keys.player(player_id)], (keys.PLAYER_TOKEN, hashed or ""))
@@ -111,6 +120,32 @@ class PlayerStore:
                 "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms,
                 created_ms)
         return _text(self._write(_PROJECT, names, args))
+
+    def project_call(self, player_id: str, game_id: str, event: str, summary: bytes, *,
+                     variant: str, status: str, moves: int, ended_ms: int | None,
+                     win_ms: int | None, created_ms: int = 0) -> Call:
+        """:meth:`project` as a call for :meth:`run_calls`, with the calls of other
+        slots (a ranked game's board): its reply is the outcome."""
+        return Call(_PROJECT, _projection_keys(player_id, variant), (
+            game_id, event, summary, variant, status, moves,
+            "" if ended_ms is None else ended_ms, "" if win_ms is None else win_ms,
+            created_ms))
+
+    @storage_errors
+    def run_calls(self, calls: list[Call]) -> list[str]:
+        """Script calls of any slots (each one slot's) in one round trip per master
+        (one on one Redis), each round trip confirmed by the replicas like a write
+        (StorageUnavailable unless it is, or if any call failed): their replies, as
+        text.  A call that raised or was not confirmed may still have run: each is
+        idempotent (by its marker)."""
+        from service.storage.batches import run_many, script_call
+
+        items = [script_call(call.script, call.keys, call.args) for call in calls]
+        wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
+        scripts = {call.script.sha: call.script for call in calls}
+        return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
+                                                   scripts=tuple(scripts.values()),
+                                                   load=False)]
 
     @storage_errors
     def project_many(self, events: list[dict]) -> list[str]:

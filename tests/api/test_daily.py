@@ -13,14 +13,16 @@ import hashlib
 import json
 import time
 
+import orjson
 import pytest
 from flask.testing import FlaskClient
 
 from service.app import close_app
-from service.game.pipeline import RANKED_ENDED
+from service.game.pipeline import ENDED, RANKED_ENDED
 from service.game.ranked import LOSS_BASE, score
 from service.game.record import now_ms
 from service.storage import keys
+from service.storage.game_store import StorageUnavailable
 from tests.api.support import auth, make_app, play
 from tests.four_corners_won import SEED, moves
 
@@ -269,29 +271,68 @@ def test_the_board_pages_and_the_ranks_around_a_player(daily_app):
     assert bad.status_code == 400
 
 
-def test_a_failed_board_projection_is_swept_exactly_once(daily_app, monkeypatch):
+def test_a_failed_board_projection_is_swept_exactly_once(daily_app, redis_db):
+    """A ranked end's two events (the player's ``ended``, the board's ``ranked-ended``,
+    with the player's name) are applied in one round trip; when the board's script
+    fails (its entries' key holds a string), the resign is still acknowledged, the
+    player's event is applied, and both events stay in the outbox: the sweeper applies
+    the board's once, and the player's again changes nothing."""
     app = daily_app()
     client = app.test_client()
     app.services.solver_store.add_seed("clock", 9)
     _player, token = register(client, "Ada")
     game, _ = start(client, token)
     day = game["ranked"]["day"]
-    daily = app.services.daily
-    from service.storage.game_store import StorageUnavailable
-
-    def failing(*_args, **_kwargs):
-        raise StorageUnavailable("the board's shard is down")
-
-    with monkeypatch.context() as patch:
-        patch.setattr(daily.store, "project", failing)
-        resign(client, game["id"], token)  # acknowledged with the game's write
-    assert RANKED_ENDED in app.services.store.outbox(game["id"])
-    assert board(client, "clock", day)["count"] == 0
-    assert app.services.projector.sweep() >= 1
+    entries = keys.daily("clock", f"{day}:entries")
+    redis_db.set(entries, "in the way")
+    resign(client, game["id"], token)  # acknowledged with the game's write
+    outbox = app.services.store.outbox(game["id"])
+    assert sorted(outbox) == [ENDED, RANKED_ENDED]
+    assert orjson.loads(outbox[RANKED_ENDED])["name"] == "Ada"
+    assert _resigned(client, token) == (1, 1)  # applied in the same round trip
+    with pytest.raises(StorageUnavailable):
+        app.services.projector.sweep()  # the board's keys still in the way
+    assert sorted(app.services.store.outbox(game["id"])) == [ENDED, RANKED_ENDED]
+    redis_db.delete(entries)
+    assert app.services.projector.sweep() == 2
     assert app.services.projector.sweep() == 0
     assert app.services.store.outbox(game["id"]) == {}
+    assert app.services.store.pending_outboxes() == []
     page = board(client, "clock", day)
-    assert [entry["game_id"] for entry in page["entries"]] == [game["id"]]
+    assert [(entry["game_id"], entry["name"]) for entry in page["entries"]] == \
+        [(game["id"], "Ada")]
+    assert _resigned(client, token) == (1, 1)
+
+
+def test_a_ranked_end_swept_without_the_name_reads_it(daily_app, monkeypatch):
+    """An event written without the player's name (a day's close, or one written
+    before the name travelled with it) gets it from the player's profile."""
+    app = daily_app()
+    client = app.test_client()
+    app.services.solver_store.add_seed("clock", 9)
+    player, token = register(client, "Ada")
+    game, _ = start(client, token)
+    day = game["ranked"]["day"]
+    projector = app.services.projector
+    with monkeypatch.context() as patch:  # the process died after the game's write
+        patch.setattr(projector, "apply", lambda *_args, **_kwargs: None)
+        resign(client, game["id"], token)
+    store = app.services.store
+    outbox = store.outbox(game["id"])
+    data = orjson.loads(outbox[RANKED_ENDED])
+    del data["name"]
+    store.backend.connections.execute("HSET", keys.outbox(game["id"]), RANKED_ENDED,
+                                      orjson.dumps(data))
+    assert projector.sweep() == 2
+    page = board(client, "clock", day)
+    assert [(entry["player_id"], entry["name"]) for entry in page["entries"]] == \
+        [(player, "Ada")]
+
+
+def _resigned(client, token: str) -> tuple[int, int]:
+    stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+    clock = next(row for row in stats["variants"] if row["variant"] == "clock")
+    return clock["played"], clock["resigned"]
 
 
 def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app, redis_db):

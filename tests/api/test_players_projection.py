@@ -141,7 +141,7 @@ def test_a_failed_projection_of_an_end_is_swept_once(app, client, monkeypatch):
     game = new_game(client, token)
     players = app.services.players.store
     with monkeypatch.context() as patch:
-        patch.setattr(players, "project", _failing)
+        patch.setattr(players, "run_calls", _failing)
         resign(client, game["id"], token)  # acknowledged with the game's write
     assert list(_outbox(app, game["id"])) == [ENDED]
     assert app.services.store.pending_outboxes() == [game["id"]]
@@ -183,7 +183,7 @@ def test_a_create_is_answered_once_its_player_has_it(app, client, monkeypatch):
     headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": "new-1"}
     body = {"variant": "clock", "seed": 3}
     with monkeypatch.context() as patch:
-        patch.setattr(players, "project", _failing)
+        patch.setattr(players, "run_calls", _failing)
         refused = client.post("/v1/games", json=body, headers=headers)
     assert refused.status_code == 503
     assert refused.headers["Retry-After"]
