@@ -57,6 +57,15 @@ def _pairs(found) -> list[tuple]:
     return list(zip(found[::2], found[1::2], strict=True))
 
 
+
+def _board_keys(variant: str, day: str, week: str) -> list[str]:
+    """The keys :data:`~.scripts.PROJECT_BOARD` writes for an end of ``day``: the day's
+    entries, board and feed, the week's, the streaks' and the days'."""
+    return [keys.daily(variant, f"{day}:entries"), keys.daily(variant, f"{day}:board"),
+            keys.daily(variant, f"week:{week}"), keys.daily(variant, f"week:{week}:board"),
+            keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
+            keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+
 class DailyStore:
     """The daily deals and boards in the Redis of ``backend``."""
 
@@ -140,13 +149,9 @@ class DailyStore:
         """A ranked game's end written to its day's board, week and streaks, once, as a
         call to send with others (:meth:`.PlayerStore.run_calls`): its reply is
         ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
-        names = [keys.daily(variant, f"{day}:entries"), keys.daily(variant, f"{day}:board"),
-                 keys.daily(variant, f"week:{week}"), keys.daily(variant, f"week:{week}:board"),
-                 keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
-                 keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
-        return Call(_PROJECT, names, (player, entry, str(score), "1" if won else "", moves,
-                                      index, live_top, FEED_LENGTH, day,
-                                      keys.board_channel(variant, day)))
+        return Call(_PROJECT, _board_keys(variant, day, week),
+                    (player, entry, str(score), "1" if won else "", moves, index, live_top,
+                     FEED_LENGTH, day, keys.board_channel(variant, day)))
 
     @storage_errors
     def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
@@ -156,13 +161,8 @@ class DailyStore:
 
         items = []
         for end in ends:
-            variant, day, week = end["variant"], end["day"], end["week"]
-            names = [keys.daily(variant, f"{day}:entries"),
-                     keys.daily(variant, f"{day}:board"),
-                     keys.daily(variant, f"week:{week}"),
-                     keys.daily(variant, f"week:{week}:board"),
-                     keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
-                     keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+            variant, day = end["variant"], end["day"]
+            names = _board_keys(variant, day, end["week"])
             items.append(script_call(_PROJECT, names, (
                 end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
                 end["moves"], end["index"], live_top, FEED_LENGTH, day,

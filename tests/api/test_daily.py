@@ -622,9 +622,7 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
                                    "index": index, "outcome": "lost", "moves": 2,
                                    "time_ms": 7, "cards_home": 3, "score": score_,
                                    "ended_ms": 1764900000123}, name)
-        daily.store.project(end["variant"], end["day"], end["index"], end["week"],
-                            end["player"], end["entry"], end["score"], end["won"],
-                            end["moves"], live_top=3)
+        daily.store.project_many([end], live_top=3)
     stored = {player: json.loads(value) for player, value in
               ((k.decode(), v) for k, v in
                redis_db.hgetall(keys.daily("clock", f"{day}:entries")).items())}
