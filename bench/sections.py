@@ -1,8 +1,10 @@
 """The marked sections of ``bench/RESULTS.md``: each benchmark owns the text between its
-two markers and rewrites only that, so the others' results stay."""
+two markers and rewrites only that, so the others' results stay; and the cells of their
+goal tables."""
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 
 
@@ -17,3 +19,19 @@ def write_section(path: Path, begin: str, end: str, text: str) -> None:
     else:
         new = old.rstrip("\n") + "\n\n" + section + "\n"
     path.write_text(new)
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else 0.0
+
+
+def rounds_cell(values: list[float]) -> str:
+    """The rounds' median, with the lowest and highest round in brackets."""
+    text = f"{median(values):.2f}"
+    if len(values) > 1:
+        text += f" ({min(values):.2f}–{max(values):.2f})"
+    return text
+
+
+def verdict(ok: bool) -> str:
+    return "pass" if ok else "FAIL"

@@ -3,12 +3,12 @@
 
 from __future__ import annotations
 
-import statistics
 from datetime import UTC, datetime
 
 from bench.http.report import runs_table
 from bench.http.service import describe_workers
 from bench.http.wrk import Run
+from bench.sections import median, rounds_cell, verdict
 
 #: The board's reads: p99 at most, and requests/s over ``GET`` game's at least.
 GOAL_READ_P99_MS = 25.0
@@ -27,19 +27,7 @@ LAST_MOVE_BEGIN = "<!-- bench daily last-move: begin -->"
 LAST_MOVE_END = "<!-- bench daily last-move: end -->"
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else 0.0
 
-
-def _rounds(values: list[float]) -> str:
-    text = f"{median(values):.2f}"
-    if len(values) > 1:
-        text += f" ({min(values):.2f}–{max(values):.2f})"
-    return text
-
-
-def _met(ok: bool) -> str:
-    return "pass" if ok else "FAIL"
 
 
 def _run(rounds, key: str) -> Run:
@@ -69,28 +57,28 @@ def goals_table(outcome: dict, connections: int) -> str:
             rate = rounds.ratios[key]
             lines.append(f"| {where}: {what}, p99 ms ({connections} connections) | "
                          f"{run.p99_ms:.1f} | ≤ {GOAL_READ_P99_MS:.0f} | "
-                         f"{_met(run.p99_ms <= GOAL_READ_P99_MS)} |")
-            lines.append(f"| {where}: {what} / `GET` game, requests/s | {_rounds(rate)} | "
-                         f"≥ {GOAL_READ_RATE:.1f} | {_met(median(rate) >= GOAL_READ_RATE)} |")
+                         f"{verdict(run.p99_ms <= GOAL_READ_P99_MS)} |")
+            lines.append(f"| {where}: {what} / `GET` game, requests/s | {rounds_cell(rate)} | "
+                         f"≥ {GOAL_READ_RATE:.1f} | {verdict(median(rate) >= GOAL_READ_RATE)} |")
     moves = outcome.get("moves")
     if moves is not None:
         rate, left_out = last_move_ratios(moves)
         note = f", {left_out} round(s) left out: games ran out" if left_out else ""
         lines.append(f"| a ranked game's last move / an ordinary game's, requests/s"
-                     f"{note} | {_rounds(rate) if rate else 'no round'} | "
+                     f"{note} | {rounds_cell(rate) if rate else 'no round'} | "
                      f"≥ {GOAL_LAST_MOVE_RATE:.1f} | "
-                     f"{_met(bool(rate) and median(rate) >= GOAL_LAST_MOVE_RATE)} |")
+                     f"{verdict(bool(rate) and median(rate) >= GOAL_LAST_MOVE_RATE)} |")
     close = outcome.get("close")
     if close is not None:
         complete = close.outcomes.get("abandoned", 0) == close.games == close.on_board
         lines.append(f"| the close: {close.games:,} open ranked games on the board as "
                      f"abandoned, seconds | {close.seconds:.1f} | ≤ {GOAL_CLOSE_SECONDS:.0f} | "
-                     f"{_met(close.seconds <= GOAL_CLOSE_SECONDS and complete)} |")
+                     f"{verdict(close.seconds <= GOAL_CLOSE_SECONDS and complete)} |")
         before, during = close.before, close.during
         ratio = during.rps / before.rps if before.rps else 0.0
         lines.append(f"| during the close: `GET` game requests/s / before it | "
                      f"{ratio:.2f} | answered, no errors | "
-                     f"{_met(during.errors == 0 and during.requests > 0)} |")
+                     f"{verdict(during.errors == 0 and during.requests > 0)} |")
         lines.append(f"| during the close: `GET` game p99 ms (before it) | "
                      f"{during.p99_ms:.1f} ({before.p99_ms:.1f}) | — | — |")
     return "\n".join(lines)

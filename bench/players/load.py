@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,5 +95,3 @@ def run_rounds(bench: Bench, service: Service, player: Player, work: Path,
     return outcome
 
 
-def median(values: list[float]) -> float:
-    return statistics.median(values) if values else 0.0

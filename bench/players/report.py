@@ -9,7 +9,8 @@ from datetime import UTC, datetime
 from bench.http.report import runs_table
 from bench.http.service import describe_workers
 from bench.players.fill import Player
-from bench.players.load import LIMIT, REFERENCE_GAMES, Outcome, list_paths, median
+from bench.players.load import LIMIT, REFERENCE_GAMES, Outcome, list_paths
+from bench.sections import median, rounds_cell, verdict
 
 #: Each read against ``GET /v1/games/<id>`` in the same round (median of the rounds).
 GOAL_LIST_RATE = 0.8  # requests/s, at least
@@ -22,15 +23,6 @@ GOAL_EXPORT_GROWTH_MB = 50.0  # growth of the serving process's RSS, below
 BEGIN, END = "<!-- bench players: begin -->", "<!-- bench players: end -->"
 
 
-def _rounds(values: list[float]) -> str:
-    text = f"{median(values):.2f}"
-    if len(values) > 1:
-        text += f" ({min(values):.2f}–{max(values):.2f})"
-    return text
-
-
-def _met(ok: bool) -> str:
-    return "pass" if ok else "FAIL"
 
 
 def goals_table(outcome: Outcome, connections: int) -> str:
@@ -42,13 +34,13 @@ def goals_table(outcome: Outcome, connections: int) -> str:
                        f"filtered pages (`variant=`, `status=`, `limit={LIMIT}`)")):
         rate, p99 = outcome.ratio(key), outcome.ratio(key, p99=True)
         lines.append(f"| {what} / {reference}, requests/s, {connections} connections | "
-                     f"{_rounds(rate)} | ≥ {GOAL_LIST_RATE:.1f} | "
-                     f"{_met(median(rate) >= GOAL_LIST_RATE)} |")
-        lines.append(f"| {what} / {reference}, p99 | {_rounds(p99)} | "
-                     f"≤ {GOAL_LIST_P99:.0f} | {_met(median(p99) <= GOAL_LIST_P99)} |")
+                     f"{rounds_cell(rate)} | ≥ {GOAL_LIST_RATE:.1f} | "
+                     f"{verdict(median(rate) >= GOAL_LIST_RATE)} |")
+        lines.append(f"| {what} / {reference}, p99 | {rounds_cell(p99)} | "
+                     f"≤ {GOAL_LIST_P99:.0f} | {verdict(median(p99) <= GOAL_LIST_P99)} |")
     rate = outcome.ratio("stats")
-    lines.append(f"| `GET /v1/players/me/stats` / {reference}, requests/s | {_rounds(rate)} | "
-                 f"≥ {GOAL_STATS_RATE:.1f} | {_met(median(rate) >= GOAL_STATS_RATE)} |")
+    lines.append(f"| `GET /v1/players/me/stats` / {reference}, requests/s | {rounds_cell(rate)} | "
+                 f"≥ {GOAL_STATS_RATE:.1f} | {verdict(median(rate) >= GOAL_STATS_RATE)} |")
     if outcome.exports:
         rates = [done.rate for done in outcome.exports]
         worst = max(outcome.exports, key=lambda done: done.growth_mb)
@@ -56,11 +48,11 @@ def goals_table(outcome: Outcome, connections: int) -> str:
         lines.append(f"| NDJSON export, games/s (median of {len(rates)}; lowest–highest) | "
                      f"{statistics.median(rates):,.0f}{spread} "
                      f"| ≥ {GOAL_EXPORT_RATE:,.0f} | "
-                     f"{_met(statistics.median(rates) >= GOAL_EXPORT_RATE)} |")
+                     f"{verdict(statistics.median(rates) >= GOAL_EXPORT_RATE)} |")
         lines.append(f"| NDJSON export, growth of the serving process's RSS (largest of "
                      f"{len(rates)}) | {worst.growth_mb:.1f} MB | "
                      f"< {GOAL_EXPORT_GROWTH_MB:.0f} MB | "
-                     f"{_met(worst.growth_mb < GOAL_EXPORT_GROWTH_MB)} |")
+                     f"{verdict(worst.growth_mb < GOAL_EXPORT_GROWTH_MB)} |")
     return "\n".join(lines)
 
 
