@@ -7,6 +7,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -170,3 +171,21 @@ def in_processes(server: Gunicorn, plans: list[list[tuple]], delay: float = 0.8)
         assert process.returncode == 0, err.decode()
         results.append(json.loads(out))
     return results
+
+
+def head_of_a_stream_then_a_read(port: int, path: str) -> tuple[bytes, bytes]:
+    """``HEAD`` of ``path`` asking for a stream, then ``GET /v1/variants`` on the same
+    kept-alive connection: the HEAD's answer head, and all that came after it (the next
+    answer, if the HEAD's answer had no byte of body)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(f"HEAD {path} HTTP/1.1\r\nHost: x\r\n"
+                     "Accept: text/event-stream\r\n\r\n".encode()
+                     + b"GET /v1/variants HTTP/1.1\r\nHost: x\r\n\r\n")
+        received = b""
+        while received.count(b"\r\n\r\n") < 2 or not received.rstrip().endswith(b"]}"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, _, rest = received.partition(b"\r\n\r\n")
+    return head, rest

@@ -23,7 +23,7 @@ import pytest
 import requests
 
 from devtools.launch import DevServer
-from tests.e2e.support import Gunicorn
+from tests.e2e.support import Gunicorn, head_of_a_stream_then_a_read
 from tests.sse import Message, messages
 
 #: Four Corners: its day's deal needs no proved-winnable pool (a random deal otherwise).
@@ -193,18 +193,9 @@ def test_a_board_is_followed_through_both_groups_and_resumed_without_a_gap(insta
 
 def test_a_head_of_a_board_s_stream_is_its_head_alone(instance, clean_redis):
     day = requests.get(f"{instance.base}/v1/daily", timeout=10).json()["day"]
-    with socket.create_connection(("127.0.0.1", instance.port), timeout=10) as sock:
-        sock.sendall(f"HEAD /v1/daily/{VARIANT}/{day}/events HTTP/1.1\r\nHost: x\r\n"
-                     "Accept: text/event-stream\r\n\r\n".encode()
-                     + b"GET /v1/variants HTTP/1.1\r\nHost: x\r\n\r\n")
-        received = b""
-        while received.count(b"\r\n\r\n") < 2 or not received.rstrip().endswith(b"]}"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-    head, _, rest = received.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), received[:300]
+    head, rest = head_of_a_stream_then_a_read(instance.port,
+                                              f"/v1/daily/{VARIANT}/{day}/events")
+    assert head.startswith(b"HTTP/1.1 200"), head[:300]
     assert b"text/event-stream" in head.lower()
     assert rest.startswith(b"HTTP/1.1 200"), rest[:300]  # no byte of body before it
 

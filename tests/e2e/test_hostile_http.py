@@ -10,7 +10,7 @@ import socket
 import pytest
 
 from tests.contract import schema_validator
-from tests.e2e.support import Gunicorn
+from tests.e2e.support import Gunicorn, head_of_a_stream_then_a_read
 
 
 @pytest.fixture(scope="module")
@@ -158,17 +158,8 @@ def test_a_head_of_a_stream_is_its_head_alone(either_server):
                    b'{"variant":"clock"}')
     assert created[0] == 201, created
     game = json.loads(created[2])["game"]["id"]
-    with socket.create_connection(("127.0.0.1", either_server.port), timeout=10) as sock:
-        sock.sendall(f"HEAD /v1/games/{game}/events HTTP/1.1\r\nHost: x\r\n"
-                     "Accept: text/event-stream\r\n\r\n".encode()
-                     + b"GET /v1/variants HTTP/1.1\r\nHost: x\r\n\r\n")
-        received = b""
-        while received.count(b"\r\n\r\n") < 2 or not received.rstrip().endswith(b"]}"):
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            received += chunk
-    head, _, rest = received.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), received[:300]
+    head, rest = head_of_a_stream_then_a_read(either_server.port,
+                                              f"/v1/games/{game}/events")
+    assert head.startswith(b"HTTP/1.1 200"), head[:300]
     assert b"text/event-stream" in head
     assert rest.startswith(b"HTTP/1.1 200"), rest[:300]
