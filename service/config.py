@@ -118,7 +118,9 @@ SETTINGS: dict[str, Setting] = {
         "replicas that must confirm a write (Redis `WAIT`) before it is acknowledged "
         "(unconfirmed: 503); unset: 1 on a Redis Cluster, 0 on one Redis"),
     "REDIS_WAIT_TIMEOUT_MS": Setting(
-        env_int, 500, APP, "milliseconds a write waits for that confirmation"),
+        env_int, 2000, APP,
+        "milliseconds a write waits for that confirmation (a replica on a busy host can "
+        "take over 500 ms; only a shard with no replica in reach waits this long)"),
     "REDIS_HEALTH_CHECK_INTERVAL": Setting(
         env_int, 30, APP, "a pooled connection idle for longer (seconds) is PINGed before use"),
     "GAME_TTL_SECONDS": Setting(

@@ -17,12 +17,13 @@ def test_the_limiter_benchmark_is_part_of_make_bench():
 
 @pytest.mark.timeout(240)
 def test_a_tiny_run_measures_both_endpoints_with_the_limiter_off_and_on(capsys):
+    # Four games a connection: a fast second of moves must not walk past their end.
     try:
         find_wrk()
     except Unavailable as error:
         pytest.skip(f"!!! wrk IS NOT AVAILABLE, THE LIMITER BENCHMARK IS NOT EXERCISED: {error}")
     assert limiter.main(["--rounds", "2", "--duration", "1", "--warmup", "0",
-                         "--connections", "4", "--games-per-connection", "2",
+                         "--connections", "4", "--games-per-connection", "4",
                          "--control"]) == 0
     out = capsys.readouterr().out
     for _key, label in limiter.ENDPOINTS:
