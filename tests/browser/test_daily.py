@@ -43,7 +43,13 @@ def live_server(request, clean_redis, redis_url):
 
 
 def open_daily(page, base: str, variant: str | None = None):
-    page.goto(base + "/#daily" + (f"={variant}" if variant else ""))
+    url = base + "/#daily" + (f"={variant}" if variant else "")
+    # The page at that address already: going there again only scrolls to its fragment
+    # (no new read of the board, whose feed tells only of changes within its top).
+    if page.url == url:
+        page.reload()
+    else:
+        page.goto(url)
     page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
                            state="attached")
     page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
