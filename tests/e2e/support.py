@@ -62,16 +62,30 @@ class Connection:
         self.server = server
         self.http = http.client.HTTPConnection("127.0.0.1", server.port, timeout=15)
         self.http.connect()
+        self.used = False  # a request answered on it: the server may close it when idle
+        self.resent = 0  # requests sent again on a new connection (see request)
 
     def request(self, method: str, path: str, body=None, headers=None):
-        """(status, headers, body bytes)."""
+        """(status, headers, body bytes).  As a browser does, a request that went on a
+        reused kept-alive connection and got no byte of answer (the server closed it
+        while it was idle) is sent once more on a new connection, and counted."""
         headers = dict(headers or {})
         data = None
         if body is not None:
             data = json.dumps(body).encode()
             headers.setdefault("Content-Type", "application/json")
-        self.http.request(method, path, body=data, headers=headers)
-        response = self.http.getresponse()
+        try:
+            self.http.request(method, path, body=data, headers=headers)
+            response = self.http.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            if not self.used:
+                raise
+            self.http.close()
+            self.http.connect()
+            self.resent += 1
+            self.http.request(method, path, body=data, headers=headers)
+            response = self.http.getresponse()
+        self.used = True
         return response.status, dict(response.getheaders()), response.read()
 
     def worker(self) -> int | None:
