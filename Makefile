@@ -22,10 +22,13 @@ TEST_PROCESSES ?= auto
 test: .venv secrets
 	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
-# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key, Redis'
-# password and the password of HAProxy's stats page (cluster file), random, made once and kept (the folder is the owner's alone; the files are
-# readable by the containers' users, which compose mounts them for).
-secrets: secrets/secret_key secrets/redis_password secrets/stats_password
+# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key, the
+# passwords of Redis' default user and of its user `patience` (the service's), and the
+# password of HAProxy's stats page (cluster file), random, made once and kept (the folder
+# is the owner's alone; the files are readable by the containers' users, which compose
+# mounts them for).
+secrets: secrets/secret_key secrets/redis_password secrets/redis_service_password \
+	secrets/stats_password
 
 secrets/%:
 	mkdir -p -m 700 secrets

@@ -109,7 +109,8 @@ def test_two_events_containers_serve_streams_on_the_cluster_with_a_variable_open
     environment = events["environment"]
     assert environment["EVENTS_BIND"] == "0.0.0.0:8001"
     assert "EVENTS_HANDOFF_SOCKET" not in environment  # HAProxy routes streams to it
-    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_PASSWORD_FILE", "REDIS_WAIT_REPLICAS"):
+    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_USERNAME", "REDIS_PASSWORD_FILE",
+                 "REDIS_WAIT_REPLICAS"):
         assert environment[name] == api["environment"][name], name
     assert events["depends_on"] == api["depends_on"]
     assert events["networks"] == ["redis", "front"]
@@ -398,10 +399,11 @@ def test_a_server_enters_haproxys_rotation_only_after_its_checks_pass():
 
 def test_the_secrets_are_files_and_every_node_asks_for_a_password():
     compose = _compose()
-    both = {"secret_key", "redis_password"}
+    service = {"secret_key", "redis_service_password"}
     secrets_are_files_never_variables(compose, {
-        **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
-        **dict.fromkeys([*APIS, *EVENTS], both), "worker": {"redis_password"},
+        **{node: {"redis_password", "redis_service_password"} for node in NODES},
+        "cluster-init": {"redis_password"},
+        **dict.fromkeys([*APIS, *EVENTS], service), "worker": {"redis_service_password"},
         "lb": {"stats_password"}}, others=("stats_password",))
     init = compose["services"]["cluster-init"]["environment"]
     assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"

@@ -67,11 +67,37 @@ def _replication(deployment: Deployment, service: str) -> dict[str, str]:
 
 
 def _as_the_service(deployment: Deployment, service: str, *command: str) -> str:
-    """``redis-cli`` with the password, in the container of ``service`` (read there from
-    its secret, never passed from here)."""
+    """``redis-cli`` as the default user, in the container of ``service`` (its password
+    read there from its secret, never passed from here)."""
     script = 'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli "$@"'
     return docker("exec", deployment.container(service), "sh", "-c", script, "sh",
                   *command).stdout
+
+
+def _as_patience(deployment: Deployment, node: str, *command: str) -> str:
+    """``redis-cli`` as the service's user ``patience``, in the container of ``node``
+    (with the password of its secret, read there): the reply, an error's included."""
+    script = ('REDISCLI_AUTH="$(cat /run/secrets/redis_service_password)" '
+              'redis-cli --no-auth-warning --user patience "$@"')
+    answer = docker("exec", deployment.container(node), "sh", "-c", script, "sh", *command,
+                    check=False)
+    return answer.stdout + answer.stderr
+
+
+def _refused_to_patience(deployment: Deployment) -> dict[str, list[str]]:
+    """What each node's ``ACL LOG`` holds of the service's user: ``{node: [what it was
+    refused, ...]}`` (redis-cli prints the entries' fields and values a line each)."""
+    found = {}
+    for node in NODES:
+        lines = _as_the_service(deployment, node, "acl", "log", "128").splitlines()
+        entries = []
+        for index, line in enumerate(lines[:-1]):
+            if line == "username" and lines[index + 1] == "patience":
+                entry = lines[max(0, index - 8):index]
+                entries.append(entry[entry.index("object") + 1] if "object" in entry
+                               else " ".join(entry))
+        found[node] = entries
+    return found
 
 
 def _service_of(ip: str, prefix: str) -> str:
@@ -84,12 +110,13 @@ def secret_files(tmp_path_factory) -> dict[str, str]:
     values by name, and the variables that name the files."""
     folder = tmp_path_factory.mktemp("secrets")
     found = {}
-    for name in ("secret_key", "redis_password", "stats_password"):
+    for name in ("secret_key", "redis_password", "redis_service_password", "stats_password"):
         found[name] = secrets.token_urlsafe(32)
         (folder / name).write_text(found[name] + "\n")
         (folder / name).chmod(0o644)  # the containers' users read it
     found["SECRET_KEY_FILE"] = str(folder / "secret_key")
     found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    found["REDIS_SERVICE_PASSWORD_FILE"] = str(folder / "redis_service_password")
     found["STATS_PASSWORD_FILE"] = str(folder / "stats_password")
     return found
 
@@ -106,6 +133,8 @@ def cluster(base_images, app_image, secret_files):
                                       REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
                                       SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
                                       REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"],
+                                      REDIS_SERVICE_PASSWORD_FILE=secret_files[
+                                          "REDIS_SERVICE_PASSWORD_FILE"],
                                       STATS_PASSWORD_FILE=secret_files["STATS_PASSWORD_FILE"]))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
@@ -316,11 +345,13 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
 
 def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret_files):
     """`docker inspect` of every container (its environment, command, labels: all of it)
-    holds neither secret, nor does any log; Redis answers nothing without the password."""
-    deployment, _base, _prefix = cluster
+    holds no secret, nor does any log; Redis answers nothing without a password; the
+    service's user `patience` (the service working as it, /metrics' memory figures
+    included) is refused dangerous commands with NOPERM, and Redis logs those refusals."""
+    deployment, base, _prefix = cluster
     deployment._containers.clear()
     values = (secret_files["secret_key"], secret_files["redis_password"],
-              secret_files["stats_password"])
+              secret_files["redis_service_password"], secret_files["stats_password"])
     containers = deployment.compose("ps", "-a", "-q").stdout.split()
     assert len(containers) == 17, containers
     for container in containers:
@@ -337,6 +368,25 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
         assert "NOAUTH" in refused.stdout + refused.stderr, (command, refused)
     assert "cluster_state:ok" in _as_the_service(deployment, "redis-3", "cluster", "info")
     assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
+    # The service logs in as `patience` (the API's /metrics reads INFO of each master).
+    metrics = requests.get(f"{base}/metrics", timeout=10)
+    assert metrics.status_code == 200
+    assert metrics.text.count("patience_redis_maxmemory_bytes{") == 3, metrics.text[-2000:]
+    clients = {node: _as_the_service(deployment, node, "client", "list") for node in NODES}
+    assert any(" user=patience " in listed for listed in clients.values()), clients
+    assert "cluster_state:ok" in _as_patience(deployment, "redis-3", "cluster", "info")
+    assert _as_patience(deployment, "redis-3", "dbsize").strip().isdigit()
+    refused = {}
+    for command in (("flushall",), ("keys", "*"), ("config", "get", "maxmemory"),
+                    ("debug", "sleep", "0"), ("cluster", "failover"), ("acl", "list")):
+        refused[command[0]] = _as_patience(deployment, "redis-3", *command)
+        assert refused[command[0]].startswith("NOPERM"), (command, refused)
+    logged = _refused_to_patience(deployment)["redis-3"]
+    assert {"flushall", "keys", "config|get", "debug", "cluster|failover", "acl|list"} <= \
+        set(logged), logged
+    assert _as_patience(deployment, "redis-3", "dbsize").strip() != "0"  # nothing flushed
+    wrong = _as_patience(deployment, "redis-3", "--pass", "not-the-password", "ping")
+    assert "WRONGPASS" in wrong or "invalid username-password" in wrong, wrong
 
 
 def test_the_stats_page_asks_for_the_password_of_its_secret(cluster, secret_files):
@@ -499,3 +549,13 @@ def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(clu
             ["undo" if entry["move"]["type"] == "undo" else "move" for entry in feed]
     # Every stream events-1 held was resumed.
     assert len(reconnected) >= held["events-1"], (len(reconnected), held)
+    # The whole module's work (creates, moves and undos on every shard, streams, a node
+    # replaced, the worker's turns) asked Redis nothing that the service's user may not
+    # do: no node logged a refusal of `patience` but the dangerous commands the test of
+    # the secrets sent on purpose (to redis-3).
+    refusals = _refused_to_patience(deployment)
+    on_purpose = {"flushall", "keys", "config|get", "debug", "cluster|failover", "acl|list"}
+    unexpected = {node: [entry for entry in entries if entry not in on_purpose]
+                  for node, entries in refusals.items()}
+    record(SECTION, patience_refusals_not_sent_on_purpose=(
+        sum(map(len, unexpected.values())), equal(0)), detail=unexpected)
