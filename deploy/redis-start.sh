@@ -18,9 +18,8 @@
 #
 # The users and the replication password go to a file of the container's own /tmp,
 # written anew at every start (never to the command line nor the environment, which `ps`
-# and `docker inspect` show).  The cluster bus (node to node gossip, failover votes) is
-# not authenticated by Redis 7: the nodes' network must be private, as
-# docker-compose.cluster.yml makes it.
+# and `docker inspect` show).  The cluster's nodes authenticate each other (the bus and
+# replication) with certificates: deploy/redis-tls.conf.
 set -eu
 
 # The first line of the secret file $1 (named by the variable $2), refused when empty or

@@ -265,7 +265,7 @@ def test_the_secrets_are_files_and_redis_asks_for_a_password():
     assert 'redis-server "$@" --include "$auth/auth.conf"' in script
     makefile = (ROOT / "Makefile").read_text()
     assert ("secrets: secrets/secret_key secrets/redis_password "
-            "secrets/redis_service_password \\\n\tsecrets/stats_password\n") in makefile
+            "secrets/redis_service_password \\\n\tsecrets/stats_password ") in makefile
     assert "secrets/" in (ROOT / ".gitignore").read_text().split()
     assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
 
