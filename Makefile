@@ -22,15 +22,47 @@ TEST_PROCESSES ?= auto
 test: .venv secrets
 	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
-# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key, Redis'
-# password and the password of HAProxy's stats page (cluster file), random, made once and kept (the folder is the owner's alone; the files are
+# The compose files' secrets (docs/deployment.md, "Secrets"): the secret key, the
+# passwords of Redis' default user and of its user `patience` (the service's), and the
+# password of HAProxy's stats page (cluster file), random; and the cluster's TLS files
+# (below).  Each made once and kept (the folder is the owner's alone; the files are
 # readable by the containers' users, which compose mounts them for).
-secrets: secrets/secret_key secrets/redis_password secrets/stats_password
+secrets: secrets/secret_key secrets/redis_password secrets/redis_service_password \
+	secrets/stats_password secrets/redis_tls_ca secrets/redis_tls_cert secrets/redis_tls_key
 
 secrets/%:
 	mkdir -p -m 700 secrets
 	$(PYTHON) -I -c "import secrets; print(secrets.token_urlsafe(32))" > $@.new
 	chmod 644 $@.new && mv $@.new $@
+
+# The cluster file's bus and replication go over TLS, each end showing a certificate of
+# the operator's own CA: the CA (secrets/redis_tls_ca, its key secrets/redis_tls_ca_key,
+# which no container mounts: keep it to sign more) and the nodes' certificate and key
+# signed by it (secrets/redis_tls_cert, secrets/redis_tls_key), EC P-256, TLS_DAYS days.
+TLS_DAYS ?= 3650
+
+secrets/redis_tls_ca:
+	mkdir -p -m 700 secrets
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days $(TLS_DAYS) \
+		-subj "/CN=Patience Server Redis CA" -keyout secrets/redis_tls_ca_key.new -out $@.new
+	chmod 600 secrets/redis_tls_ca_key.new && chmod 644 $@.new
+	mv secrets/redis_tls_ca_key.new secrets/redis_tls_ca_key && mv $@.new $@
+
+secrets/redis_tls_cert: secrets/redis_tls_ca
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj "/CN=Patience Server Redis node" -keyout secrets/redis_tls_key.new \
+		-out secrets/redis_tls_cert.csr
+	openssl x509 -req -in secrets/redis_tls_cert.csr -CA secrets/redis_tls_ca \
+		-CAkey secrets/redis_tls_ca_key -set_serial 0x$$(openssl rand -hex 16) \
+		-days $(TLS_DAYS) -out $@.new
+	rm secrets/redis_tls_cert.csr
+	chmod 644 secrets/redis_tls_key.new $@.new
+	mv secrets/redis_tls_key.new secrets/redis_tls_key && mv $@.new $@
+
+# Made with the certificate.
+secrets/redis_tls_key: secrets/redis_tls_cert
+	@test -s $@ || { echo "$@ is missing: remove secrets/redis_tls_cert too, then" \
+		"make secrets makes both" >&2; exit 1; }
 
 lint: .venv
 	$(BIN)/ruff check .

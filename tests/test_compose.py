@@ -217,13 +217,17 @@ def test_every_long_running_service_has_a_health_check_that_means_it():
 
 def secrets_are_files_never_variables(compose: dict, readers: dict[str, set],
                                       others: tuple[str, ...] = ()) -> None:
-    """The two secrets (and ``others``) are files (``SECRET_KEY_FILE``,
-    ``REDIS_PASSWORD_FILE``, ``<OTHER>_FILE`` name them on the host, ``./secrets`` by
-    default), mounted in the services of ``readers`` only and named by their settings; no
-    service's environment holds a secret."""
+    """The three secrets (and ``others``) are files (``SECRET_KEY_FILE``,
+    ``REDIS_PASSWORD_FILE``, ``REDIS_SERVICE_PASSWORD_FILE``, ``<OTHER>_FILE`` name them
+    on the host, ``./secrets`` by default), mounted in the services of ``readers`` only
+    and named by their settings; no service's environment holds a secret.  Every service
+    of the service's image logs in to Redis as ``patience`` with the service's password,
+    and none of them holds the default user's."""
     assert compose["secrets"] == {
         "secret_key": {"file": "${SECRET_KEY_FILE:-./secrets/secret_key}"},
         "redis_password": {"file": "${REDIS_PASSWORD_FILE:-./secrets/redis_password}"},
+        "redis_service_password": {
+            "file": "${REDIS_SERVICE_PASSWORD_FILE:-./secrets/redis_service_password}"},
         **{name: {"file": f"${{{name.upper()}_FILE:-./secrets/{name}}}"} for name in others}}
     for name, service in compose["services"].items():
         environment = service.get("environment", {})
@@ -232,41 +236,57 @@ def secrets_are_files_never_variables(compose: dict, readers: dict[str, set],
         assert set(service.get("secrets", [])) == readers.get(name, set()), name
         if "secret_key" in service.get("secrets", []):
             assert environment["SECRET_KEY_FILE"] == "/run/secrets/secret_key", name
-        if "redis_password" in service.get("secrets", []) and "REDIS_URL" in environment:
-            assert environment["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
+        if "REDIS_URL" in environment:
+            assert environment["REDIS_USERNAME"] == "patience", name
+            assert environment["REDIS_PASSWORD_FILE"] == \
+                "/run/secrets/redis_service_password", name
+            assert "redis_service_password" in service["secrets"], name
+            assert "redis_password" not in service["secrets"], name
 
 
 def test_the_secrets_are_files_and_redis_asks_for_a_password():
     compose = _compose()
     secrets_are_files_never_variables(compose, {
-        "api": {"secret_key", "redis_password"}, "events": {"secret_key", "redis_password"},
-        "worker": {"redis_password"}, "redis": {"redis_password"}})
+        "api": {"secret_key", "redis_service_password"},
+        "events": {"secret_key", "redis_service_password"},
+        "worker": {"redis_service_password"},
+        "redis": {"redis_password", "redis_service_password"}})
     redis = compose["services"]["redis"]
     assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in redis["volumes"]
     script = (ROOT / "deploy" / "redis-start.sh").read_text()
     # Every permission (the append-only file is replayed as that user), with the password.
-    assert "user default on >$password ~* &* +@all" in script
+    assert "user default on >$password ~* &* +@all\n" in script
+    # The service's user: no dangerous command but the state it reads.
+    assert ("user patience on >$service_password ~* &* +@all -@dangerous +info "
+            "+cluster|slots +cluster|shards +cluster|nodes +cluster|info +cluster|myid\n"
+            ) in script
     assert "masterauth $password" in script
     # The password goes to a file of the container, never to the command line.
     assert 'redis-server "$@" --include "$auth/auth.conf"' in script
     makefile = (ROOT / "Makefile").read_text()
-    assert "secrets: secrets/secret_key secrets/redis_password" in makefile
+    assert ("secrets: secrets/secret_key secrets/redis_password "
+            "secrets/redis_service_password \\\n\tsecrets/stats_password ") in makefile
     assert "secrets/" in (ROOT / ".gitignore").read_text().split()
     assert "secrets/" in (ROOT / ".dockerignore").read_text().split()
 
 
 @pytest.mark.timeout(60)
-def test_redis_start_answers_nothing_without_the_password(tmp_path):
-    """deploy/redis-start.sh run against a local redis-server: with the password every
-    command; without it none, PING included; the password in no argument."""
+def test_redis_start_answers_nothing_without_a_password_and_the_service_nothing_dangerous(
+        tmp_path):
+    """deploy/redis-start.sh run against a local redis-server: the default user with its
+    password every command; the service's user `patience` with its own what the service
+    sends (scripts, pub/sub, WAIT, INFO, the cluster state) and NOPERM for a dangerous
+    command; without a password nothing, PING included; no password in an argument."""
     binary = find_redis_server()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "redis-server").symlink_to(binary)
     (tmp_path / "password").write_text("s3cret-pass\n")
+    (tmp_path / "service-password").write_text("serv1ce-pass\n")
     port = free_port()
     environment = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}",
-                       REDIS_PASSWORD_FILE=str(tmp_path / "password"))
+                       REDIS_PASSWORD_FILE=str(tmp_path / "password"),
+                       REDIS_SERVICE_PASSWORD_FILE=str(tmp_path / "service-password"))
     script = (ROOT / "deploy" / "redis-start.sh").read_text().replace(
         "auth=/tmp/redis-auth", f"auth={tmp_path}/auth")
     (tmp_path / "start.sh").write_text(script)
@@ -274,17 +294,35 @@ def test_redis_start_answers_nothing_without_the_password(tmp_path):
                                 "--bind", "127.0.0.1", "--save", ""], env=environment,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        service = redis_client.Redis(port=port, password="s3cret-pass", socket_timeout=5)
+        admin = redis_client.Redis(port=port, password="s3cret-pass", socket_timeout=5)
         deadline = time.monotonic() + 20
         while True:
             try:
-                assert service.ping()
+                assert admin.ping()
                 break
             except redis_client.ConnectionError:
                 assert time.monotonic() < deadline
                 time.sleep(0.05)
-        assert service.set("game:{x}", "1")
-        assert service.config_get("masterauth")["masterauth"] == "s3cret-pass"
+        assert admin.set("game:{x}", "1")
+        assert admin.config_get("masterauth")["masterauth"] == "s3cret-pass"
+        service = redis_client.Redis(port=port, username="patience", password="serv1ce-pass",
+                                     socket_timeout=5)
+        assert service.get("game:{x}") == b"1"
+        assert service.eval("return redis.call('INCR', KEYS[1])", 1, "game:{x}") == 2
+        sha = service.script_load("return redis.call('GET', KEYS[1])")
+        assert service.evalsha(sha, 1, "game:{x}") == b"2"
+        assert service.execute_command("WAIT", 0, 0) == 0
+        assert service.publish("feed:{x}", "event") == 0
+        assert "maxmemory" in service.info("memory")
+        for command in (("FLUSHALL",), ("KEYS", "*"), ("CONFIG", "GET", "maxmemory"),
+                        ("DEBUG", "SLEEP", "0"), ("SHUTDOWN",), ("REPLICAOF", "NO", "ONE"),
+                        ("ACL", "LIST"), ("MONITOR",)):
+            with pytest.raises(redis_client.exceptions.NoPermissionError):
+                service.execute_command(*command)
+        assert admin.dbsize() == 1  # nothing flushed
+        with pytest.raises(redis_client.AuthenticationError):
+            redis_client.Redis(port=port, username="patience", password="s3cret-pass",
+                               socket_timeout=5).ping()
         # Without the password (inline commands on a bare connection): refused.
         with socket.create_connection(("127.0.0.1", port), timeout=5) as anonymous:
             for command in (b"PING", b"GET game:{x}", b"SET game:{x} 2", b"CLUSTER INFO"):
@@ -292,8 +330,33 @@ def test_redis_start_answers_nothing_without_the_password(tmp_path):
                 assert anonymous.recv(4096).startswith(b"-NOAUTH"), command
             anonymous.sendall(b"AUTH wrong\r\n")
             assert anonymous.recv(4096).startswith(b"-WRONGPASS")
-        arguments = Path(f"/proc/{service.info('server')['process_id']}/cmdline").read_bytes()
+        arguments = Path(f"/proc/{admin.info('server')['process_id']}/cmdline").read_bytes()
         assert b"s3cret-pass" not in arguments
+        assert b"serv1ce-pass" not in arguments
     finally:
         process.kill()
         process.wait()
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize("missing", ["REDIS_PASSWORD_FILE", "REDIS_SERVICE_PASSWORD_FILE"])
+@pytest.mark.parametrize("content", [None, "", "two words"])
+def test_redis_start_refuses_a_missing_empty_or_blank_password(tmp_path, missing, content):
+    """Without either secret (no file, an empty one, or one with a blank that would split
+    its ACL line) deploy/redis-start.sh starts nothing and says which setting is wrong."""
+    environment = dict(os.environ)
+    for name in ("REDIS_PASSWORD_FILE", "REDIS_SERVICE_PASSWORD_FILE"):
+        (tmp_path / name).write_text("a-password\n")
+        environment[name] = str(tmp_path / name)
+    if content is None:
+        (tmp_path / missing).unlink()
+    else:
+        (tmp_path / missing).write_text(content + "\n")
+    script = (ROOT / "deploy" / "redis-start.sh").read_text().replace(
+        "auth=/tmp/redis-auth", f"auth={tmp_path}/auth")
+    (tmp_path / "start.sh").write_text(script)
+    finished = subprocess.run(["sh", str(tmp_path / "start.sh"), "--port", "0"],
+                              env=environment, capture_output=True, text=True, timeout=20)
+    assert finished.returncode == 1, finished
+    assert finished.stderr.startswith(f"redis-start: {missing}: "), finished.stderr
+    assert not (tmp_path / "auth").exists()

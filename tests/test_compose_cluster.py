@@ -58,10 +58,12 @@ def test_nine_nodes_persist_every_write_on_fixed_addresses():
         assert address == f"{NETWORK}.1{number}"
         assert node["command"] == ["sh", "/usr/local/bin/redis-start.sh",
                                    "/usr/local/etc/redis/node.conf",
+                                   "--include", "/usr/local/etc/redis/tls.conf",
                                    "--cluster-announce-ip", address, "--cluster-node-timeout",
                                    "${REDIS_CLUSTER_NODE_TIMEOUT:-5000}",
                                    "--maxmemory", "${REDIS_MAXMEMORY:-1gb}"]
         assert "./deploy/redis-node.conf:/usr/local/etc/redis/node.conf:ro" in node["volumes"]
+        assert "./deploy/redis-tls.conf:/usr/local/etc/redis/tls.conf:ro" in node["volumes"]
         volumes |= {volume for volume in node["volumes"] if volume.endswith(":/data")}
         addresses.append(address)
         # Healthy while the cluster serves every slot (a node that answers PING may not).
@@ -109,7 +111,8 @@ def test_two_events_containers_serve_streams_on_the_cluster_with_a_variable_open
     environment = events["environment"]
     assert environment["EVENTS_BIND"] == "0.0.0.0:8001"
     assert "EVENTS_HANDOFF_SOCKET" not in environment  # HAProxy routes streams to it
-    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_PASSWORD_FILE", "REDIS_WAIT_REPLICAS"):
+    for name in ("REDIS_URL", "SECRET_KEY_FILE", "REDIS_USERNAME", "REDIS_PASSWORD_FILE",
+                 "REDIS_WAIT_REPLICAS"):
         assert environment[name] == api["environment"][name], name
     assert events["depends_on"] == api["depends_on"]
     assert events["networks"] == ["redis", "front"]
@@ -398,13 +401,36 @@ def test_a_server_enters_haproxys_rotation_only_after_its_checks_pass():
 
 def test_the_secrets_are_files_and_every_node_asks_for_a_password():
     compose = _compose()
-    both = {"secret_key", "redis_password"}
+    service = {"secret_key", "redis_service_password"}
+    tls = ("redis_tls_ca", "redis_tls_cert", "redis_tls_key")
     secrets_are_files_never_variables(compose, {
-        **{node: {"redis_password"} for node in NODES}, "cluster-init": {"redis_password"},
-        **dict.fromkeys([*APIS, *EVENTS], both), "worker": {"redis_password"},
-        "lb": {"stats_password"}}, others=("stats_password",))
+        **{node: {"redis_password", "redis_service_password", *tls} for node in NODES},
+        "cluster-init": {"redis_password"},
+        **dict.fromkeys([*APIS, *EVENTS], service), "worker": {"redis_service_password"},
+        "lb": {"stats_password"}}, others=("stats_password", *tls))
     init = compose["services"]["cluster-init"]["environment"]
     assert init["REDIS_PASSWORD_FILE"] == "/run/secrets/redis_password"
     for node in NODES:
         assert "./deploy/redis-start.sh:/usr/local/bin/redis-start.sh:ro" in \
             compose["services"][node]["volumes"]
+
+
+def test_the_bus_and_replication_go_over_tls_with_certificates_of_the_operators_ca():
+    """deploy/redis-tls.conf: the bus and replication over TLS, every peer asked for a
+    certificate of the CA of the secrets; the bus where CLUSTER MEET <ip> 6379 finds it;
+    `make secrets` makes the CA (its key never mounted) and the nodes' pair with openssl."""
+    config = (ROOT / "deploy" / "redis-tls.conf").read_text()
+    lines = {line for line in config.splitlines() if line and not line.startswith("#")}
+    assert lines == {
+        "tls-port 6380", "cluster-port 16379", "tls-cluster yes", "tls-replication yes",
+        "tls-auth-clients yes", "tls-cert-file /run/secrets/redis_tls_cert",
+        "tls-key-file /run/secrets/redis_tls_key",
+        "tls-ca-cert-file /run/secrets/redis_tls_ca"}
+    # The nodes' plain port is unchanged: clients, health checks and cluster-init use it.
+    assert re.search(r"^port 6379$", (ROOT / "deploy" / "redis-node.conf").read_text(),
+                     re.MULTILINE)
+    makefile = (ROOT / "Makefile").read_text()
+    assert "secrets/redis_tls_ca secrets/redis_tls_cert secrets/redis_tls_key\n" in makefile
+    assert "-CA secrets/redis_tls_ca" in makefile
+    assert "-CAkey secrets/redis_tls_ca_key" in makefile
+    assert not any("ca_key" in secret["file"] for secret in _compose()["secrets"].values())

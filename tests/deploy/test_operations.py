@@ -11,6 +11,7 @@ The cluster's node timeout is 2000 ms here (REDIS_CLUSTER_NODE_TIMEOUT; 5000 by 
 
 from __future__ import annotations
 
+import datetime
 import json
 import secrets
 import statistics
@@ -19,6 +20,10 @@ import time
 
 import pytest
 import requests
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 from redis.crc import key_slot
 
 from tests.deploy.clients import ResumingFollower, auth
@@ -67,29 +72,94 @@ def _replication(deployment: Deployment, service: str) -> dict[str, str]:
 
 
 def _as_the_service(deployment: Deployment, service: str, *command: str) -> str:
-    """``redis-cli`` with the password, in the container of ``service`` (read there from
-    its secret, never passed from here)."""
+    """``redis-cli`` as the default user, in the container of ``service`` (its password
+    read there from its secret, never passed from here)."""
     script = 'REDISCLI_AUTH="$(cat /run/secrets/redis_password)" redis-cli "$@"'
     return docker("exec", deployment.container(service), "sh", "-c", script, "sh",
                   *command).stdout
+
+
+def _as_patience(deployment: Deployment, node: str, *command: str) -> str:
+    """``redis-cli`` as the service's user ``patience``, in the container of ``node``
+    (with the password of its secret, read there): the reply, an error's included."""
+    script = ('REDISCLI_AUTH="$(cat /run/secrets/redis_service_password)" '
+              'redis-cli --no-auth-warning --user patience "$@"')
+    answer = docker("exec", deployment.container(node), "sh", "-c", script, "sh", *command,
+                    check=False)
+    return answer.stdout + answer.stderr
+
+
+def _refused_to_patience(deployment: Deployment) -> dict[str, list[str]]:
+    """What each node's ``ACL LOG`` holds of the service's user: ``{node: [what it was
+    refused, ...]}`` (redis-cli prints the entries' fields and values a line each)."""
+    found = {}
+    for node in NODES:
+        lines = _as_the_service(deployment, node, "acl", "log", "128").splitlines()
+        entries = []
+        for index, line in enumerate(lines[:-1]):
+            if line == "username" and lines[index + 1] == "patience":
+                entry = lines[max(0, index - 8):index]
+                entries.append(entry[entry.index("object") + 1] if "object" in entry
+                               else " ".join(entry))
+        found[node] = entries
+    return found
 
 
 def _service_of(ip: str, prefix: str) -> str:
     return f"redis-{int(ip.removeprefix(prefix + '.')) - 10}"
 
 
+def _certificate(name: str, issuer: tuple | None = None) -> tuple:
+    """``(certificate, key)``: a CA of its own (``issuer`` None) or a certificate that
+    ``issuer`` (a CA's pair) signs, EC P-256, a day long."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    signer_certificate, signer_key = issuer or (None, key)
+    certificate = (
+        x509.CertificateBuilder().subject_name(subject)
+        .issuer_name(signer_certificate.subject if signer_certificate else subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=issuer is None, path_length=None),
+                       critical=True)
+        .sign(signer_key, hashes.SHA256()))
+    return certificate, key
+
+
+def _pem(pair: tuple) -> dict[str, str]:
+    certificate, key = pair
+    return {"cert": certificate.public_bytes(serialization.Encoding.PEM).decode(),
+            "key": key.private_bytes(serialization.Encoding.PEM,
+                                     serialization.PrivateFormat.PKCS8,
+                                     serialization.NoEncryption()).decode()}
+
+
 @pytest.fixture(scope="module")
 def secret_files(tmp_path_factory) -> dict[str, str]:
     """The deployment's secrets, files of this run (as `make secrets` makes them): their
-    values by name, and the variables that name the files."""
+    values by name, and the variables that name the files; the nodes' certificate and
+    key (PEM, ``node_tls``) signed by a CA of this run, and a certificate of another CA
+    (``stranger_tls``)."""
     folder = tmp_path_factory.mktemp("secrets")
     found = {}
-    for name in ("secret_key", "redis_password", "stats_password"):
+    for name in ("secret_key", "redis_password", "redis_service_password", "stats_password"):
         found[name] = secrets.token_urlsafe(32)
         (folder / name).write_text(found[name] + "\n")
         (folder / name).chmod(0o644)  # the containers' users read it
+    ca = _certificate("Patience Server Redis CA (test)")
+    found["node_tls"] = _pem(_certificate("Patience Server Redis node (test)", ca))
+    found["stranger_tls"] = _pem(_certificate("stranger", _certificate("another CA")))
+    tls = {"redis_tls_ca": _pem(ca)["cert"], "redis_tls_cert": found["node_tls"]["cert"],
+           "redis_tls_key": found["node_tls"]["key"]}
+    for name, text in tls.items():
+        (folder / name).write_text(text)
+        (folder / name).chmod(0o644)
+        found[f"{name.upper()}_FILE"] = str(folder / name)
     found["SECRET_KEY_FILE"] = str(folder / "secret_key")
     found["REDIS_PASSWORD_FILE"] = str(folder / "redis_password")
+    found["REDIS_SERVICE_PASSWORD_FILE"] = str(folder / "redis_service_password")
     found["STATS_PASSWORD_FILE"] = str(folder / "stats_password")
     return found
 
@@ -106,6 +176,11 @@ def cluster(base_images, app_image, secret_files):
                                       REDIS_CLUSTER_NODE_TIMEOUT=str(NODE_TIMEOUT_MS),
                                       SECRET_KEY_FILE=secret_files["SECRET_KEY_FILE"],
                                       REDIS_PASSWORD_FILE=secret_files["REDIS_PASSWORD_FILE"],
+                                      REDIS_SERVICE_PASSWORD_FILE=secret_files[
+                                          "REDIS_SERVICE_PASSWORD_FILE"],
+                                      **{variable: secret_files[variable] for variable in (
+                                          "REDIS_TLS_CA_FILE", "REDIS_TLS_CERT_FILE",
+                                          "REDIS_TLS_KEY_FILE")},
                                       STATS_PASSWORD_FILE=secret_files["STATS_PASSWORD_FILE"]))
     try:
         base = f"http://{deployment.published('lb', 8000)}"
@@ -316,11 +391,14 @@ def test_every_container_is_limited_rotated_and_healthy(cluster):
 
 def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret_files):
     """`docker inspect` of every container (its environment, command, labels: all of it)
-    holds neither secret, nor does any log; Redis answers nothing without the password."""
-    deployment, _base, _prefix = cluster
+    holds no secret, nor does any log; Redis answers nothing without a password; the
+    service's user `patience` (the service working as it, /metrics' memory figures
+    included) is refused dangerous commands with NOPERM, and Redis logs those refusals."""
+    deployment, base, prefix = cluster
     deployment._containers.clear()
     values = (secret_files["secret_key"], secret_files["redis_password"],
-              secret_files["stats_password"])
+              secret_files["redis_service_password"], secret_files["stats_password"],
+              *secret_files["node_tls"]["key"].splitlines()[1:-1])
     containers = deployment.compose("ps", "-a", "-q").stdout.split()
     assert len(containers) == 17, containers
     for container in containers:
@@ -337,6 +415,29 @@ def test_no_container_shows_a_secret_and_redis_refuses_strangers(cluster, secret
         assert "NOAUTH" in refused.stdout + refused.stderr, (command, refused)
     assert "cluster_state:ok" in _as_the_service(deployment, "redis-3", "cluster", "info")
     assert _as_the_service(deployment, "redis-3", "dbsize").strip().isdigit()
+    # The service logs in as `patience` (the API's /metrics reads INFO of each master).
+    metrics = requests.get(f"{base}/metrics", timeout=10)
+    assert metrics.status_code == 200
+    # Each master the client knows (one replaced lately may still be among them).
+    assert metrics.text.count("patience_redis_maxmemory_bytes{") >= 3, metrics.text[-2000:]
+    # A master's connections from the service are its user's.
+    master = _service_of(_serving_masters(_cluster_nodes(deployment, "redis-4"))[0]["ip"],
+                         prefix)
+    clients = _as_the_service(deployment, master, "client", "list")
+    assert " user=patience " in clients, clients
+    assert "cluster_state:ok" in _as_patience(deployment, "redis-3", "cluster", "info")
+    assert _as_patience(deployment, "redis-3", "dbsize").strip().isdigit()
+    refused = {}
+    for command in (("flushall",), ("keys", "*"), ("config", "get", "maxmemory"),
+                    ("replicaof", "no", "one"), ("cluster", "failover"), ("acl", "list")):
+        refused[command[0]] = _as_patience(deployment, "redis-3", *command)
+        assert refused[command[0]].startswith("NOPERM"), (command, refused)
+    logged = _refused_to_patience(deployment)["redis-3"]
+    assert {"flushall", "keys", "config|get", "replicaof", "cluster|failover", "acl|list"} \
+        <= set(logged), logged
+    assert _as_patience(deployment, "redis-3", "dbsize").strip() != "0"  # nothing flushed
+    wrong = _as_patience(deployment, "redis-3", "--pass", "not-the-password", "ping")
+    assert "WRONGPASS" in wrong or "invalid username-password" in wrong, wrong
 
 
 def test_the_stats_page_asks_for_the_password_of_its_secret(cluster, secret_files):
@@ -381,6 +482,102 @@ def _streams_held(deployment: Deployment, service: str) -> float:
                               "'http://127.0.0.1:8001/metrics', timeout=5).read().decode())")
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
                if line.startswith(("patience_event_streams ", "patience_event_streams{")))
+
+
+#: Run by python in an API container (on the Redis network, without the nodes'
+#: certificate): TLS handshakes with each node and port of the JSON on its standard
+#: input, with no client certificate, one of another CA, the nodes' own; a plain TCP
+#: connection to the bus.  Prints what each met, as JSON.
+_TLS_PROBE = """
+import json, os, socket, ssl, sys, tempfile
+given = json.load(sys.stdin)
+folder = tempfile.mkdtemp()
+
+def context(name):
+    made = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    made.check_hostname = False
+    made.verify_mode = ssl.CERT_NONE
+    if name != "none":
+        paths = [os.path.join(folder, name + "." + part) for part in ("cert", "key")]
+        for path, part in zip(paths, ("cert", "key")):
+            with open(path, "w") as out:
+                out.write(given[name][part])
+        made.load_cert_chain(*paths)
+    return made
+
+def probe(host, port, name):
+    try:
+        with socket.create_connection((host, port), timeout=5) as raw:
+            if name == "plain":
+                raw.sendall(b"RCmb" + bytes(2252))
+                return "answered" if raw.recv(64) else "closed"
+            with context(name).wrap_socket(raw) as tls:
+                # A refused certificate: TLS 1.3 tells the client at its first read.
+                tls.settimeout(1.5)
+                try:
+                    data = tls.recv(64)
+                except TimeoutError:
+                    if port == given["bus"]:
+                        return "open"
+                    tls.settimeout(5)
+                    tls.sendall(b"PING\\r\\n")
+                    data = tls.recv(64)
+                return "answered " + data.decode(errors="replace").strip() if data else "closed"
+    except ssl.SSLError as error:
+        return "refused " + (error.reason or type(error).__name__)
+    except OSError as error:
+        return type(error).__name__
+
+found = {}
+for host in given["hosts"]:
+    for port in (given["bus"], given["tls"]):
+        for name in ("none", "stranger", "node") + (("plain",) if port == given["bus"] else ()):
+            found[f"{host}:{port} {name}"] = probe(host, port, name)
+print(json.dumps(found))
+"""
+
+
+def test_the_bus_and_replication_take_only_peers_with_a_certificate_of_the_ca(
+        cluster, secret_files):
+    """deploy/redis-tls.conf: every replica replicates over TLS (its master's TLS port,
+    link up); a peer on the Redis network without a certificate, or with one of another
+    CA, is refused at the handshake on each node's bus port and TLS port, and a plain
+    connection to the bus is closed; the nodes' certificate is let in (the probe tells
+    them apart).  Plain clients are told plain ports."""
+    deployment, _base, _prefix = cluster
+    deployment._containers.clear()
+    replicas = {}
+    for node in NODES:
+        replication = _replication(deployment, node)
+        if replication.get("role") == "slave":
+            replicas[node] = (replication["master_port"], replication["master_link_status"])
+    assert len(replicas) == 6, replicas
+    assert set(replicas.values()) == {("6380", "up")}, replicas
+    addresses = {node["ip"] for node in _cluster_nodes(deployment, "redis-4")}
+    assert len(addresses) == 9
+    listed = _as_the_service(deployment, "redis-4", "cluster", "nodes")
+    assert listed.count(":6379@16379") == 9, listed
+
+    hosts = ["redis-2", "redis-6"]
+    given = {"hosts": hosts, "bus": 16379, "tls": 6380, "node": secret_files["node_tls"],
+             "stranger": secret_files["stranger_tls"]}
+    answer = docker("exec", "-i", deployment.container("api-1"), "python", "-c", _TLS_PROBE,
+                    input=json.dumps(given), timeout=120)
+    met = json.loads(answer.stdout)
+    expected = {}
+    for host in hosts:
+        for port in (16379, 6380):
+            expected[f"{host}:{port} none"] = "refused TLSV13_ALERT_CERTIFICATE_REQUIRED"
+            expected[f"{host}:{port} stranger"] = "refused TLSV1_ALERT_UNKNOWN_CA"
+        expected[f"{host}:16379 node"] = "open"
+        expected[f"{host}:6380 node"] = "answered -NOAUTH Authentication required."
+    assert {key: met[key] for key in expected} == expected, met
+    for host in hosts:
+        assert met[f"{host}:16379 plain"] in ("closed", "ConnectionResetError"), met
+    refused = sum(value.startswith("refused") for value in met.values())
+    record(SECTION, detail=met,
+           tls_replicas_over_tls_port_link_up=(len(replicas), equal(6)),
+           tls_handshakes_refused_without_a_certificate_of_the_ca=(refused, equal(8)))
 
 
 def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(cluster):
@@ -499,3 +696,14 @@ def test_an_events_container_lost_for_good_its_followers_resume_on_the_other(clu
             ["undo" if entry["move"]["type"] == "undo" else "move" for entry in feed]
     # Every stream events-1 held was resumed.
     assert len(reconnected) >= held["events-1"], (len(reconnected), held)
+    # The whole module's work (creates, moves and undos on every shard, streams, a node
+    # replaced, the worker's turns, /metrics) asked Redis nothing that the service's user
+    # may not do: no node logged a refusal of `patience` but the dangerous commands and
+    # the wrong password (AUTH) that the test of the secrets sent on purpose (to redis-3).
+    refusals = _refused_to_patience(deployment)
+    on_purpose = {"flushall", "keys", "config|get", "replicaof", "cluster|failover",
+                  "acl|list", "AUTH"}
+    unexpected = {node: [entry for entry in entries if entry not in on_purpose]
+                  for node, entries in refusals.items()}
+    record(SECTION, patience_refusals_not_sent_on_purpose=(
+        sum(map(len, unexpected.values())), equal(0)), detail=unexpected)
