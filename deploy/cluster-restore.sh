@@ -32,27 +32,10 @@ for snapshot in $snapshots; do
         exit 1
     fi
 done
-if [ -z "${COMPOSE:-}" ]; then
-    if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
-    else COMPOSE=docker-compose; fi
-fi
-for container in $($COMPOSE ps -q); do
-    if [ "$(docker inspect -f '{{.State.Running}}' "$container")" = true ]; then
-        echo "restore: a container of the service runs ($container): stop the service" \
-             "first (docker compose down -v)" >&2
-        exit 1
-    fi
-done
-
+. "$(dirname "$0")/restore-refusals.sh"
+refuse_while_running
 # The secret key the backup was taken under (its note), if known.
-key=${SECRET_KEY_FILE:-secrets/secret_key}
-expected=$(sed -n 's/^Secret key (sha256 of the file): //p' "$backup/note.txt")
-if [ -f "$key" ] && [ -n "$expected" ] && [ "$expected" != unknown ] &&
-        [ "$expected" != "$(sha256sum "$key" | cut -d' ' -f1)" ]; then
-    echo "restore: $key is not the secret key of $backup (its note);" \
-         "restored under it, the idempotency records do not open" >&2
-    [ "${RESTORE_ANY_KEY:-}" = 1 ] || exit 1
-fi
+refuse_another_key "$backup/note.txt" "$backup"
 
 # The nodes and cluster-init alone: a new cluster (its end waited for).
 $COMPOSE up -d ${RESTORE_UP_ARGS:-} cluster-init >&2

@@ -20,30 +20,10 @@ if [ "$(head -c 5 "$snapshot")" != REDIS ]; then
     echo "restore: $snapshot is not a Redis snapshot" >&2
     exit 1
 fi
-if [ -z "${COMPOSE:-}" ]; then
-    if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"
-    else COMPOSE=docker-compose; fi
-fi
-for container in $($COMPOSE ps -q); do
-    if [ "$(docker inspect -f '{{.State.Running}}' "$container")" = true ]; then
-        echo "restore: a container of the service runs ($container): stop the service" \
-             "first (docker compose down -v)" >&2
-        exit 1
-    fi
-done
-
+. "$(dirname "$0")/restore-refusals.sh"
+refuse_while_running
 # The secret key the snapshot was taken under (deploy/backup.sh's note), if known.
-note="${snapshot%.rdb}.txt"
-key=${SECRET_KEY_FILE:-secrets/secret_key}
-if [ -f "$note" ] && [ -f "$key" ]; then
-    expected=$(sed -n 's/^Secret key (sha256 of the file): //p' "$note")
-    actual=$(sha256sum "$key" | cut -d' ' -f1)
-    if [ -n "$expected" ] && [ "$expected" != unknown ] && [ "$expected" != "$actual" ]; then
-        echo "restore: $key is not the secret key of $snapshot (its note: $note);" \
-             "restored under it, the idempotency records do not open" >&2
-        [ "${RESTORE_ANY_KEY:-}" = 1 ] || exit 1
-    fi
-fi
+refuse_another_key "${snapshot%.rdb}.txt" "$snapshot"
 
 # The redis container (not started) and its volume; the snapshot into the volume.
 $COMPOSE up --no-start redis >/dev/null

@@ -5,6 +5,7 @@ Cluster (3 masters, 3 replicas, started once); its ``backend`` parameter says wh
 """
 
 import contextlib
+import os
 import sys
 
 import pytest
@@ -13,6 +14,7 @@ from redis.cluster import ClusterNode, RedisCluster
 from xdist.scheduler import LoadScopeScheduling
 
 from devtools.redis_server import LocalCluster, RedisServer
+from service.config import SETTINGS, variable
 from service.engine.search.solver import MAX_DEPTH
 
 BACKENDS = ("redis", "cluster")
@@ -47,6 +49,31 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_generate_tests(metafunc):
     if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("cluster"):
         metafunc.parametrize("backend", BACKENDS)
+
+
+#: The environment variables the service reads its settings from.
+SETTING_VARIABLES = sorted({variable(name) for name in SETTINGS})
+
+
+@pytest.fixture(autouse=True)
+def _settings_left_as_found():
+    """Every test leaves the service's settings in this process's environment as it found
+    them: an app made later in the process (a module's app, made again on an xdist worker
+    for each run of its tests) reads every setting its test does not give from there.
+    One left changed is put back and the test that changed it errors, naming it (never
+    its value): a setting for a child process goes in the child's environment, one for a
+    test through ``monkeypatch``."""
+    before = {name: os.environ.get(name) for name in SETTING_VARIABLES}
+    yield
+    changed = [name for name in SETTING_VARIABLES if os.environ.get(name) != before[name]]
+    for name in changed:
+        if before[name] is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = before[name]
+    if changed:
+        pytest.fail(f"the test left the service's settings {', '.join(changed)} changed in "
+                    "this process's environment (put back now)", pytrace=False)
 
 
 @pytest.fixture

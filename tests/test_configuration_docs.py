@@ -46,7 +46,7 @@ NOT_SETTINGS = {
     # HAProxy's own environment (deploy/haproxy-start.sh), named by deploy/haproxy.cfg
     "HAPROXY_STATS_PASSWORD": "deploy/haproxy-start.sh",
     # the backup and restore scripts' own, and compose's that they read
-    "RESTORE_ANY_KEY": "deploy/restore.sh", "COMPOSE_FILE": "deploy/backup.sh",
+    "RESTORE_ANY_KEY": "deploy/restore-refusals.sh", "COMPOSE_FILE": "deploy/backup.sh",
     "COMPOSE_PROJECT_NAME": "deploy/restore.sh",
     # the rolling upgrade's own
     "UPGRADE_DRAIN_WITHIN": "deploy/upgrade.sh", "UPGRADE_STEP_WITHIN": "deploy/upgrade.sh",

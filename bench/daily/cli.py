@@ -55,6 +55,11 @@ DESCRIPTION = ("The daily deal: a day's board of a million entries read (top 100
                "last move, and the close of a day's open ranked games, against `GET "
                "/v1/games/<id>`: a real gunicorn, a real Redis with fsync always.")
 
+#: The service's settings beyond its defaults: any account's ranked attempt is taken (the
+#: players are made during the run).  Given to its processes alone, never set in this
+#: process's environment, where an app made later would read them.
+SERVICE_ENV = {"DAILY_ACCOUNT_RULE": "any"}
+
 
 def unavailable() -> str | None:
     return _unavailable()
@@ -158,8 +163,6 @@ def main(argv: list[str] | None = None) -> int:
     except Unavailable as error:
         print(f"bench daily: {error}", file=sys.stderr)
         return 1
-    # The service takes any account's ranked attempt (the players are made now).
-    os.environ["DAILY_ACCOUNT_RULE"] = "any"
     facts = {"command": shlex.join(["python", "-m", "bench", "daily", *(argv or [])]),
              "cpu": cpu_model(), "cores": os.cpu_count(), "wrk": wrk_version(wrk),
              "load": load_average(), "round_seconds": round_seconds(args),
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         facts["filesystem"] = filesystem_of(work)
         bench = Bench(wrk, args.threads, args.connections, round_seconds(args),
                       args.warmup, work, rounds=args.rounds)
-        with Service(work, "always") as service:
+        with Service(work, "always", env=SERVICE_ENV) as service:
             facts["settings"] = service.settings
             print(f"gunicorn: {describe_workers(service.settings)}", flush=True)
             with contextlib.closing(service.redis_client()) as client:
@@ -185,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
                     services.close()
             facts["log_problems"]["one Redis"] = _problems(service.log())
         if args.cluster:
-            with ClusterService(work) as cluster:
+            with ClusterService(work, env=SERVICE_ENV) as cluster:
                 services = in_process(cluster.url)
                 try:
                     _cluster(args, bench, cluster, services, work, outcome)

@@ -18,9 +18,10 @@ from devtools.redis_server import LocalCluster
 class ClusterService(Service):
     """Its own Redis Cluster and gunicorn (production config) on free ports."""
 
-    def __init__(self, workdir: Path):
+    def __init__(self, workdir: Path, env: dict[str, str] | None = None):
         self.nodes = LocalCluster(workdir / "service-cluster-nodes", appendfsync="always")
-        super().__init__(workdir, "always", name="service-cluster", redis_server=self.nodes)
+        super().__init__(workdir, "always", name="service-cluster", redis_server=self.nodes,
+                         env=env)
 
     @property
     def url(self) -> str:

@@ -56,10 +56,12 @@ class Service:
 
     def __init__(self, workdir: Path, persistence: str, *, app: str = GUNICORN_COMMAND[-1],
                  ready_path: str = "/healthz", name: str = "service", rate_limit: bool = False,
-                 redis_server=None):
+                 redis_server=None, env: dict[str, str] | None = None):
         """``redis_server``: the Redis to start and serve from (anything with ``start``,
         ``stop`` and ``url``, a :class:`~devtools.redis_server.LocalCluster` say); by
-        default a redis-server of its own with ``persistence``."""
+        default a redis-server of its own with ``persistence``.  ``env``: settings of
+        this service's processes over this process's environment, which stays as it is
+        (an app made later in this process reads its own)."""
         self.persistence = persistence
         self.workdir = workdir / f"{name}-{persistence}"
         self.workdir.mkdir(parents=True)
@@ -71,7 +73,8 @@ class Service:
         self.base = f"http://{HOST}:{self.port}"
         metrics_dir = self.workdir / "prometheus"
         metrics_dir.mkdir()
-        self.env = dict(os.environ, HOST=HOST, PORT=str(self.port), REDIS_URL=self.redis.url,
+        self.env = dict(os.environ, **(env or {}))
+        self.env.update(HOST=HOST, PORT=str(self.port), REDIS_URL=self.redis.url,
                         RATELIMIT_ENABLED="false", PROMETHEUS_MULTIPROC_DIR=str(metrics_dir))
         if rate_limit:  # every request counted in Redis, under a limit none reaches
             self.env.update(RATELIMIT_ENABLED="true", RATELIMIT_DEFAULT=RATE_LIMIT)
