@@ -43,6 +43,12 @@ NOT_SETTINGS = {
     "LOG_MAX_FILE": "docker-compose.yml",
     "STATS_PORT": "docker-compose.cluster.yml",
     "STATS_PASSWORD_FILE": "docker-compose.cluster.yml",
+    "REDIS_SERVICE_PASSWORD_FILE": "docker-compose.yml",
+    "REDIS_TLS_CA_FILE": "docker-compose.cluster.yml",
+    "REDIS_TLS_CERT_FILE": "docker-compose.cluster.yml",
+    "REDIS_TLS_KEY_FILE": "docker-compose.cluster.yml",
+    # make secrets' own: how long the cluster's certificates last
+    "TLS_DAYS": "Makefile",
     # HAProxy's own environment (deploy/haproxy-start.sh), named by deploy/haproxy.cfg
     "HAPROXY_STATS_PASSWORD": "deploy/haproxy-start.sh",
     # the backup and restore scripts' own, and compose's that they read
