@@ -32,11 +32,12 @@ class ConnectionShares:
 
     def claim(self, taken: set[int]) -> int | None:
         """A slot for a new process (the arbiter, before it forks): the first not in
-        ``taken`` (the live processes'), its count set to 0; None when every slot is
-        taken (the process then accepts as gunicorn does)."""
+        ``taken`` (the live processes'), free until the process publishes its count from
+        its main loop (a process still loading the app is left out); None when every
+        slot is taken (the process then accepts as gunicorn does)."""
         for slot in range(len(self.counts)):
             if slot not in taken:
-                self.counts[slot] = 0
+                self.counts[slot] = FREE
                 return slot
         return None
 
