@@ -375,9 +375,10 @@ return 1
 # Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
 # entry is the marker: a player has one ranked game a day, so its end is written once
 # however often it is applied.  An entry that lands within the top pages (or right
-# after the largest: its next cursor) deletes them, in the same script.  A win also counts in the week (days won, then their
-# moves: score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry
-# that lands in the top ARGV[7], or moves others within it, is added to the day's feed,
+# after the largest: its next cursor) deletes them, in the same script.  A win also
+# counts in the week (days won, then their moves: score -won * 10^9 + moves) and the
+# streaks (consecutive days won).  An entry that lands in the top ARGV[7], or moves
+# others within it, is added to the day's feed,
 # and its id published on the board's channel, in the same script (its followers,
 # :mod:`service.live.board`).
 PROJECT_BOARD = """

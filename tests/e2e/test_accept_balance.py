@@ -39,7 +39,8 @@ def test_new_connections_go_to_the_processes_that_hold_fewest(redis_server, tmp_
         try:
             opened += _open(server, 3 * PROCESSES)
             held = _held(opened)
-            assert None not in held and len(held) == PROCESSES, held
+            assert None not in held, held
+            assert len(held) == PROCESSES, held
             assert max(held.values()) - min(held.values()) <= 2, held
             # A process killed outright: its slot is freed, and the process that replaces
             # it takes connections once it serves; holding fewest, the next one.
@@ -53,7 +54,8 @@ def test_new_connections_go_to_the_processes_that_hold_fewest(redis_server, tmp_
                 if connection.worker() not in held:
                     fresh = connection.worker()
                 time.sleep(0.05)
-            assert fresh in server.workers() and victim not in server.workers()
+            assert fresh in server.workers()
+            assert victim not in server.workers()
             following = _open(server, 1)
             opened += following
             assert _held(following) == {fresh: 1}, _held(opened)
