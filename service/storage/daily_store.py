@@ -12,8 +12,10 @@ Per variant and day ``<day>`` (its id):
   player -> the entry (JSON), written together once by
   :data:`~.scripts.PROJECT_BOARD`;
 - ``<day>:top`` HASH: the board's first pages as their answers give their entries,
-  per limit, and their next cursors (:data:`~.scripts.BOARD_TOP` writes them when
-  read, :data:`~.scripts.PROJECT_BOARD` deletes them when an entry lands within them);
+  per limit, their next cursors and the board's size they were made at
+  (:data:`~.scripts.BOARD_TOP` writes them when read and answers them while they are
+  the board's, :data:`~.scripts.PROJECT_BOARD` deletes them when an entry lands within
+  them);
 - ``<day>:feed`` STREAM: the board's changes within its top (``DAILY_LIVE_TOP``); the
   script that adds an entry publishes its id on the board's channel, of the same name
   (:func:`.keys.board_channel`), which its followers' hubs subscribe to

@@ -482,19 +482,34 @@ return {rank + 1, redis.call('ZCARD', KEYS[1]), first, table.concat(entries, ARG
 # Answers BOARD_PAGE's reply for the board's first page, and a sixth item: '1' when
 # the entries are the answer's already (each with its rank, joined by commas), '' when
 # they are stored JSON joined by the separator.  The top pages hash holds, per limit,
-# the page's answer ('<limit>') and its next cursor's score and player ('<limit>:s',
-# '<limit>:p'); a page it lacks is read from the board and, when every entry is stored
-# in its answer's form (its "game_url" last) or missing (its rank alone), made the
-# answer's here and kept.  PROJECT_BOARD deletes the hash when an entry lands within
-# the pages, in the same script as the entry, so a page read with the board's size is
-# never older than the board's state that size is of.  A page that cannot be kept
-# (the hash refused: maxmemory) is answered all the same.
+# the page's answer ('<limit>'), its next cursor's score and player ('<limit>:s',
+# '<limit>:p') and the board's size when it was made ('<limit>:n'); a page it lacks is
+# read from the board and, when every entry is stored in its answer's form (its
+# "game_url" last) or missing (its rank alone), made the answer's here and kept.
+# PROJECT_BOARD deletes the hash when an entry lands within the pages, in the same
+# script as the entry.  A kept page is answered only while it is the board's: a day's
+# entries are only ever added, each pushing those after it down, so no entry landed
+# within a page of <limit> while the player at its last rank is the one it had (a
+# board of more entries than the page), or while the board's size is the one it had
+# (a board the page holds whole); else it is made again.  So an entry written by any
+# other means (a process of an older version of the board's script) never hides
+# behind a kept page either, and a page read with the board's size is never older
+# than the board's state that size is of.  A page that cannot be kept (the hash
+# refused: maxmemory) is answered all the same.
 BOARD_TOP = """
 local want = ARGV[1]
-local count = redis.call('ZCARD', KEYS[1])
-local kept = redis.call('HMGET', KEYS[3], want, want .. ':s', want .. ':p')
-if kept[1] then return {kept[2], kept[3], count, 0, kept[1], '1'} end
 local n = tonumber(want)
+local count = redis.call('ZCARD', KEYS[1])
+local kept = redis.call('HMGET', KEYS[3], want, want .. ':s', want .. ':p', want .. ':n')
+if kept[1] then
+  local fresh
+  if kept[3] ~= '' then
+    fresh = redis.call('ZRANGE', KEYS[1], n - 1, n - 1)[1] == kept[3]
+  else
+    fresh = tostring(count) == kept[4]
+  end
+  if fresh then return {kept[2], kept[3], count, 0, kept[1], '1'} end
+end
 local members = redis.call('ZRANGE', KEYS[1], 0, n, 'WITHSCORES')
 local page = {'', '', count, 0, '', ''}
 local take = math.min(#members / 2, n)
@@ -517,6 +532,7 @@ for i = 1, take do
   end
 end
 page[5], page[6] = table.concat(rows, ','), '1'
-redis.pcall('HSET', KEYS[3], want, page[5], want .. ':s', page[1], want .. ':p', page[2])
+redis.pcall('HSET', KEYS[3], want, page[5], want .. ':s', page[1], want .. ':p', page[2],
+            want .. ':n', count)
 return page
 """

@@ -712,10 +712,10 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
 
     ends(*((number, 1000 + 10 * number) for number in range(105)))
     first = {limit: read(limit) for limit in (100, 5)}
-    assert sorted(redis_db.hkeys(top))[:3] == [b"100", b"100:p", b"100:s"]
-    assert redis_db.hlen(top) == 6
+    assert sorted(redis_db.hkeys(top))[:4] == [b"100", b"100:n", b"100:p", b"100:s"]
+    assert redis_db.hlen(top) == 8
     ends((200, 99_999))  # below the pages: they stay, the size grows
-    assert redis_db.hlen(top) == 6
+    assert redis_db.hlen(top) == 8
     assert read(100)["entries"] == first[100]["entries"]
     assert read(100)["count"] == 106
     ends((201, 1995))  # right after the largest page (rank 101): its next cursor's
@@ -725,4 +725,46 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     ends((202, 1))  # the first
     assert redis_db.exists(top) == 0
     assert read(5)["entries"][0]["player_id"] == f"{202:026d}"
-    assert sorted(redis_db.hkeys(top)) == [b"5", b"5:p", b"5:s"]
+    assert sorted(redis_db.hkeys(top)) == [b"5", b"5:n", b"5:p", b"5:s"]
+    # Entries written without the board's script (a process of an older version): a
+    # kept page that is no longer the board's is made again.
+    for number, score_, limit in ((203, 2, 5), (204, 1505, 100)):
+        read(limit)  # kept
+        player = f"{number:026d}"
+        redis_db.hset(entries_key, player, daily._end(f"g{number}", {
+            "player": player, "variant": "clock", "day": day, "index": index,
+            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+            "ended_ms": 1764900000123}, "Bypass")["entry"])
+        redis_db.zadd(board_key, {player: score_})
+        assert redis_db.hexists(top, str(limit))
+        assert player in [row["player_id"] for row in read(limit)["entries"]]
+
+
+def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
+    """A page that holds the whole board (fewer entries than its limit) is the board's
+    while the board's size is the one it had."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    board_key, entries_key = (keys.daily("clock", f"{day}:{part}")
+                              for part in ("board", "entries"))
+    for number in range(4):
+        player = f"{number:026d}"
+        entry = daily._end(f"g{number}", {
+            "player": player, "variant": "clock", "day": day, "index": index,
+            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3,
+            "score": 10 - number, "ended_ms": 1764900000123}, "P")
+        if number < 3:
+            daily.store.project_many([entry], live_top=3)
+            page = board(client, "clock", day, limit=5)
+            assert page == board(client, "clock", day, limit=5)  # made, then kept
+            assert (page["count"], page["next_cursor"]) == (number + 1, None)
+        else:  # written around the board's script: past the kept page's last entry
+            redis_db.hset(entries_key, player, entry["entry"])
+            redis_db.zadd(board_key, {player: 100})
+    page = board(client, "clock", day, limit=5)
+    assert [row["player_id"] for row in page["entries"]] == \
+        [f"{number:026d}" for number in (2, 1, 0, 3)]
+    assert page["count"] == 4
