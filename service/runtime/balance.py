@@ -10,7 +10,8 @@ connections opened at once were held 3/4/8/17 by four processes, and the process
 runs Python), which is the slowest percent of the requests (docs/performance.md,
 "The tail").
 
-The counts live in shared memory made by the arbiter before it starts any process;
+The counts live in anonymous shared memory (``mmap``, no file) made by the arbiter
+before it starts any process;
 the arbiter gives each process a slot when it forks it (``pre_fork``) and frees it when
 the process exits (``child_exit``), so a process killed outright leaves no count behind.
 A process writes its own slot only; a count read while another process writes it is at
@@ -18,7 +19,7 @@ worst one connection old."""
 
 from __future__ import annotations
 
-import multiprocessing
+import mmap
 
 #: A slot no process holds.
 FREE = -1
@@ -28,7 +29,11 @@ class ConnectionShares:
     """Per slot, the connections its process holds (:data:`FREE`: no process)."""
 
     def __init__(self, slots: int):
-        self.counts = multiprocessing.RawArray("i", [FREE] * slots)
+        # Anonymous shared memory (no file): the processes forked after share it.
+        self._memory = mmap.mmap(-1, 4 * slots)
+        self.counts = memoryview(self._memory).cast("i")
+        for slot in range(slots):
+            self.counts[slot] = FREE
 
     def claim(self, taken: set[int]) -> int | None:
         """A slot for a new process (the arbiter, before it forks): the first not in
