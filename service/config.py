@@ -348,6 +348,21 @@ SETTINGS: dict[str, Setting] = {
         "seconds the thread that answered a kept-alive connection waits for its next "
         "request and reads it itself, while a quarter of the process's threads stay free "
         "(`0`: never)"),
+    # Kept-alive connections stay with the process that accepted them: a burst of new
+    # ones, left to the kernel, piles onto whichever process is awake (docs/performance.md,
+    # "The tail", has the runs).
+    "ACCEPT_BALANCE": Setting(
+        env_int, 1, REQUEST_GROUP,
+        "a request process holding more than this many connections over the fewest "
+        "another holds leaves a new connection to the others (for up to 50 ms, 2 ms at a "
+        "time); `-1`: every process accepts whenever it can (gunicorn's own)"),
+    # A full collection of a process's objects took 30-50 ms of CPU under load, once about
+    # every 10 s, with every thread of the process stopped (docs/performance.md).
+    "GC_FREEZE": Setting(
+        env_bool, True, REQUEST_GROUP,
+        "once the app is made, a request process collects and freezes what it holds "
+        "(`gc.freeze()`), so that full collections leave the app's own objects alone; "
+        "`false`: Python's default"),
 
     # --- both gunicorn groups (service/runtime/shared.py) --------------------------------
     "GUNICORN_TIMEOUT": Setting(

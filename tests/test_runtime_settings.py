@@ -42,7 +42,8 @@ print(json.dumps({"max_streams": settings.get("max_streams"),
                   "limit": resource.getrlimit(resource.RLIMIT_NOFILE)}))
 """
 _SETTINGS = ("EVENTS_MAX_STREAMS", "SSE_MAX_STREAMS", "GUNICORN_THREADS",
-             "PROMETHEUS_MULTIPROC_DIR", "KEEPALIVE_WAIT_SECONDS")
+             "PROMETHEUS_MULTIPROC_DIR", "KEEPALIVE_WAIT_SECONDS", "GC_FREEZE",
+             "ACCEPT_BALANCE", "WEB_CONCURRENCY")
 
 
 def _load(soft: int, hard: int, wanted: str | None, *,
@@ -162,6 +163,37 @@ def test_a_request_process_reads_its_settings_once_when_it_starts(tmp_path):
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {"wait": 0.2, "socket": str(tmp_path / "events"),
                                          "class_socket": None}
+
+
+_FREEZE = """
+import gc, json, runpy, types
+settings = runpy.run_module("service.runtime.request_group")
+before = gc.get_freeze_count()
+process = types.SimpleNamespace(wsgi=None)
+settings["post_worker_init"](process)
+print(json.dumps({"before": before, "after": gc.get_freeze_count(),
+                  "balance": process.accept_balance,
+                  "slots": None if process.shares is None else len(process.shares.counts)}))
+"""
+
+
+@pytest.mark.parametrize(("env", "frozen", "balance", "slots"), [
+    ({}, True, 1, 8), ({"GC_FREEZE": "false", "ACCEPT_BALANCE": "-1"}, False, -1, None),
+    ({"ACCEPT_BALANCE": "0", "WEB_CONCURRENCY": "6"}, True, 0, 12)])
+def test_a_request_process_freezes_what_the_app_made_and_shares_its_counts(
+        env, frozen, balance, slots):
+    """GC_FREEZE: a request process freezes what exists when it starts serving (the
+    app's objects: full collections leave them alone).  ACCEPT_BALANCE: the process gets
+    the group's connection counts, a slot per process and as many again (none: -1)."""
+    environ = {key: value for key, value in os.environ.items() if key not in _SETTINGS}
+    result = subprocess.run([sys.executable, "-c", _FREEZE], cwd=ROOT,
+                            env={**environ, **env}, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    found = json.loads(result.stdout)
+    assert found["before"] == 0
+    assert (found["after"] > 1000) == frozen, found
+    assert (found["balance"], found["slots"]) == (balance, slots)
 
 
 def test_only_the_configuration_reads_the_environment():

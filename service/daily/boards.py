@@ -22,6 +22,7 @@ projection of a ranked game's end onto its day's board (docs/daily.md).
 
 from __future__ import annotations
 
+import itertools
 import logging
 import secrets
 import time
@@ -303,7 +304,8 @@ class Daily:
         entry = {"player_id": data["player"], "name": name, "game_id": game_id,
                  "outcome": data["outcome"], "moves": data["moves"],
                  "time_ms": data["time_ms"], "cards_home": data["cards_home"],
-                 "score": data["score"], "ended_at": iso_ms(data["ended_ms"])}
+                 "score": data["score"], "ended_at": iso_ms(data["ended_ms"]),
+                 "game_url": f"/v1/games/{game_id}"}
         return {"variant": data["variant"], "day": data["day"], "index": data["index"],
                 "week": self.calendar.week_id(data["index"]), "player": data["player"],
                 "entry": orjson.dumps(entry), "score": data["score"],
@@ -348,9 +350,10 @@ class Daily:
         if cursor is not None:
             score, _, player = cursor.partition(":")
             position = (score, player)
-        count, offset, stored, following = self.store.board(variant_id, name, position,
-                                                            limit, SEPARATOR)
-        return BoardPage({**head, "count": count}, answer_entries(offset, stored),
+        count, offset, stored, following, answered = self.store.board(
+            variant_id, name, position, limit, SEPARATOR)
+        return BoardPage({**head, "count": count},
+                         stored if answered else answer_entries(offset, stored),
                          {"next_cursor": None if following is None
                           else ":".join(following)})
 
@@ -446,31 +449,46 @@ def feed_event(event_id: str, fields: dict) -> dict:
 #: What the store joins a board's stored entries with: never within compact JSON.
 SEPARATOR = b"\n"
 _GAME_ID = b'"game_id":"'
+#: The last field of an entry stored in its answer's form (:meth:`Daily._end`).
+_GAME_URL = b'"game_url":"'
+_RANKED = b'{"rank":%d,%b'.__mod__
 
 
 def answer_entries(offset: int, stored: bytes) -> bytes:
     """The entries of a board's answer (:func:`_entry`'s, joined by commas) made of
     their stored JSON (``stored``: joined by :data:`SEPARATOR`; the first's rank is
-    ``offset`` + 1) with bytes operations, never decoded: ``{"rank":<n>,`` before the
-    stored fields, the game's URL after them (the stored ``game_id``'s characters as
-    they are).  An entry whose game id holds an escape is decoded and encoded again."""
+    ``offset`` + 1) with bytes operations, never decoded.  An entry is stored in its
+    answer's form but for its rank (its ``game_url`` last, :meth:`Daily._end`): only
+    ``{"rank":<n>,`` goes before its fields.  Every entry of a page in that form (the
+    count of ``"game_url":"`` outside strings is the count of entries) is spliced in
+    one pass; else each in turn (:func:`_answer_entry`)."""
     if not stored:
         return b""
-    rows = []
-    for rank, entry in enumerate(stored.split(SEPARATOR), offset + 1):
-        at = entry.find(_GAME_ID)
-        if at < 0:
-            rows.append(b'{"rank":%d}' % rank if entry == b"{}"
-                        else b'{"rank":%d,%b' % (rank, entry[1:]))
-            continue
-        at += len(_GAME_ID)
-        game_id = entry[at:entry.index(b'"', at)]
-        if b"\\" in game_id:
-            rows.append(orjson.dumps(_entry(rank, orjson.loads(entry))))
-        else:
-            rows.append(b'{"rank":%d,%b,"game_url":"/v1/games/%b"}'
-                        % (rank, entry[1:-1], game_id))
-    return b",".join(rows)
+    fields = stored[1:].split(SEPARATOR + b"{")  # each entry without its opening brace
+    if stored.count(_GAME_URL) == len(fields):
+        return b",".join(map(_RANKED, zip(itertools.count(offset + 1), fields)))
+    return b",".join([_answer_entry(rank, entry) for rank, entry
+                      in enumerate(stored.split(SEPARATOR), offset + 1)])
+
+
+def _answer_entry(rank: int, entry: bytes) -> bytes:
+    """One stored entry's answer: in its answer's form, its rank before its fields; a
+    missing one (``{}``), its rank alone; an entry written before the answer's form
+    (no ``game_url``), its rank before its fields and its game's URL after them (the
+    stored ``game_id``'s characters as they are; an id holding an escape is decoded
+    and encoded again); one of no game (a week's), its rank before its fields."""
+    if entry == b"{}":
+        return b'{"rank":%d}' % rank
+    if _GAME_URL in entry:
+        return _RANKED((rank, entry[1:]))
+    at = entry.find(_GAME_ID)
+    if at < 0:
+        return _RANKED((rank, entry[1:]))
+    at += len(_GAME_ID)
+    game_id = entry[at:entry.index(b'"', at)]
+    if b"\\" in game_id:
+        return orjson.dumps(_entry(rank, orjson.loads(entry)))
+    return b'{"rank":%d,%b,"game_url":"/v1/games/%b"}' % (rank, entry[1:-1], game_id)
 
 
 def _entry(rank: int, entry: dict) -> dict:

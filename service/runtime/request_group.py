@@ -7,8 +7,11 @@ table (:mod:`service.config`), read once when gunicorn loads this module::
 (the Dockerfile, both compose files, and `make run` through devtools/launch.py).
 """
 
+import gc
+
 from service.config import REQUEST_GROUP, process_settings
 from service.runtime import shared
+from service.runtime.balance import ConnectionShares
 from service.runtime.shared import *  # noqa: F403 (the settings both groups share)
 
 #: The request group's settings (:data:`service.config.REQUEST_GROUP`).
@@ -37,16 +40,45 @@ threads = settings["GUNICORN_THREADS"]
 next_request_wait = settings["KEEPALIVE_WAIT_SECONDS"]
 #: Where the events group receives the streams handed to it (None: served here).
 handoff_socket = shared.settings["EVENTS_HANDOFF_SOCKET"]
+# A new connection goes to a process that holds few (service/runtime/balance.py): the
+# counts, in memory the processes share, made here in the arbiter before any fork; a
+# slot per process, twice the processes for those a reload or a restart overlaps.
+accept_balance = settings["ACCEPT_BALANCE"]
+shares = ConnectionShares(max(8, 2 * workers)) if accept_balance >= 0 else None
+# Once the app is made, a process collects and freezes what it holds (gc.freeze): the
+# full collections that follow leave the app's modules and tables alone.
+gc_freeze = settings["GC_FREEZE"]
 # Timeouts, logging, heartbeat files, metrics: service/runtime/shared.py.
+
+
+def pre_fork(server, worker):
+    """The arbiter, before it starts a process: its slot of the connection counts."""
+    if shares is not None:
+        worker.balance_slot = shares.claim({getattr(other, "balance_slot", None)
+                                            for other in server.WORKERS.values()})
+
+
+def child_exit(server, worker):
+    """A process exited: its slot of the connection counts freed, and what the groups
+    share (:func:`service.runtime.shared.child_exit`)."""
+    shared.child_exit(server, worker)
+    if shares is not None:
+        shares.free(getattr(worker, "balance_slot", None))
 
 
 def post_worker_init(worker):
     """Give the process what it reads at start: its wait for a kept-alive connection's
-    next request and the events group's hand-off socket; and on SIGTERM (a graceful
+    next request, the events group's hand-off socket and the connection counts; freeze
+    what the app made (``GC_FREEZE``); and on SIGTERM (a graceful
     stop), end its events streams first: they would hold the shutdown up for
     `graceful_timeout`; their clients resume elsewhere with Last-Event-ID."""
     worker.next_request_wait = next_request_wait
     worker.handoff_socket = handoff_socket
+    worker.accept_balance = accept_balance
+    worker.shares = shares
+    if gc_freeze:
+        gc.collect()
+        gc.freeze()
     feed = shared.events_feed(worker)
     if feed is not None:
         shared.on_sigterm(feed.stop_streams)

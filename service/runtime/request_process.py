@@ -1,6 +1,7 @@
 """The request group's gunicorn process class: gthread, handing each events stream to the
-events group before the app sees it (:mod:`service.runtime.handoff`), and reading a
-kept-alive connection's next request on the thread that answered the last one."""
+events group before the app sees it (:mod:`service.runtime.handoff`), reading a
+kept-alive connection's next request on the thread that answered the last one, and
+leaving a new connection to the processes that hold fewer (:mod:`.balance`)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,20 @@ import logging
 import os
 import select
 import threading
+import time
 
 from gunicorn.workers.gthread import ThreadWorker
 
 from service.config import idle_reserve
+from service.runtime.balance import ConnectionShares
 from service.runtime.handoff import is_stream_request, request_head, send
 from service.runtime.refusals import ProblemRefusals
 
 log = logging.getLogger("patience.handoff")
+
+#: Seconds a process that holds more than its share of the connections leaves a new
+#: one to the others before it looks again, and the longest it leaves one.
+ACCEPT_PAUSE, ACCEPT_PATIENCE = 0.002, 0.05
 
 
 class RequestProcess(ProblemRefusals, ThreadWorker):
@@ -43,8 +50,19 @@ class RequestProcess(ProblemRefusals, ThreadWorker):
     #: The events group's hand-off socket (None: streams are served here); the request
     #: group's ``handoff_socket`` (EVENTS_HANDOFF_SOCKET) sets it when the process starts.
     handoff_socket: str | None = None
+    #: **A new connection to the processes that hold fewer.**  A process that holds more
+    #: than :attr:`accept_balance` connections over the fewest another accepting process
+    #: holds leaves a waiting connection to the others for :data:`ACCEPT_PAUSE` seconds,
+    #: then looks again; after :data:`ACCEPT_PATIENCE` seconds of that it accepts the
+    #: connection itself.  The counts (:attr:`shares`, the slot :attr:`balance_slot`) are
+    #: the group's, set by its hooks (``ACCEPT_BALANCE``; -1: accept as gunicorn does).
+    accept_balance = -1
+    shares: ConnectionShares | None = None
+    balance_slot: int | None = None
 
     def init_process(self):
+        self._paused_until = 0.0  # no accept before this time (monotonic)
+        self._left_since: float | None = None  # leaving a connection to others since
         self._busy = 0  # threads inside handle(): answering, waiting, or holding a stream
         self._busy_lock = threading.Lock()
         self._wait_cap = self.cfg.threads - idle_reserve(self.cfg.threads)
@@ -57,6 +75,63 @@ class RequestProcess(ProblemRefusals, ThreadWorker):
         with contextlib.suppress(OSError):  # the pipe full: a byte is there already
             os.write(self._stop_write, b"\0")
 
+    # --- a new connection to the processes that hold fewer --------------------------------
+    def accept(self, listener):
+        if self._leave_to_others():
+            return
+        self._left_since = None
+        super().accept(listener)
+        self._publish()
+
+    def notify(self):
+        super().notify()  # once a turn of the main loop: the count follows it
+        self._publish()
+
+    def _publish(self):
+        if self.shares is not None and self.alive and self.accept_balance >= 0:
+            self.shares.publish(self.balance_slot, self.nr_conns)
+
+    def _leave_to_others(self) -> bool:
+        """Whether to leave the waiting connection to another process for now (then
+        accepting pauses for :data:`ACCEPT_PAUSE`)."""
+        if self.accept_balance < 0 or self.shares is None or self.balance_slot is None:
+            return False
+        fewest = self.shares.fewest_elsewhere(self.balance_slot)
+        if fewest is None or self.nr_conns <= fewest + self.accept_balance:
+            return False
+        now = time.monotonic()
+        if self._left_since is None:
+            self._left_since = now
+        elif now - self._left_since >= ACCEPT_PATIENCE:
+            return False  # the others did not take it: taken here
+        self._paused_until = now + ACCEPT_PAUSE
+        self.set_accept_enabled(False)
+        return True
+
+    def set_accept_enabled(self, enabled):
+        if enabled and self._paused_until:
+            if time.monotonic() < self._paused_until:
+                return  # the main loop asks again once the pause is over
+            self._paused_until = 0.0
+            if self._left_since is not None and not self._waiting_connection():
+                self._left_since = None  # another process took it
+        super().set_accept_enabled(enabled)
+        if not enabled and not self.alive and self.shares is not None:
+            self.shares.free(self.balance_slot)  # stopping: no longer one to leave them to
+
+    def _waiting_connection(self) -> bool:
+        """Whether a new connection waits on a listening socket."""
+        try:
+            return bool(select.select(self.sockets, [], [], 0)[0])
+        except (OSError, ValueError):
+            return False
+
+    def wait_for_and_dispatch_events(self, timeout):
+        if self._paused_until:  # wake up when the pause is over
+            timeout = max(0.0, min(timeout, self._paused_until - time.monotonic()))
+        super().wait_for_and_dispatch_events(timeout)
+
+    # --- the next request on the same thread ---------------------------------------------
     def handle(self, conn):
         with self._busy_lock:
             self._busy += 1

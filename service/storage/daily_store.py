@@ -11,6 +11,11 @@ Per variant and day ``<day>`` (its id):
 - ``<day>:board`` ZSET: player -> score (lower is better), and ``<day>:entries`` HASH:
   player -> the entry (JSON), written together once by
   :data:`~.scripts.PROJECT_BOARD`;
+- ``<day>:top`` HASH: the board's first pages as their answers give their entries,
+  per limit, their next cursors and the board's size they were made at
+  (:data:`~.scripts.BOARD_TOP` writes them when read and answers them while they are
+  the board's, :data:`~.scripts.PROJECT_BOARD` deletes them when an entry lands within
+  them);
 - ``<day>:feed`` STREAM: the board's changes within its top (``DAILY_LIVE_TOP``); the
   script that adds an entry publishes its id on the board's channel, of the same name
   (:func:`.keys.board_channel`), which its followers' hubs subscribe to
@@ -30,11 +35,15 @@ from __future__ import annotations
 from service.storage import keys
 from service.storage.backend import Backend, Call, Script
 from service.storage.game_store import StorageUnavailable, storage_errors
-from service.storage.scripts import BOARD_AROUND, BOARD_PAGE, PROJECT_BOARD
+from service.storage.scripts import BOARD_AROUND, BOARD_PAGE, BOARD_TOP, PROJECT_BOARD
 
 __all__ = ["DailyStore"]
 
 _PROJECT, _PAGE, _AROUND = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_AROUND)
+_TOP = Script(BOARD_TOP)
+#: The largest first page of a day's board kept as its answer (``<day>:top``): the
+#: largest ``limit`` a board's query takes.  A larger one is read from the board.
+TOP_PAGE_LIMIT = 100
 #: Entries of a day's feed kept (about: MAXLEN ~).
 FEED_LENGTH = 1000
 
@@ -58,13 +67,21 @@ def _pairs(found) -> list[tuple]:
 
 
 
+def _page_reply(reply, answered: bool
+                ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
+    following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
+    return int(reply[2]), int(reply[3]), bytes(reply[4]), following, answered
+
+
 def _board_keys(variant: str, day: str, week: str) -> list[str]:
     """The keys :data:`~.scripts.PROJECT_BOARD` writes for an end of ``day``: the day's
-    entries, board and feed, the week's, the streaks' and the days'."""
+    entries, board and feed, the week's, the streaks', the days' and the day's top
+    pages."""
     return [keys.daily(variant, f"{day}:entries"), keys.daily(variant, f"{day}:board"),
             keys.daily(variant, f"week:{week}"), keys.daily(variant, f"week:{week}:board"),
             keys.daily(variant, "streaks"), keys.daily(variant, "streaks:board"),
-            keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days")]
+            keys.daily(variant, f"{day}:feed"), keys.daily(variant, "days"),
+            keys.daily(variant, f"{day}:top")]
 
 class DailyStore:
     """The daily deals and boards in the Redis of ``backend``."""
@@ -151,7 +168,7 @@ class DailyStore:
         ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
         return Call(_PROJECT, _board_keys(variant, day, week),
                     (player, entry, str(score), "1" if won else "", moves, index, live_top,
-                     FEED_LENGTH, day, keys.board_channel(variant, day)))
+                     FEED_LENGTH, day, keys.board_channel(variant, day), TOP_PAGE_LIMIT))
 
     @storage_errors
     def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
@@ -166,31 +183,37 @@ class DailyStore:
             items.append(script_call(_PROJECT, names, (
                 end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
                 end["moves"], end["index"], live_top, FEED_LENGTH, day,
-                keys.board_channel(variant, day))))
+                keys.board_channel(variant, day), TOP_PAGE_LIMIT)))
         wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]
 
     def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int,
-              separator: bytes) -> tuple[int, int, bytes, tuple[str, str] | None]:
+              separator: bytes) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
         reply = _PAGE.run(self._fast, [board, entries],
                           ("", "", limit, separator) if cursor is None
                           else (*cursor, limit, separator))
-        following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-        return int(reply[2]), int(reply[3]), bytes(reply[4]), following
+        return _page_reply(reply, False)
 
     @storage_errors
     def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int,
               separator: bytes = b"\n"
-              ) -> tuple[int, int, bytes, tuple[str, str] | None]:
+              ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
         """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``) in
         one round trip: the board's size, the rank of its first entry less one, its
-        entries' stored JSON (``{}`` for one missing) joined by ``separator``, and the
-        cursor of the next page (None: the end)."""
+        entries, the cursor of the next page (None: the end), and whether the entries
+        are the answer's already (each with its rank, joined by commas: a day's first
+        page, :data:`~.scripts.BOARD_TOP`) or their stored JSON (``{}`` for one
+        missing) joined by ``separator``."""
         if name.startswith("week:") or name == "streaks":
             return self._scored_page(variant, name, cursor, limit, separator)
-        return self._page(keys.daily(variant, f"{name}:board"),
-                          keys.daily(variant, f"{name}:entries"), cursor, limit, separator)
+        board, entries = (keys.daily(variant, f"{name}:board"),
+                          keys.daily(variant, f"{name}:entries"))
+        if cursor is None and limit <= TOP_PAGE_LIMIT:
+            reply = _TOP.run(self._fast, [board, entries, keys.daily(variant, f"{name}:top")],
+                             (limit, separator))
+            return _page_reply(reply, bool(reply[5]))
+        return self._page(board, entries, cursor, limit, separator)
 
     def _scored_page(self, variant, name, cursor, limit, separator):
         """The week's and the streaks' boards: their hash holds the player's figures."""
@@ -248,7 +271,7 @@ class DailyStore:
     def trim(self, variant: str, day: str, week: str | None) -> None:
         """Delete the day's keys (and ``week``'s, when no kept day is in it)."""
         names = [keys.daily(variant, f"{day}:{part}")
-                 for part in ("deal", "attempts", "board", "entries", "feed")]
+                 for part in ("deal", "attempts", "board", "entries", "feed", "top")]
         if week is not None:
             names += [keys.daily(variant, f"week:{week}"),
                       keys.daily(variant, f"week:{week}:board")]

@@ -367,15 +367,18 @@ return 1
 # its variant, ``{daily:<variant>}``.
 # KEYS: 1 the day's entries hash, 2 the day's board zset, 3 the week's hash, 4 the
 #       week's board zset, 5 the streaks hash, 6 the streaks board zset, 7 the day's
-#       feed stream, 8 the days zset
+#       feed stream, 8 the days zset, 9 the day's top pages (BOARD_TOP)
 # ARGV: 1 player, 2 entry (JSON), 3 score, 4 '1' when won, 5 moves, 6 the day's index,
 #       7 the top whose changes are events (DAILY_LIVE_TOP), 8 the feed's length kept,
-#       9 the day's id, 10 the board's channel
+#       9 the day's id, 10 the board's channel, 11 the ranks the top pages hold (the
+#       largest page's limit)
 # Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
 # entry is the marker: a player has one ranked game a day, so its end is written once
-# however often it is applied.  A win also counts in the week (days won, then their
-# moves: score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry
-# that lands in the top ARGV[7], or moves others within it, is added to the day's feed,
+# however often it is applied.  An entry that lands within the top pages (or right
+# after the largest: its next cursor) deletes them, in the same script.  A win also
+# counts in the week (days won, then their moves: score -won * 10^9 + moves) and the
+# streaks (consecutive days won).  An entry that lands in the top ARGV[7], or moves
+# others within it, is added to the day's feed,
 # and its id published on the board's channel, in the same script (its followers,
 # :mod:`service.live.board`).
 PROJECT_BOARD = """
@@ -407,6 +410,7 @@ if ARGV[4] == '1' then
   redis.call('ZADD', KEYS[6], tostring(-streak.longest), ARGV[1])
 end
 local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+if rank <= tonumber(ARGV[11]) then redis.call('DEL', KEYS[9]) end
 if rank < tonumber(ARGV[7]) then
   local id = redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'player', ARGV[1],
                         'rank', rank + 1, 'entry', ARGV[2])
@@ -470,4 +474,65 @@ local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
 local entries = redis.call('HMGET', KEYS[2], unpack(members))
 for i = 1, #members do entries[i] = entries[i] or '{}' end
 return {rank + 1, redis.call('ZCARD', KEYS[1]), first, table.concat(entries, ARGV[3])}
+"""
+
+# KEYS: 1 a day's board zset, 2 its entries hash, 3 its top pages hash.  ARGV: 1 the
+# most entries (at most the ranks PROJECT_BOARD keeps the pages for), 2 the separator
+# of the entries.
+# Answers BOARD_PAGE's reply for the board's first page, and a sixth item: '1' when
+# the entries are the answer's already (each with its rank, joined by commas), '' when
+# they are stored JSON joined by the separator.  The top pages hash holds, per limit,
+# the page's answer ('<limit>'), its next cursor's score and player ('<limit>:s',
+# '<limit>:p') and the board's size when it was made ('<limit>:n'); a page it lacks is
+# read from the board and, when every entry is stored in its answer's form (its
+# "game_url" last) or missing (its rank alone), made the answer's here and kept.
+# PROJECT_BOARD deletes the hash when an entry lands within the pages, in the same
+# script as the entry.  A kept page is answered only while it is the board's: a day's
+# entries are only ever added, each pushing those after it down, so no entry landed
+# within a page of <limit> while the player at its last rank is the one it had (a
+# board of more entries than the page), or while the board's size is the one it had
+# (a board the page holds whole); else it is made again.  So an entry written by any
+# other means (a process of an older version of the board's script) never hides
+# behind a kept page either, and a page read with the board's size is never older
+# than the board's state that size is of.  A page that cannot be kept (the hash
+# refused: maxmemory) is answered all the same.
+BOARD_TOP = """
+local want = ARGV[1]
+local n = tonumber(want)
+local count = redis.call('ZCARD', KEYS[1])
+local kept = redis.call('HMGET', KEYS[3], want, want .. ':s', want .. ':p', want .. ':n')
+if kept[1] then
+  local fresh
+  if kept[3] ~= '' then
+    fresh = redis.call('ZRANGE', KEYS[1], n - 1, n - 1)[1] == kept[3]
+  else
+    fresh = tostring(count) == kept[4]
+  end
+  if fresh then return {kept[2], kept[3], count, 0, kept[1], '1'} end
+end
+local members = redis.call('ZRANGE', KEYS[1], 0, n, 'WITHSCORES')
+local page = {'', '', count, 0, '', ''}
+local take = math.min(#members / 2, n)
+if #members / 2 > n then page[1], page[2] = members[2 * n], members[2 * n - 1] end
+if take == 0 then return page end
+local names = {}
+for i = 1, take do names[i] = members[2 * i - 1] end
+local entries = redis.call('HMGET', KEYS[2], unpack(names))
+local rows = {}
+for i = 1, take do
+  local entry = entries[i]
+  if not entry then
+    rows[i] = '{"rank":' .. i .. '}'
+  elseif string.find(entry, '"game_url":"', 1, true) then
+    rows[i] = '{"rank":' .. i .. ',' .. string.sub(entry, 2)
+  else
+    for j = 1, take do entries[j] = entries[j] or '{}' end
+    page[5] = table.concat(entries, ARGV[2])
+    return page
+  end
+end
+page[5], page[6] = table.concat(rows, ','), '1'
+redis.pcall('HSET', KEYS[3], want, page[5], want .. ':s', page[1], want .. ':p', page[2],
+            want .. ':n', count)
+return page
 """

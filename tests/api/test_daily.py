@@ -602,10 +602,15 @@ def test_the_quick_reading_of_an_around_query_answers_what_the_schema_does(query
     assert _answer(load_around_query, query) == _answer(around_query_schema.load, query)
 
 
-def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db):
+@pytest.mark.parametrize("form", ["answer", "older", "mixed"])
+def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db, form):
     """The board's entries are answered as stored, with bytes operations: each answer
     is the stored entry decoded with its rank and its game's URL added, also for names
-    and game ids that need escapes, and ties of score across pages."""
+    and game ids that need escapes, and ties of score across pages; the same for
+    entries stored in their answer's form (``form`` 'answer': as the board's projection
+    writes them, their game's URL in them), in the form written before it ('older': no
+    URL), and a board of both ('mixed').  The first pages of a board whose entries are
+    all in the answer's form are kept as their answers; the others are not."""
     app = daily_app()
     client = app.test_client()
     daily = app.services.daily
@@ -623,9 +628,16 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
                                    "time_ms": 7, "cards_home": 3, "score": score_,
                                    "ended_ms": 1764900000123}, name)
         daily.store.project_many([end], live_top=3)
+    entries_key = keys.daily("clock", f"{day}:entries")
+    for number, player in enumerate(player_ids):
+        if form == "older" or (form == "mixed" and number % 2):
+            entry = orjson.loads(redis_db.hget(entries_key, player))
+            assert entry.pop("game_url") == f"/v1/games/{entry['game_id']}"
+            redis_db.hset(entries_key, player, orjson.dumps(entry))
     stored = {player: json.loads(value) for player, value in
-              ((k.decode(), v) for k, v in
-               redis_db.hgetall(keys.daily("clock", f"{day}:entries")).items())}
+              ((k.decode(), v) for k, v in redis_db.hgetall(entries_key).items())}
+    assert {"game_url" in entry for entry in stored.values()} == \
+        {"answer": {True}, "older": {False}, "mixed": {True, False}}[form]
     order = [player for _score, player in sorted(zip(scores, player_ids, strict=True))]
 
     def expected(rank: int, player: str) -> dict:
@@ -633,7 +645,13 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         return {"rank": rank, **entry, "game_url": f"/v1/games/{entry['game_id']}"}
 
     whole = [expected(rank, player) for rank, player in enumerate(order, 1)]
-    assert board(client, "clock", day, limit=100)["entries"] == whole
+    top = keys.daily("clock", f"{day}:top")
+    for _read in range(2):  # made, then (its entries in the answer's form) kept
+        response = client.get(f"/v1/daily/clock/{day}/board", query_string={"limit": 100})
+        assert response.data == orjson.dumps({"variant": "clock", "day": day,
+                                              "count": len(order), "entries": whole,
+                                              "next_cursor": None})
+        assert redis_db.hexists(top, "100") == (form == "answer")
     seen, cursor = [], None
     while True:
         page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
@@ -658,3 +676,95 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         assert around.get_json() == {"variant": "clock", "day": day, "player_id": player,
                                      "rank": rank, "count": len(order),
                                      "entries": whole[max(0, rank - 3):rank + 2]}
+
+
+def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily_app,
+                                                                          redis_db):
+    """A day's first pages are kept as their answers (``<day>:top``) from their first
+    read, and deleted by the script of an entry that lands within the largest page or
+    right after it; an entry below them leaves them (only the board's size changes).
+    Every read answers the board as it is."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    board_key, entries_key, top = (keys.daily("clock", f"{day}:{part}")
+                                   for part in ("board", "entries", "top"))
+
+    def ends(*scores: tuple[int, int]) -> None:
+        daily.store.project_many([daily._end(f"g{number}", {
+            "player": f"{number:026d}", "variant": "clock", "day": day, "index": index,
+            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+            "ended_ms": 1764900000123}, f"Player {number}") for number, score_ in scores],
+            live_top=3)
+
+    def read(limit: int) -> dict:
+        page = board(client, "clock", day, limit=limit)
+        members = redis_db.zrange(board_key, 0, limit, withscores=True)
+        rows = [{"rank": rank, **orjson.loads(redis_db.hget(entries_key, member))}
+                for rank, (member, _score) in enumerate(members[:limit], 1)]
+        last = members[limit - 1] if len(members) > limit else None
+        assert page == {"variant": "clock", "day": day, "count": redis_db.zcard(board_key),
+                        "entries": rows, "next_cursor": None if last is None
+                        else f"{int(last[1])}:{last[0].decode()}"}
+        return page
+
+    ends(*((number, 1000 + 10 * number) for number in range(105)))
+    first = {limit: read(limit) for limit in (100, 5)}
+    assert sorted(redis_db.hkeys(top))[:4] == [b"100", b"100:n", b"100:p", b"100:s"]
+    assert redis_db.hlen(top) == 8
+    ends((200, 99_999))  # below the pages: they stay, the size grows
+    assert redis_db.hlen(top) == 8
+    assert read(100)["entries"] == first[100]["entries"]
+    assert read(100)["count"] == 106
+    ends((201, 1995))  # right after the largest page (rank 101): its next cursor's
+    assert redis_db.exists(top) == 0
+    assert read(100)["next_cursor"] == first[100]["next_cursor"]
+    assert read(5) == {**first[5], "count": 107}
+    ends((202, 1))  # the first
+    assert redis_db.exists(top) == 0
+    assert read(5)["entries"][0]["player_id"] == f"{202:026d}"
+    assert sorted(redis_db.hkeys(top)) == [b"5", b"5:n", b"5:p", b"5:s"]
+    # Entries written without the board's script (a process of an older version): a
+    # kept page that is no longer the board's is made again.
+    for number, score_, limit in ((203, 2, 5), (204, 1505, 100)):
+        read(limit)  # kept
+        player = f"{number:026d}"
+        redis_db.hset(entries_key, player, daily._end(f"g{number}", {
+            "player": player, "variant": "clock", "day": day, "index": index,
+            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+            "ended_ms": 1764900000123}, "Bypass")["entry"])
+        redis_db.zadd(board_key, {player: score_})
+        assert redis_db.hexists(top, str(limit))
+        assert player in [row["player_id"] for row in read(limit)["entries"]]
+
+
+def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
+    """A page that holds the whole board (fewer entries than its limit) is the board's
+    while the board's size is the one it had."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    board_key, entries_key = (keys.daily("clock", f"{day}:{part}")
+                              for part in ("board", "entries"))
+    for number in range(4):
+        player = f"{number:026d}"
+        entry = daily._end(f"g{number}", {
+            "player": player, "variant": "clock", "day": day, "index": index,
+            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3,
+            "score": 10 - number, "ended_ms": 1764900000123}, "P")
+        if number < 3:
+            daily.store.project_many([entry], live_top=3)
+            page = board(client, "clock", day, limit=5)
+            assert page == board(client, "clock", day, limit=5)  # made, then kept
+            assert (page["count"], page["next_cursor"]) == (number + 1, None)
+        else:  # written around the board's script: past the kept page's last entry
+            redis_db.hset(entries_key, player, entry["entry"])
+            redis_db.zadd(board_key, {player: 100})
+    page = board(client, "clock", day, limit=5)
+    assert [row["player_id"] for row in page["entries"]] == \
+        [f"{number:026d}" for number in (2, 1, 0, 3)]
+    assert page["count"] == 4
