@@ -43,6 +43,9 @@ class Connections(Protocol):
         their replies, errors as exception objects, in place.  What a ``WAIT`` needs:
         it counts the replicas that reached the last write of its own connection."""
 
+    def run_packed(self, key: str, packed: bytes, count: int) -> list:
+        """:meth:`run` for ``count`` commands packed already (bytes of the protocol)."""
+
     def close(self) -> None:
         """Disconnect every connection."""
 
@@ -83,6 +86,16 @@ def round_trip(connection, commands: list[tuple]) -> list:
     try:
         connection.send_packed_command(connection.pack_commands(commands))
         return read_replies(connection, len(commands))
+    except BaseException:
+        connection.disconnect()
+        raise
+
+
+def packed_round_trip(connection, packed: bytes, count: int) -> list:
+    """:func:`round_trip` for ``count`` commands packed already."""
+    try:
+        connection.send_packed_command([packed])
+        return read_replies(connection, count)
     except BaseException:
         connection.disconnect()
         raise
@@ -148,6 +161,10 @@ class ThreadConnections:
         slot)."""
         return round_trip(self._connection(), commands)
 
+    def run_packed(self, key: str, packed: bytes, count: int) -> list:
+        """:meth:`run` for ``count`` commands packed already."""
+        return packed_round_trip(self._connection(), packed, count)
+
     def close(self) -> None:
         with self._lock:
             connections = list(self._all)
@@ -197,6 +214,14 @@ class PooledConnections:
         connection = self._pool.get_connection()
         try:
             return round_trip(connection, commands)
+        finally:
+            self._pool.release(connection)
+
+    def run_packed(self, key: str, packed: bytes, count: int) -> list:
+        """:meth:`run` for ``count`` commands packed already."""
+        connection = self._pool.get_connection()
+        try:
+            return packed_round_trip(connection, packed, count)
         finally:
             self._pool.release(connection)
 
