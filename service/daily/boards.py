@@ -414,12 +414,13 @@ class Daily:
                 self.store.mark_closed(variant.id, day_id)
         return abandoned
 
-    def close_day(self, variant_id: str, day_id: str) -> int:
+    def close_day(self, variant_id: str, day_id: str, *, workers: int = CLOSE_WORKERS
+                  ) -> int:
         """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
         batch read in one round trip per master, written in one, its players' events
         applied in one, its board's in one (the board is one slot), its outboxes
-        cleared in one.  Up to :data:`CLOSE_WORKERS` batches are in flight at once (the
-        attempts are read meanwhile); a game in two of them (a page of ``HSCAN`` may
+        cleared in one.  Up to ``workers`` batches are in flight at once (the attempts
+        are read meanwhile; 1: one after the other); a game in two of them (a page of ``HSCAN`` may
         repeat one) is abandoned once all the same: its write is a compare-and-set.  A
         failure is raised once every batch in flight has ended."""
         abandoned, cursor = 0, 0
@@ -431,7 +432,7 @@ class Daily:
                                                             CLOSE_BATCH)
                 if attempts:
                     running.append(closers.submit(self._close_batch, attempts))
-                while running and (len(running) >= CLOSE_WORKERS or cursor == 0
+                while running and (len(running) >= workers or cursor == 0
                                    or running[0].done()):
                     abandoned += running.popleft().result()
                 if cursor == 0:
