@@ -504,7 +504,8 @@ def test_batches_of_a_close_in_flight_at_once_abandon_a_game_in_two_of_them_once
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert len(counts) == 4 and sum(counts) == 12
+    assert len(counts) == 4
+    assert sum(counts) == 12
     assert app.services.projector.sweep() == 0
     page = board(client, "clock", day, limit=100)
     assert page["count"] == 12
