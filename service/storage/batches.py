@@ -5,7 +5,9 @@ players' and their board's, each one slot's script, without a round trip each.
 
 On a cluster every master's round trip is sent before any reply is read: the masters
 run theirs at once.  The commands are packed by hiredis directly (redis-py's packing,
-which checks each argument in Python, costs more than the command in Redis).
+which checks each argument in Python, costs more than the command in Redis), and sent
+as they are (``run_packed`` of one Redis's connections,
+:meth:`~.cluster.ClusterConnections.send_each` on a cluster).
 
 Each round trip loads the scripts it calls first (``SCRIPT LOAD``).  A command whose
 reply is a redirection (its slot moved meanwhile), a ``TRYAGAIN`` or an unknown script

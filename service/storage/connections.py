@@ -43,9 +43,6 @@ class Connections(Protocol):
         their replies, errors as exception objects, in place.  What a ``WAIT`` needs:
         it counts the replicas that reached the last write of its own connection."""
 
-    def run_packed(self, key: str, packed: bytes, count: int) -> list:
-        """:meth:`run` for ``count`` commands packed already (bytes of the protocol)."""
-
     def close(self) -> None:
         """Disconnect every connection."""
 
