@@ -5,7 +5,8 @@ what each game's close would cost without the batches) and in batches one after 
 other (``Daily.close_day(..., workers=1)``: the close before its batches ran several at
 once, :data:`service.daily.boards.CLOSE_WORKERS`): all three in one run, on one Redis
 or on a local Redis Cluster of three masters with a replica each (writes confirmed by
-``WAIT`` there, as in production).
+``WAIT`` there, as in production), AOF with ``appendfsync always`` (production's, and
+``python -m bench daily``'s).
 
 It starts its own Redis (``--cluster``: its own cluster), makes ``--games`` players and
 their open ranked games of today's deal for each of three variants (through the app's
@@ -119,8 +120,9 @@ def section(args: argparse.Namespace, figures: dict) -> str:
     games = args.games
     single, batched = figures["single_s"], figures["batched_s"]
     sequential = figures["sequential_s"]
-    backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1)" if args.cluster \
-        else "one Redis (no WAIT)"
+    backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1, AOF with " \
+        "`appendfsync always`)" if args.cluster \
+        else "one Redis (no WAIT, AOF with `appendfsync always`)"
     return "\n".join([
         "## The close of a day of the daily deal (`python -m bench daily batches`)",
         "",
@@ -150,10 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-daily-") as data:
         if args.cluster:
-            with LocalCluster(Path(data) / "cluster", masters=3, replicas=1) as cluster:
+            with LocalCluster(Path(data) / "cluster", masters=3, replicas=1,
+                              appendfsync="always") as cluster:
                 figures = run(args, cluster.url)
         else:
-            with RedisServer(Path(data) / "redis", appendonly=False) as server:
+            with RedisServer(Path(data) / "redis", appendonly=True,
+                             appendfsync="always") as server:
                 figures = run(args, server.url)
     figures["load_before"] = load_before
     text = section(args, figures)
