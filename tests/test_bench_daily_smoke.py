@@ -98,25 +98,22 @@ def test_a_tiny_run_prints_the_table_and_writes_its_section(wrk, tmp_path, capsy
 
 
 def test_the_batches_run_closes_every_game_once_each_way(tmp_path, capsys):
-    """``python -m bench daily batches``, tiny (twenty games closed each of three ways) on its own
+    """``python -m bench daily batches``, tiny (twenty games closed each way) on its own
     Redis: every game closed once each way (it raises otherwise), the table printed and
     its own section written with the rest of the report kept."""
     from bench.daily import batches
-    from service.daily.boards import CLOSE_WORKERS
 
     report = tmp_path / "RESULTS.md"
     report.write_text("# Benchmark results\n\nkept\n")
     assert bench_daily.main(["batches", "--games", "20", "--output", str(report)]) == 0
     printed = capsys.readouterr().out
     assert "| one at a time (`Games.abandon`) | 20 |" in printed
-    assert "| in batches, one after the other (`close_day(..., workers=1)`) | 20 |" in printed
-    assert f"| in batches, {CLOSE_WORKERS} at once (`Daily.close_due`) | 20 |" in printed
+    assert "| in batches (`Daily.close_due`) | 20 |" in printed
     text = report.read_text()
     assert "kept" in text
     assert text.count(batches.BEGIN) == 1
     assert text.count(batches.END) == 1
     assert "times as fast as one at a time" in text
-    assert "times as fast as batches one after the other" in text
 
 
 @pytest.mark.timeout(120)

@@ -1,19 +1,16 @@
 """``python -m bench daily batches``: how fast the solver's worker closes a day of the daily
 deal, its ranked games still in play abandoned in batches (``Daily.close_due``), against
 the same games abandoned one at a time through the write pipeline (``Games.abandon``,
-what each game's close would cost without the batches) and in batches one after the
-other (``Daily.close_day(..., workers=1)``: the close before its batches ran several at
-once, :data:`service.daily.boards.CLOSE_WORKERS`): all three in one run, on one Redis
+what each game's close would cost without the batches): both in one run, on one Redis
 or on a local Redis Cluster of three masters with a replica each (writes confirmed by
 ``WAIT`` there, as in production), AOF with ``appendfsync always`` (production's, and
 ``python -m bench daily``'s).
 
 It starts its own Redis (``--cluster``: its own cluster), makes ``--games`` players and
-their open ranked games of today's deal for each of three variants (through the app's
+their open ranked games of today's deal for each of two variants (through the app's
 services: registration, then the attempt, as ``POST /v1/daily/...`` runs it), then
-closes one variant's games one at a time, the next's in batches one after the other and
-the last's in batches several at once, timing each (wall clock), and checks that every
-game is on its board once.  The table goes to standard
+closes one variant's games one at a time and the other's in batches, timing each (wall
+clock), and checks that every game is on its board once.  The table goes to standard
 output and to ``bench/RESULTS.md``.
 
     python -m bench daily batches [--games 5000] [--cluster] [--output PATH]
@@ -34,13 +31,10 @@ from bench.sections import write_section
 from bench.solver import source_commit
 from devtools.redis_server import LocalCluster, RedisServer
 from service.app import close_app, create_app
-from service.daily.boards import CLOSE_WORKERS
 
 BEGIN, END = "<!-- bench daily batches: begin -->", "<!-- bench daily batches: end -->"
-#: The variant closed one game at a time, the one closed in batches one after the other,
-#: and the one closed in batches several at once.
-ONE_BY_ONE, SEQUENTIAL, BATCHED = "clock", "four-corners", "salic-law"
-VARIANTS = (ONE_BY_ONE, SEQUENTIAL, BATCHED)
+#: The variant closed one game at a time, and the one closed in batches.
+ONE_BY_ONE, BATCHED = "clock", "salic-law"
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -88,10 +82,11 @@ def run(args: argparse.Namespace, url: str) -> dict:
                       "DAILY_CLOSE_GRACE_SECONDS": 0})
     try:
         services = app.services
-        for variant, seed in ((ONE_BY_ONE, 42), (SEQUENTIAL, 5), (BATCHED, 7)):
+        for variant, seed in ((ONE_BY_ONE, 42), (BATCHED, 7)):
             services.solver_store.add_seed(variant, seed)
         started = time.perf_counter()
-        games = {variant: make_games(app, variant, args.games) for variant in VARIANTS}
+        games = {variant: make_games(app, variant, args.games)
+                 for variant in (ONE_BY_ONE, BATCHED)}
         setup = time.perf_counter() - started
         daily = services.daily
         day = daily.calendar.day_id(daily.today())
@@ -99,19 +94,17 @@ def run(args: argparse.Namespace, url: str) -> dict:
         single = close_one_by_one(app, games[ONE_BY_ONE])
         single_s = time.perf_counter() - started
         started = time.perf_counter()
-        sequential = daily.close_day(SEQUENTIAL, day, workers=1)
-        sequential_s = time.perf_counter() - started
-        started = time.perf_counter()
         batched = daily.close_day(BATCHED, day)
         batched_s = time.perf_counter() - started
         left = services.projector.sweep()
-        counts = {variant: daily.store.counts(variant, day)[1] for variant in VARIANTS}
-        if (single, sequential, batched, left) != (args.games, args.games, args.games, 0) \
-                or counts != dict.fromkeys(VARIANTS, args.games):
-            raise RuntimeError(f"closed {single}, {sequential} and {batched}, swept {left}, "
-                               f"boards {counts}: not every game once")
-        return {"setup_s": setup, "single_s": single_s, "sequential_s": sequential_s,
-                "batched_s": batched_s, "load_after": load_average()}
+        counts = {variant: daily.store.counts(variant, day)[1]
+                  for variant in (ONE_BY_ONE, BATCHED)}
+        if (single, batched, left) != (args.games, args.games, 0) \
+                or counts != {ONE_BY_ONE: args.games, BATCHED: args.games}:
+            raise RuntimeError(f"closed {single} and {batched}, swept {left}, boards "
+                               f"{counts}: not every game once")
+        return {"setup_s": setup, "single_s": single_s, "batched_s": batched_s,
+                "load_after": load_average()}
     finally:
         close_app(app)
 
@@ -119,7 +112,6 @@ def run(args: argparse.Namespace, url: str) -> dict:
 def section(args: argparse.Namespace, figures: dict) -> str:
     games = args.games
     single, batched = figures["single_s"], figures["batched_s"]
-    sequential = figures["sequential_s"]
     backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1, AOF with " \
         "`appendfsync always`)" if args.cluster \
         else "one Redis (no WAIT, AOF with `appendfsync always`)"
@@ -134,16 +126,12 @@ def section(args: argparse.Namespace, figures: dict) -> str:
         "| close | games | seconds | games a second |",
         "|---|---:|---:|---:|",
         f"| one at a time (`Games.abandon`) | {games} | {single:.2f} | {games / single:,.0f} |",
-        f"| in batches, one after the other (`close_day(..., workers=1)`) | {games} | "
-        f"{sequential:.2f} | {games / sequential:,.0f} |",
-        f"| in batches, {CLOSE_WORKERS} at once (`Daily.close_due`) | {games} | "
-        f"{batched:.2f} | {games / batched:,.0f} |",
+        f"| in batches (`Daily.close_due`) | {games} | {batched:.2f} | "
+        f"{games / batched:,.0f} |",
         "",
-        f"In batches, {CLOSE_WORKERS} at once: {single / batched:.1f} times as fast as one at "
-        f"a time and {sequential / batched:.2f} times as fast as batches one after the "
-        f"other, in the same run. "
+        f"In batches: {single / batched:.1f} times as fast as one at a time, in the same run. "
         f"Every game was on its board once after each close. (Making the "
-        f"{3 * games} players and games took {figures['setup_s']:.1f} s.)",
+        f"{2 * games} players and games took {figures['setup_s']:.1f} s.)",
     ])
 
 

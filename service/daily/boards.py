@@ -24,11 +24,8 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import orjson
@@ -57,9 +54,6 @@ ACCOUNT_RULES = (BEFORE_DAY, ANY)
 FOUR_CORNERS = "four-corners"
 #: Attempts read per round trip when a day closes.
 CLOSE_BATCH = 500
-#: Batches of a close in flight at once, each on a thread (and connections) of its own:
-#: while one batch's commands run in Redis, the next is made in Python (docs/daily.md).
-CLOSE_WORKERS = 3
 #: Seconds an attempt that found the pool empty looks for the deal a racing attempt
 #: is storing, and how often.
 RACE_WAIT, RACE_POLL = 0.5, 0.05
@@ -125,8 +119,6 @@ class Daily:
         self.settings = settings
         self.calendar = settings.calendar
         self.search = search
-        self._closers: ThreadPoolExecutor | None = None
-        self._closers_made = threading.Lock()
 
     # --- days ------------------------------------------------------------------------
     def today(self) -> int:
@@ -414,48 +406,27 @@ class Daily:
                 self.store.mark_closed(variant.id, day_id)
         return abandoned
 
-    def close_day(self, variant_id: str, day_id: str, *, workers: int = CLOSE_WORKERS
-                  ) -> int:
+    def close_day(self, variant_id: str, day_id: str) -> int:
         """The day's games still in play abandoned, :data:`CLOSE_BATCH` at a time: each
         batch read in one round trip per master, written in one, its players' events
         applied in one, its board's in one (the board is one slot), its outboxes
-        cleared in one.  Up to ``workers`` batches are in flight at once (the attempts
-        are read meanwhile; 1: one after the other); a game in two of them (a page of ``HSCAN`` may
-        repeat one) is abandoned once all the same: its write is a compare-and-set.  A
-        failure is raised once every batch in flight has ended."""
+        cleared in one."""
         abandoned, cursor = 0, 0
-        closers = self._close_pool()
-        running: deque[Future] = deque()
-        try:
-            while True:
-                cursor, attempts = self.store.attempts_page(variant_id, day_id, cursor,
-                                                            CLOSE_BATCH)
-                if attempts:
-                    running.append(closers.submit(self._close_batch, attempts))
-                while running and (len(running) >= workers or cursor == 0
-                                   or running[0].done()):
-                    abandoned += running.popleft().result()
-                if cursor == 0:
-                    return abandoned
-        finally:
-            wait(running)
+        while True:
+            cursor, attempts = self.store.attempts_page(variant_id, day_id, cursor,
+                                                        CLOSE_BATCH)
+            abandoned += self._close_batch(attempts)
+            if cursor == 0:
+                return abandoned
 
     def _close_batch(self, attempts: list[tuple[str, str]]) -> int:
         """A batch of the close (attempts: (player, game id) pairs): how many games it
-        abandoned."""
+        abandoned.  Two closes of the same games at once (a close run again while the
+        first still runs) abandon each once: its write is a compare-and-set."""
         written = self.games.abandon_many([(game_id, player) for player, game_id in attempts])
         if written:
             self.projector.apply_many(written)
         return len(written)
-
-    def _close_pool(self) -> ThreadPoolExecutor:
-        """The threads of the close, made on the first close and kept (each keeps its
-        connections)."""
-        with self._closers_made:
-            if self._closers is None:
-                self._closers = ThreadPoolExecutor(CLOSE_WORKERS,
-                                                   thread_name_prefix="daily-close")
-            return self._closers
 
     def _trim(self, variant_id: str, day_id: str, index: int, today: int) -> None:
         week = self.calendar.week_id(index)

@@ -469,10 +469,10 @@ def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, mo
     assert redis_db.sismember(keys.daily("clock", "closed"), day)
 
 
-def test_batches_of_a_close_in_flight_at_once_abandon_a_game_in_two_of_them_once(daily_app):
-    """The close's batches run at once on threads of their own, and a page of HSCAN may
-    repeat a game: four batches of the same twelve games at once abandon each once, put
-    it on the board once and count it in its player's statistics once."""
+def test_closes_of_the_same_games_at_once_abandon_each_once(daily_app):
+    """A close run again while another still runs (a second worker), or a game that a
+    page of HSCAN repeats: four batches of the same twelve games at once abandon each
+    once, put it on the board once and count it in its player's statistics once."""
     import threading
 
     app = daily_app(DAILY_PERIOD_SECONDS=4)
