@@ -52,8 +52,9 @@ BEFORE_DAY, ANY = "before-day", "any"
 ACCOUNT_RULES = (BEFORE_DAY, ANY)
 #: The variant whose day's deal may be one not proved winnable.
 FOUR_CORNERS = "four-corners"
-#: Attempts read per round trip when a day closes.
-CLOSE_BATCH = 500
+#: Attempts read per round trip when a day closes (why this many: docs/performance.md,
+#: "The close of a day").
+CLOSE_BATCH = 2000
 #: Seconds an attempt that found the pool empty looks for the deal a racing attempt
 #: is storing, and how often.
 RACE_WAIT, RACE_POLL = 0.5, 0.05
