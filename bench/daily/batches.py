@@ -3,7 +3,8 @@ deal, its ranked games still in play abandoned in batches (``Daily.close_due``),
 the same games abandoned one at a time through the write pipeline (``Games.abandon``,
 what each game's close would cost without the batches): both in one run, on one Redis
 or on a local Redis Cluster of three masters with a replica each (writes confirmed by
-``WAIT`` there, as in production).
+``WAIT`` there, as in production), AOF with ``appendfsync always`` (production's, and
+``python -m bench daily``'s).
 
 It starts its own Redis (``--cluster``: its own cluster), makes ``--games`` players and
 their open ranked games of today's deal for each of two variants (through the app's
@@ -102,7 +103,8 @@ def run(args: argparse.Namespace, url: str) -> dict:
                 or counts != {ONE_BY_ONE: args.games, BATCHED: args.games}:
             raise RuntimeError(f"closed {single} and {batched}, swept {left}, boards "
                                f"{counts}: not every game once")
-        return {"setup_s": setup, "single_s": single_s, "batched_s": batched_s}
+        return {"setup_s": setup, "single_s": single_s, "batched_s": batched_s,
+                "load_after": load_average()}
     finally:
         close_app(app)
 
@@ -110,13 +112,15 @@ def run(args: argparse.Namespace, url: str) -> dict:
 def section(args: argparse.Namespace, figures: dict) -> str:
     games = args.games
     single, batched = figures["single_s"], figures["batched_s"]
-    backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1)" if args.cluster \
-        else "one Redis (no WAIT)"
+    backend = "a local Redis Cluster (3 masters, 1 replica each, WAIT 1, AOF with " \
+        "`appendfsync always`)" if args.cluster \
+        else "one Redis (no WAIT, AOF with `appendfsync always`)"
     return "\n".join([
         "## The close of a day of the daily deal (`python -m bench daily batches`)",
         "",
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, commit {source_commit('service')}, "
-        f"{cpu_model()}, load average {load_average()}; {backend}; "
+        f"{cpu_model()}, load average {figures['load_before']} before, "
+        f"{figures['load_after']} after the closes; {backend}; "
         f"`python -m bench daily batches --games {games}{' --cluster' if args.cluster else ''}`.",
         "",
         "| close | games | seconds | games a second |",
@@ -133,13 +137,17 @@ def section(args: argparse.Namespace, figures: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="bench-daily-") as data:
         if args.cluster:
-            with LocalCluster(Path(data) / "cluster", masters=3, replicas=1) as cluster:
+            with LocalCluster(Path(data) / "cluster", masters=3, replicas=1,
+                              appendfsync="always") as cluster:
                 figures = run(args, cluster.url)
         else:
-            with RedisServer(Path(data) / "redis", appendonly=False) as server:
+            with RedisServer(Path(data) / "redis", appendonly=True,
+                             appendfsync="always") as server:
                 figures = run(args, server.url)
+    figures["load_before"] = load_before
     text = section(args, figures)
     print(text)
     write_section(args.output, BEGIN, END, text)

@@ -53,8 +53,9 @@ BEFORE_DAY, ANY = "before-day", "any"
 ACCOUNT_RULES = (BEFORE_DAY, ANY)
 #: The variant whose day's deal may be one not proved winnable.
 FOUR_CORNERS = "four-corners"
-#: Attempts read per round trip when a day closes.
-CLOSE_BATCH = 500
+#: Attempts read per round trip when a day closes (why this many: docs/performance.md,
+#: "The close of a day").
+CLOSE_BATCH = 2000
 #: Seconds an attempt that found the pool empty looks for the deal a racing attempt
 #: is storing, and how often.
 RACE_WAIT, RACE_POLL = 0.5, 0.05
@@ -418,13 +419,18 @@ class Daily:
         while True:
             cursor, attempts = self.store.attempts_page(variant_id, day_id, cursor,
                                                         CLOSE_BATCH)
-            written = self.games.abandon_many([(game_id, player)
-                                               for player, game_id in attempts])
-            if written:
-                self.projector.apply_many(written)
-            abandoned += len(written)
+            abandoned += self._close_batch(attempts)
             if cursor == 0:
                 return abandoned
+
+    def _close_batch(self, attempts: list[tuple[str, str]]) -> int:
+        """A batch of the close (attempts: (player, game id) pairs): how many games it
+        abandoned.  Two closes of the same games at once (a close run again while the
+        first still runs) abandon each once: its write is a compare-and-set."""
+        written = self.games.abandon_many([(game_id, player) for player, game_id in attempts])
+        if written:
+            self.projector.apply_many(written)
+        return len(written)
 
     def _trim(self, variant_id: str, day_id: str, index: int, today: int) -> None:
         week = self.calendar.week_id(index)

@@ -3,6 +3,12 @@ one Redis), each followed by a ``WAIT`` when writes wait for replicas.  What the
 of a day of the daily deal sends (:mod:`service.daily`): thousands of game writes, their
 players' and their board's, each one slot's script, without a round trip each.
 
+On a cluster every master's round trip is sent before any reply is read: the masters
+run theirs at once.  The commands are packed by hiredis directly (redis-py's packing,
+which checks each argument in Python, costs more than the command in Redis), and sent
+as they are (``run_packed`` of one Redis's connections,
+:meth:`~.cluster.ClusterConnections.send_each` on a cluster).
+
 Each round trip loads the scripts it calls first (``SCRIPT LOAD``).  A command whose
 reply is a redirection (its slot moved meanwhile), a ``TRYAGAIN`` or an unknown script
 (a node failed over between the load and the call) is sent again alone, as the request
@@ -14,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import hiredis
 from redis.crc import key_slot
 from redis.exceptions import AskError, ClusterDownError, NoScriptError, TryAgainError
 
@@ -44,10 +51,28 @@ def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = N
     # them): no item is refused for a script its node does not know.
     loads = [("SCRIPT", "LOAD", script.source) for script in scripts] if load else []
     replies: list = [None] * len(items)
-    for node, indexes in _groups(connections, items):
-        sent = loads + [items[i][1] for i in indexes] + then
-        found = connections.send(node, sent) if node is not None else \
-            connections.run(items[indexes[0]][0], sent)
+    groups = list(_groups(connections, items))
+    sent = [[*loads, *(items[i][1] for i in indexes), *then] for _node, indexes in groups]
+    if isinstance(connections, ClusterConnections):
+        masters = [number for number, (node, _indexes) in enumerate(groups)
+                   if node is not None]
+        found_each: list = [None] * len(groups)
+        for number, found in zip(masters, connections.send_each(
+                [(groups[number][0], _pack(sent[number]), len(sent[number]))
+                 for number in masters]), strict=True):
+            found_each[number] = found
+        for number, (node, indexes) in enumerate(groups):
+            if node is None:  # a slot without a master: the request path's way
+                found_each[number] = connections.run(items[indexes[0]][0], sent[number])
+    else:
+        found_each = [connections.run_packed(items[indexes[0]][0], _pack(commands),
+                                             len(commands))
+                      for (_node, indexes), commands in zip(groups, sent, strict=True)]
+    failure = next((found for found in found_each if isinstance(found, BaseException)),
+                   None)
+    if failure is not None:
+        raise failure
+    for (_node, indexes), found in zip(groups, found_each, strict=True):
         found = found[len(loads):]
         _confirmed(found[len(indexes):], wait)
         for index, reply in zip(indexes, found, strict=False):
@@ -57,6 +82,12 @@ def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = N
         if isinstance(reply, Exception):
             replies[index] = _again(connections, items[index], reply, sources, then, wait)
     return replies
+
+
+def _pack(commands: list[tuple]) -> bytes:
+    """``commands`` in the protocol, as redis-py packs them (each argument bytes, text or
+    a number)."""
+    return b"".join([hiredis.pack_command(command) for command in commands])
 
 
 def _groups(connections, items: list[Item]):

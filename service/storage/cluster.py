@@ -204,6 +204,46 @@ class ClusterConnections:
         """:meth:`send` for ``count`` commands packed already."""
         return self._exchange(node, self._connection(node), packed, count)
 
+    def send_each(self, batches: list[tuple[ClusterNode, bytes, int]]) -> list:
+        """Each node's ``count`` commands, packed already, sent to it, every node's
+        before any reply is read (the nodes run them at once): per node its replies (as
+        :meth:`send` gives them), or the exception that its connection raised."""
+        sent: list = []
+        for node, packed, count in batches:
+            try:
+                connection = self._connection(node)
+            except NodeUnreachable as error:
+                sent.append(error)
+                continue
+            try:
+                connection.send_packed_command([packed])
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
+                connection.disconnect()
+                self.failed(node)
+                sent.append(error)
+                continue
+            sent.append((node, connection, count))
+        found: list = []
+        for item in sent:
+            if isinstance(item, BaseException):
+                found.append(item)
+                continue
+            node, connection, count = item
+            try:
+                replies = read_replies(connection, count)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
+                connection.disconnect()
+                self.failed(node)
+                found.append(error)
+                continue
+            except BaseException:
+                connection.disconnect()  # replies may be left unread: never reuse it
+                raise
+            self._answered[node.name] = time.monotonic()
+            self._down.pop(node.name, None)
+            found.append(replies)
+        return found
+
     def _exchange(self, node: ClusterNode, connection: redis.Connection, packed,
                   count: int) -> list:
         try:

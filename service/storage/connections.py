@@ -88,6 +88,16 @@ def round_trip(connection, commands: list[tuple]) -> list:
         raise
 
 
+def packed_round_trip(connection, packed: bytes, count: int) -> list:
+    """:func:`round_trip` for ``count`` commands packed already."""
+    try:
+        connection.send_packed_command([packed])
+        return read_replies(connection, count)
+    except BaseException:
+        connection.disconnect()
+        raise
+
+
 class ThreadConnections:
     """One redis-py connection per thread for the commands of the request path.
 
@@ -148,6 +158,10 @@ class ThreadConnections:
         slot)."""
         return round_trip(self._connection(), commands)
 
+    def run_packed(self, key: str, packed: bytes, count: int) -> list:
+        """:meth:`run` for ``count`` commands packed already."""
+        return packed_round_trip(self._connection(), packed, count)
+
     def close(self) -> None:
         with self._lock:
             connections = list(self._all)
@@ -197,6 +211,14 @@ class PooledConnections:
         connection = self._pool.get_connection()
         try:
             return round_trip(connection, commands)
+        finally:
+            self._pool.release(connection)
+
+    def run_packed(self, key: str, packed: bytes, count: int) -> list:
+        """:meth:`run` for ``count`` commands packed already."""
+        connection = self._pool.get_connection()
+        try:
+            return packed_round_trip(connection, packed, count)
         finally:
             self._pool.release(connection)
 

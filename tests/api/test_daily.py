@@ -469,6 +469,53 @@ def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, mo
     assert redis_db.sismember(keys.daily("clock", "closed"), day)
 
 
+def test_closes_of_the_same_games_at_once_abandon_each_once(daily_app):
+    """A close run again while another still runs (a second worker), or a game that a
+    page of HSCAN repeats: four batches of the same twelve games at once abandon each
+    once, put it on the board once and count it in its player's statistics once."""
+    import threading
+
+    app = daily_app(DAILY_PERIOD_SECONDS=4)
+    client = FlaskClient(app)
+    daily = app.services.daily
+    calendar = daily.calendar
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < 3000:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+        index = calendar.index(now_ms())
+    app.services.solver_store.add_seed("clock", 13)
+    tokens = []
+    for number in range(12):
+        _player, token = register(client, f"P{number}")
+        start(client, token)
+        tokens.append(token)
+    day = calendar.day_id(index)
+    time.sleep(max(0, calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    _cursor, attempts = daily.store.attempts_page("clock", day, 0, 100)
+    assert len(attempts) == 12
+    barrier, counts = threading.Barrier(4), []
+
+    def close_batch():
+        barrier.wait()
+        counts.append(daily._close_batch(attempts))
+
+    threads = [threading.Thread(target=close_batch) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert len(counts) == 4
+    assert sum(counts) == 12
+    assert app.services.projector.sweep() == 0
+    page = board(client, "clock", day, limit=100)
+    assert page["count"] == 12
+    assert [entry["outcome"] for entry in page["entries"]] == ["abandoned"] * 12
+    for token in tokens:
+        stats = client.get("/v1/players/me/stats", headers=auth(token)).get_json()
+        clock = next(row for row in stats["variants"] if row["variant"] == "clock")
+        assert (clock["resigned"], clock["in_play"]) == (1, 0)  # an abandoned game
+
+
 def test_the_worker_chooses_today_s_deal_from_the_pool_ahead_of_the_first_attempt(daily_app):
     app = daily_app()
     client = app.test_client()
