@@ -609,10 +609,14 @@ def _players_exactly_once(base: str, accounts: list, answers: list, on_victim,
     })
 
 
+#: Players while an API replica is killed for good.
+PLAYERS_OF_A_KILLED_REPLICA = 2
+
+
 def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
     deployment, base, _prefix = cluster
     games = salic_law_games(requests.Session(), base, 6)
-    stop, players = run_players(base, games, 2)
+    stop, players = run_players(base, games, PLAYERS_OF_A_KILLED_REPLICA)
     try:
         time.sleep(1.5)
         killed = deployment.kill_for_good("api-2").reported
@@ -631,7 +635,11 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
                                                                  at_most(10.0)),
         "api_replica_killed: requests_after_the_kill": (since_kill["requests"], at_least(20)),
         "api_replica_killed: failed": (figures["failed"], equal(0)),
-        "api_replica_killed: sent_again": (figures["sent_again"], equal(0)),
+        # A player's kept-alive connection to HAProxy may close, no byte answered, as the
+        # replica behind it dies (seen once in a full run): the player sends that request
+        # again as browsers do, once at most; nothing failed (above).
+        "api_replica_killed: sent_again": (figures["sent_again"],
+                                           at_most(PLAYERS_OF_A_KILLED_REPLICA)),
         "api_replica_killed: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
         "api_replica_killed: max_latency_after_the_kill_s": (since_kill["max_latency_s"],
                                                              at_most(LATENCY_WITHIN)),
