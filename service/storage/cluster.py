@@ -230,24 +230,18 @@ class ClusterConnections:
                 continue
             node, connection, count = item
             try:
-                replies = read_replies(connection, count)
+                found.append(self._exchange(node, connection, None, count))
             except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
-                connection.disconnect()
-                self.failed(node)
                 found.append(error)
-                continue
-            except BaseException:
-                connection.disconnect()  # replies may be left unread: never reuse it
-                raise
-            self._answered[node.name] = time.monotonic()
-            self._down.pop(node.name, None)
-            found.append(replies)
         return found
 
     def _exchange(self, node: ClusterNode, connection: redis.Connection, packed,
                   count: int) -> list:
+        """``packed`` sent (None: sent already), then ``count`` replies read; a
+        connection that failed is dropped and its node counted failed."""
         try:
-            connection.send_packed_command(packed)
+            if packed is not None:
+                connection.send_packed_command(packed)
             replies = read_replies(connection, count)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             connection.disconnect()
@@ -257,8 +251,7 @@ class ClusterConnections:
             connection.disconnect()  # replies may be left unread: never reuse it
             raise
         self._answered[node.name] = time.monotonic()
-        if node.name in self._down:
-            self._down.pop(node.name, None)
+        self._down.pop(node.name, None)
         return replies
 
     def run(self, key: str | bytes, commands: list[tuple]) -> list:
