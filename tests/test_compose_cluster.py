@@ -317,7 +317,8 @@ def test_cluster_init_forms_the_cluster_without_the_first_node_in_bounded_time(l
     # The two left over went to two different masters (each the one with the fewest
     # when it joined: one each after the creation)...
     chosen = re.findall(r"^\S+ replicates ([0-9a-f]{40})$", result.stdout, re.MULTILINE)
-    assert len(chosen) == 2 and chosen[0] != chosen[1], result.stdout
+    assert len(chosen) == 2, result.stdout
+    assert chosen[0] != chosen[1], result.stdout
     # ...and every master has a replica (Redis may move one to a master it sees left
     # without any for a moment: its own replica migration, on a loaded machine).
     assert len(replicas) == 5
