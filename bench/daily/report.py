@@ -142,9 +142,7 @@ def section(args, outcome: dict, facts: dict) -> str:
             "the game through the same write, outbox and projection. The ratio is over "
             "the ordinary game's resign in the same round.",
             "",
-            runs_table([run for run in moves.runs if run.key.startswith("resign_")],
-                       _run(moves, "resign_ordinary").rps, floor_name="ordinary resign",
-                       ratios={"resign_ranked": last_move_ratios(moves)[0]}),
+            last_move_table(moves),
             "",
             "A round in which wrk ran out of games of either kind to resign (its lanes "
             "then read `/healthz`, counted as errors) is left out of the ratio; the "
@@ -170,6 +168,13 @@ def section(args, outcome: dict, facts: dict) -> str:
             out += [f"**The gunicorn log shows problems ({where}):** {problems}", ""]
     out += ["Goals:", "", goals_table(outcome, args.connections)]
     return "\n".join(out)
+
+
+def last_move_table(moves) -> str:
+    """The resigns' rows, the ranked one's ratio over the ordinary one's."""
+    return runs_table([run for run in moves.runs if run.key.startswith("resign_")],
+                      _run(moves, "resign_ordinary").rps, floor_name="ordinary resign",
+                      ratios={"resign_ranked": last_move_ratios(moves)[0]})
 
 
 def last_move_section(args, outcome: dict, facts: dict) -> str:
@@ -198,9 +203,7 @@ def last_move_section(args, outcome: dict, facts: dict) -> str:
         "in the same round (lowest–highest in brackets), rounds in which either ran out "
         "of games left out.",
         "",
-        runs_table([run for run in moves.runs if run.key.startswith("resign_")],
-                   _run(moves, "resign_ordinary").rps, floor_name="ordinary resign",
-                   ratios={"resign_ranked": last_move_ratios(moves)[0]}),
+        last_move_table(moves),
         "",
         *([f"**The gunicorn log shows problems:** {facts['log_problems']['one Redis']}",
            ""] if facts["log_problems"].get("one Redis") else []),
