@@ -636,8 +636,10 @@ def test_an_api_replica_killed_for_good_goes_unnoticed(cluster):
         "api_replica_killed: requests_after_the_kill": (since_kill["requests"], at_least(20)),
         "api_replica_killed: failed": (figures["failed"], equal(0)),
         # A player's kept-alive connection to HAProxy may close, no byte answered, as the
-        # replica behind it dies (seen once in a full run): the player sends that request
-        # again as browsers do, once at most; nothing failed (above).
+        # replica behind it dies (1 in 2 of 3 full runs): HAProxy hands a client's next
+        # request to the server connection its last went on (`http-reuse safe`), and when
+        # that one is closed under it, it closes the client's so that the client sends it
+        # again, as browsers do; once at most a player, and nothing failed (above).
         "api_replica_killed: sent_again": (figures["sent_again"],
                                            at_most(PLAYERS_OF_A_KILLED_REPLICA)),
         "api_replica_killed: kept_alive_share": (figures["kept_alive_share"], at_least(0.9)),
