@@ -259,8 +259,8 @@ export class Api {
 
   // --- the daily deal ---
   // Today: {day, start, end, variants: [{variant, deal_commitment, players, entries}]}.
-  daily() {
-    return this.get(paths.daily());
+  daily({ signal } = {}) {
+    return this.get(paths.daily(), { signal });
   }
 
   // One variant's day; with the player's token, my_game names their ranked game.

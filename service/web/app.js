@@ -1478,10 +1478,10 @@ function dailyItem(day, mine) {
   name.textContent = variantName(day.variant);
   const detail = document.createElement("span");
   detail.className = "daily-detail";
-  const facts = [plural(day.players, "player"), `${day.entries} on the board`];
-  if (day.winnable === true) facts.push("proved winnable");
-  if (mine && mine.status !== "playing") facts.push(`you: ${STATUS_LABELS[mine.status] || mine.status}`);
-  detail.textContent = facts.join(" \u00b7 ");
+  item.dataset.players = String(day.players);
+  item.dataset.entries = String(day.entries);
+  if (day.winnable === true) item.dataset.winnable = "1";
+  if (mine && mine.status !== "playing") item.dataset.you = STATUS_LABELS[mine.status] || mine.status;
   let action;
   if (mine) {
     action = document.createElement("a");
@@ -1509,7 +1509,40 @@ function dailyItem(day, mine) {
     window.location.hash = `daily=${day.variant}`;
   });
   item.append(name, detail, action, board);
+  describeDeal(item);
   return item;
+}
+
+// A deal's line: its players, its entries, whether it was proved winnable, my result.
+function describeDeal(item) {
+  const facts = [plural(Number(item.dataset.players), "player"),
+    `${item.dataset.entries} on the board`];
+  if (item.dataset.winnable) facts.push("proved winnable");
+  if (item.dataset.you) facts.push(`you: ${item.dataset.you}`);
+  setText(item.querySelector(".daily-detail"), facts.join(" \u00b7 "));
+}
+
+// Today's deal of a variant counts more players or entries: its line says so, in place.
+function countDeal(variant, { players, entries }) {
+  const item = [...$("daily-deals").children].find((li) => li.dataset.variant === variant);
+  if (!item) return;
+  if (players !== undefined) item.dataset.players = String(players);
+  if (entries !== undefined) item.dataset.entries = String(entries);
+  describeDeal(item);
+}
+
+// Today's players and entries of each deal, read again in the background (the refresher).
+async function recountDeals(seq, signal) {
+  try {
+    const { data } = await quietApi.daily({ signal });
+    if (seq !== S.listSeq) return false;
+    if (data.day === S.daily.day) {
+      for (const { variant, players, entries } of data.variants) countDeal(variant, { players, entries });
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // The player's ranked attempt: the account is made first if this device has none.
@@ -1646,6 +1679,7 @@ async function loadBoard(seq, { more = false, quiet = false, signal } = {}) {
     $("daily-board-empty").hidden = data.count > 0;
     body.dataset.count = String(data.count);
     body.dataset.loaded = "1";
+    if (today) countDeal(variant, { entries: data.count });
   } catch (error) {
     if (seq === S.listSeq && !quiet && !aborted(error)) {
       dailyFailed(`The board could not be read: ${error.message}`);
@@ -1721,8 +1755,9 @@ function rereadBoard(seq, { quiet = false } = {}) {
 }
 
 // Live: every change within the board's top (its events feed) re-reads the board at once;
-// what changes below the top (the board's count, my rank) is re-read by the refresher,
-// every boardRefreshSeconds() while the page is visible. Both stop when the view is left.
+// what changes below the top (the board's count, my rank, the deals' players and
+// entries) is re-read by the refresher, every boardRefreshSeconds() while the page is
+// visible. Both stop when the view is left.
 function followBoard(seq, day) {
   stopBoard();
   const live = $("daily-live");
@@ -1740,9 +1775,15 @@ function followBoard(seq, day) {
       if (seq === S.listSeq) rereadBoard(seq);
     },
   });
+  const { signal } = S.daily.aborter;
   S.daily.refresher = new Refresher({
     seconds: boardRefreshSeconds(),
-    refresh: () => (seq === S.listSeq ? rereadBoard(seq, { quiet: true }) : Promise.resolve(false)),
+    refresh: async () => {
+      if (seq !== S.listSeq) return false;
+      const counted = await recountDeals(seq, signal);
+      if (seq !== S.listSeq) return false;
+      return (await rereadBoard(seq, { quiet: true })) && counted;
+    },
   });
   S.daily.follower.start();
   S.daily.refresher.start();

@@ -272,6 +272,10 @@ def last_board_event(base: str, day: str) -> str | None:
     return feed.json()["last_event_id"]
 
 
+def clock_deal_line(page) -> str:
+    return page.text_content('#daily-deals li[data-variant="clock"] .daily-detail')
+
+
 def set_visibility(page, state: str):
     """The tab hidden or shown again, as the page sees it (headless Chromium's tab stays
     visible): document.visibilityState, then its visibilitychange event."""
@@ -304,10 +308,11 @@ def test_the_count_and_my_rank_follow_entries_below_the_top(pages, live_server):
         page.wait_for_selector('#daily-board-body[data-count="11"]', state="attached")
         wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '11'")
         assert page.text_content("#daily-rank") == "You are ranked 11 of 11."
+        assert clock_deal_line(page).startswith("11 players \u00b7 11 on the board")
         wait_until(page, "document.querySelector('#daily-live').dataset.state === 'live'")
-    reads: list[str] = []
+    reads: list[str] = []  # the quick page's reads of today's deals and of the board
     quick.on("request", lambda request: reads.append(request.url)
-             if re.search(r"/v1/daily/clock/[^/]+/board", request.url) else None)
+             if re.search(r"/v1/daily(/clock/[^/]+/board\b.*)?$", request.url) else None)
 
     before = last_board_event(base, day)
     for i in range(3):
@@ -323,15 +328,19 @@ def test_the_count_and_my_rank_follow_entries_below_the_top(pages, live_server):
                             timeout=5_000)
     wait_until(quick, "document.querySelector('#daily-rank').dataset.rank === '14'", 5)
     assert quick.text_content("#daily-rank") == "You are ranked 14 of 14."
+    assert clock_deal_line(quick).startswith("14 players \u00b7 14 on the board")
     around = quick.eval_on_selector_all("#daily-around-body tr",
                                         "rows => rows.map(tr => tr.dataset.player)")
     assert around == ids[11:14]
     assert [r["player"] for r in board_shown(quick)] == ids[:10]
     assert quick.evaluate("performance.getEntriesByType('navigation').length") == 1
-    assert reads  # by reading the board again, not by the feed
+    # By reading the board and today's deals again, not by the feed.
+    assert any("/board" in url for url in reads)
+    assert any(url.endswith("/v1/daily") for url in reads)
     # The page that re-reads every hour has been told nothing meanwhile.
     assert slow.get_attribute("#daily-board-body", "data-count") == "11"
     assert slow.text_content("#daily-rank") == "You are ranked 11 of 11."
+    assert clock_deal_line(slow).startswith("11 players \u00b7 11 on the board")
 
     # Hidden, the quick page reads nothing (a read under way when it was hidden ends).
     set_visibility(quick, "hidden")
@@ -349,6 +358,7 @@ def test_the_count_and_my_rank_follow_entries_below_the_top(pages, live_server):
                                timeout=3_000)
         wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '15'", 3)
         assert page.text_content("#daily-rank") == "You are ranked 15 of 15."
+        assert clock_deal_line(page).startswith("15 players \u00b7 15 on the board")
         assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
 
 
