@@ -101,14 +101,15 @@ const S = {
   listSeq: 0,
   // The player's id (their board entries), once the server told it.
   playerId: null,
-  // The daily view: today's id, the variant whose board is shown, its cursor, the
-  // board's follower and refresher (with the controller that aborts their re-reads when
-  // the board is left), the re-read under way ({seq, again, quiet, done}: done, a
-  // promise of whether it went through; again, another asked for after it). boardDay:
-  // the day whose board is shown (today's, or the day before, whose deal and games
-  // anyone may see).
+  // The daily view: today's id, the variant whose board is shown, its cursor, how many
+  // pages "More of the board" added, the board's follower and refresher (with the
+  // controller that aborts their re-reads when the board is left), the re-read under
+  // way ({seq, again, quiet, done}: done, a promise of whether it went through; again,
+  // another asked for after it). boardDay: the day whose board is shown (today's, or
+  // the day before, whose deal and games anyone may see).
   daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
-           follower: null, refresher: null, aborter: null, reading: null, boardDay: null },
+           pages: 0, follower: null, refresher: null, aborter: null, reading: null,
+           boardDay: null },
 };
 
 const api = new Api({
@@ -1665,11 +1666,15 @@ async function loadBoard(seq, { more = false, quiet = false, signal } = {}) {
   const body = $("daily-board-body");
   const limit = more ? BOARD_PAGE : Math.min(BOARD_MAX, Math.max(BOARD_PAGE, S.daily.shown));
   const dayOpen = today && Date.now() < Date.parse(S.daily.end);
+  const pages = S.daily.pages;
   try {
     const { data } = await (quiet ? quietApi : api).dailyBoard(variant, day, {
       limit, cursor: more ? S.daily.cursor : null, signal,
     });
     if (seq !== S.listSeq) return false;
+    // "More of the board" added a page meanwhile: read the board shown now instead.
+    if (!more && S.daily.pages !== pages) return loadBoard(seq, { quiet, signal });
+    if (more) S.daily.pages += 1;
     const rows = data.entries.map((entry) => boardRow(entry, dayOpen));
     if (more) body.append(...rows);
     else syncRows(body, rows);
