@@ -10,7 +10,6 @@ Every answer is checked against openapi.yaml by the test client."""
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 
 import orjson
@@ -649,15 +648,43 @@ def test_the_quick_reading_of_an_around_query_answers_what_the_schema_does(query
     assert _answer(load_around_query, query) == _answer(around_query_schema.load, query)
 
 
-@pytest.mark.parametrize("form", ["answer", "older", "mixed"])
+def member_entry(redis_db, entries_key: str, member: bytes) -> tuple[str, dict]:
+    """A day's board member's player and entry: the entry itself after the player's id,
+    or (the older form) the player alone, the entry in the entries hash."""
+    player, brace, entry = member.partition(b"{")
+    if not brace:
+        return player.decode(), orjson.loads(redis_db.hget(entries_key, player))
+    return player.decode(), orjson.loads(brace + entry)
+
+
+def to_older_form(redis_db, variant: str, day: str, player: str, *, url: bool) -> None:
+    """A player's entry moved into the form an older version wrote: the player alone
+    in the board, the entry in the entries hash (``url``: with its ``game_url``, else
+    as written before entries had it)."""
+    board_key, entries_key = (keys.daily(variant, f"{day}:{part}")
+                              for part in ("board", "entries"))
+    (member,) = [member for member in redis_db.zrange(board_key, 0, -1)
+                 if member.startswith(player.encode() + b"{")]
+    score_ = redis_db.zscore(board_key, member)
+    entry = orjson.loads(member[len(player):])
+    if not url:
+        assert entry.pop("game_url") == f"/v1/games/{entry['game_id']}"
+    redis_db.zrem(board_key, member)
+    redis_db.zadd(board_key, {player: score_})
+    redis_db.hset(entries_key, player, orjson.dumps(entry))
+
+
+@pytest.mark.parametrize("form", ["member", "hash", "older", "mixed"])
 def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db, form):
     """The board's entries are answered as stored, with bytes operations: each answer
     is the stored entry decoded with its rank and its game's URL added, also for names
     and game ids that need escapes, and ties of score across pages; the same for
-    entries stored in their answer's form (``form`` 'answer': as the board's projection
-    writes them, their game's URL in them), in the form written before it ('older': no
-    URL), and a board of both ('mixed').  The first pages of a board whose entries are
-    all in the answer's form are kept as their answers; the others are not."""
+    entries as the board's projection writes them (``form`` 'member': the entry, its
+    game's URL in it, in the board's member after the player's id), in the forms
+    written before ('hash': the player alone in the board and the entry in the
+    entries hash; 'older': the same without the URL), and a board of all three, ties
+    of score across the forms included ('mixed').  The first pages of a board whose
+    entries all have their URL are kept as their answers; the others are not."""
     app = daily_app()
     client = app.test_client()
     daily = app.services.daily
@@ -675,16 +702,16 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
                                    "time_ms": 7, "cards_home": 3, "score": score_,
                                    "ended_ms": 1764900000123}, name)
         daily.store.project_many([end], live_top=3)
-    entries_key = keys.daily("clock", f"{day}:entries")
+    board_key, entries_key = (keys.daily("clock", f"{day}:{part}")
+                              for part in ("board", "entries"))
     for number, player in enumerate(player_ids):
-        if form == "older" or (form == "mixed" and number % 2):
-            entry = orjson.loads(redis_db.hget(entries_key, player))
-            assert entry.pop("game_url") == f"/v1/games/{entry['game_id']}"
-            redis_db.hset(entries_key, player, orjson.dumps(entry))
-    stored = {player: json.loads(value) for player, value in
-              ((k.decode(), v) for k, v in redis_db.hgetall(entries_key).items())}
+        kind = form if form != "mixed" else ("member", "hash", "older")[number % 3]
+        if kind != "member":
+            to_older_form(redis_db, "clock", day, player, url=kind == "hash")
+    stored = dict(member_entry(redis_db, entries_key, member)
+                  for member in redis_db.zrange(board_key, 0, -1))
     assert {"game_url" in entry for entry in stored.values()} == \
-        {"answer": {True}, "older": {False}, "mixed": {True, False}}[form]
+        {"member": {True}, "hash": {True}, "older": {False}, "mixed": {True, False}}[form]
     order = [player for _score, player in sorted(zip(scores, player_ids, strict=True))]
 
     def expected(rank: int, player: str) -> dict:
@@ -698,7 +725,7 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         assert response.data == orjson.dumps({"variant": "clock", "day": day,
                                               "count": len(order), "entries": whole,
                                               "next_cursor": None})
-        assert redis_db.hexists(top, "100") == (form == "answer")
+        assert redis_db.hexists(top, "100") == (form in ("member", "hash"))
     seen, cursor = [], None
     while True:
         page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
@@ -749,12 +776,12 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     def read(limit: int) -> dict:
         page = board(client, "clock", day, limit=limit)
         members = redis_db.zrange(board_key, 0, limit, withscores=True)
-        rows = [{"rank": rank, **orjson.loads(redis_db.hget(entries_key, member))}
+        rows = [{"rank": rank, **member_entry(redis_db, entries_key, member)[1]}
                 for rank, (member, _score) in enumerate(members[:limit], 1)]
         last = members[limit - 1] if len(members) > limit else None
         assert page == {"variant": "clock", "day": day, "count": redis_db.zcard(board_key),
-                        "entries": rows, "next_cursor": None if last is None
-                        else f"{int(last[1])}:{last[0].decode()}"}
+                        "entries": rows, "next_cursor": None if last is None else
+                        f"{int(last[1])}:{member_entry(redis_db, entries_key, last[0])[0]}"}
         return page
 
     ends(*((number, 1000 + 10 * number) for number in range(105)))
