@@ -259,8 +259,8 @@ export class Api {
 
   // --- the daily deal ---
   // Today: {day, start, end, variants: [{variant, deal_commitment, players, entries}]}.
-  daily() {
-    return this.get(paths.daily());
+  daily({ signal } = {}) {
+    return this.get(paths.daily(), { signal });
   }
 
   // One variant's day; with the player's token, my_game names their ranked game.
@@ -276,14 +276,15 @@ export class Api {
       { onWait: this.onWait });
   }
 
-  // A page of the day's board, best first: {count, entries, next_cursor}.
-  dailyBoard(variant, day, { limit, cursor } = {}) {
-    return this.get(paths.dailyBoard(variant, day, boardQuery({ limit, cursor })));
+  // A page of the day's board, best first: {count, entries, next_cursor}. An aborted
+  // signal ends the read and its retries.
+  dailyBoard(variant, day, { limit, cursor, signal } = {}) {
+    return this.get(paths.dailyBoard(variant, day, boardQuery({ limit, cursor })), { signal });
   }
 
   // A player's rank and the entries around it; 404 not_on_board before their entry.
-  dailyAround(variant, day, playerId, around = 2) {
-    return this.get(paths.dailyAround(variant, day, playerId, around));
+  dailyAround(variant, day, playerId, around = 2, { signal } = {}) {
+    return this.get(paths.dailyAround(variant, day, playerId, around), { signal });
   }
 
   // The board's feed after an event id ("0": from the first): {events, last_event_id}.

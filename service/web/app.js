@@ -2,7 +2,7 @@
 
 import { Api, ApiError, NetworkError } from "./api.js";
 import { cardText, prettyLabel } from "./cards.js";
-import { BoardFollower, Follower } from "./live.js";
+import { BoardFollower, Follower, Refresher } from "./live.js";
 import { TableView } from "./table.js";
 
 const $ = (id) => document.getElementById(id);
@@ -101,12 +101,15 @@ const S = {
   listSeq: 0,
   // The player's id (their board entries), once the server told it.
   playerId: null,
-  // The daily view: today's id, the variant whose board is shown, its cursor, the
-  // board's follower and whether a re-read is under way or asked for again.
-  // boardDay: the day whose board is shown (today's, or the day before, whose deal and
-  // games anyone may see).
+  // The daily view: today's id, the variant whose board is shown, its cursor, how many
+  // pages "More of the board" added, the board's follower and refresher (with the
+  // controller that aborts their re-reads when the board is left), the re-read under
+  // way ({seq, again, quiet, done}: done, a promise of whether it went through; again,
+  // another asked for after it). boardDay: the day whose board is shown (today's, or
+  // the day before, whose deal and games anyone may see).
   daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
-           follower: null, loading: false, again: false, boardDay: null },
+           pages: 0, follower: null, refresher: null, aborter: null, reading: null,
+           boardDay: null },
 };
 
 const api = new Api({
@@ -117,6 +120,8 @@ const api = new Api({
     showConn();
   },
 });
+// The reads made in the background (the daily board's refresh): retried alike, quietly.
+const quietApi = new Api();
 
 let table;
 let preview;
@@ -1347,6 +1352,11 @@ function statsRow(row) {
 const BOARD_PAGE = 10;
 const BOARD_MAX = 100;
 const AROUND = 2;
+// The board, its count and my rank are read again every BOARD_REFRESH_SECONDS while the
+// Daily view is shown (its feed tells only of its top); a number of seconds kept under
+// BOARD_REFRESH_KEY on this device (at least 1) is used instead.
+const BOARD_REFRESH_SECONDS = 20;
+const BOARD_REFRESH_KEY = "patience.daily.refreshSeconds";
 const OUTCOMES = { won: "Won", lost: "Lost", resigned: "Resigned", abandoned: "Abandoned" };
 
 function dailyVariantFromHash() {
@@ -1357,7 +1367,37 @@ function dailyVariantFromHash() {
 
 function stopBoard() {
   if (S.daily.follower) S.daily.follower.stop();
+  if (S.daily.refresher) S.daily.refresher.stop();
+  if (S.daily.aborter) S.daily.aborter.abort();
   S.daily.follower = null;
+  S.daily.refresher = null;
+  S.daily.aborter = null;
+  S.daily.reading = null;
+}
+
+function boardRefreshSeconds() {
+  const kept = Number(saved.get(BOARD_REFRESH_KEY));
+  return Number.isFinite(kept) && kept >= 1 ? kept : BOARD_REFRESH_SECONDS;
+}
+
+// The rows of a table made again: a row the same as the one shown stays (the focus on
+// its link with it); only those that changed are replaced.
+function syncRows(body, rows) {
+  rows.forEach((row, index) => {
+    const shown = body.children[index];
+    if (!shown) body.append(row);
+    else if (!shown.isEqualNode(row)) shown.replaceWith(row);
+  });
+  while (body.children.length > rows.length) body.lastElementChild.remove();
+}
+
+// A read given up because the board was left (stopBoard aborts the board's re-reads).
+function aborted(error) {
+  return Boolean(error) && error.name === "AbortError";
+}
+
+function setText(node, text) {
+  if (node.textContent !== text) node.textContent = text;
 }
 
 function showDaily(variant) {
@@ -1439,10 +1479,10 @@ function dailyItem(day, mine) {
   name.textContent = variantName(day.variant);
   const detail = document.createElement("span");
   detail.className = "daily-detail";
-  const facts = [plural(day.players, "player"), `${day.entries} on the board`];
-  if (day.winnable === true) facts.push("proved winnable");
-  if (mine && mine.status !== "playing") facts.push(`you: ${STATUS_LABELS[mine.status] || mine.status}`);
-  detail.textContent = facts.join(" \u00b7 ");
+  item.dataset.players = String(day.players);
+  item.dataset.entries = String(day.entries);
+  if (day.winnable === true) item.dataset.winnable = "1";
+  if (mine && mine.status !== "playing") item.dataset.you = STATUS_LABELS[mine.status] || mine.status;
   let action;
   if (mine) {
     action = document.createElement("a");
@@ -1470,7 +1510,40 @@ function dailyItem(day, mine) {
     window.location.hash = `daily=${day.variant}`;
   });
   item.append(name, detail, action, board);
+  describeDeal(item);
   return item;
+}
+
+// A deal's line: its players, its entries, whether it was proved winnable, my result.
+function describeDeal(item) {
+  const facts = [plural(Number(item.dataset.players), "player"),
+    `${item.dataset.entries} on the board`];
+  if (item.dataset.winnable) facts.push("proved winnable");
+  if (item.dataset.you) facts.push(`you: ${item.dataset.you}`);
+  setText(item.querySelector(".daily-detail"), facts.join(" \u00b7 "));
+}
+
+// Today's deal of a variant counts more players or entries: its line says so, in place.
+function countDeal(variant, { players, entries }) {
+  const item = [...$("daily-deals").children].find((li) => li.dataset.variant === variant);
+  if (!item) return;
+  if (players !== undefined) item.dataset.players = String(players);
+  if (entries !== undefined) item.dataset.entries = String(entries);
+  describeDeal(item);
+}
+
+// Today's players and entries of each deal, read again in the background (the refresher).
+async function recountDeals(seq, signal) {
+  try {
+    const { data } = await quietApi.daily({ signal });
+    if (seq !== S.listSeq) return false;
+    if (data.day === S.daily.day) {
+      for (const { variant, players, entries } of data.variants) countDeal(variant, { players, entries });
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 // The player's ranked attempt: the account is made first if this device has none.
@@ -1577,73 +1650,123 @@ async function showPastDeal(seq, variant, day) {
   }
 }
 
-async function loadBoard(seq, { more = false } = {}) {
+// quiet: a re-read in the background, whose failure leaves what is shown as it is and
+// says nothing (its retries tell nothing either); signal aborts it. True when the board
+// and my rank were read.
+async function loadBoard(seq, { more = false, quiet = false, signal } = {}) {
   const { variant } = S.daily;
   const day = S.daily.boardDay || S.daily.day;
-  if (!variant || !day) return;
+  if (!variant || !day) return false;
   const today = day === S.daily.day;
   $("daily-board-box").hidden = false;
-  $("daily-board-title").textContent = `The board of ${variantName(variant)}, ${day}`;
+  setText($("daily-board-title"), `The board of ${variantName(variant)}, ${day}`);
   $("daily-today").setAttribute("aria-pressed", String(today));
   $("daily-yesterday").setAttribute("aria-pressed", String(!today));
   if (!more && !S.daily.follower) showPastDeal(seq, variant, day);
   const body = $("daily-board-body");
   const limit = more ? BOARD_PAGE : Math.min(BOARD_MAX, Math.max(BOARD_PAGE, S.daily.shown));
   const dayOpen = today && Date.now() < Date.parse(S.daily.end);
+  const pages = S.daily.pages;
   try {
-    const { data } = await api.dailyBoard(variant, day, {
-      limit, cursor: more ? S.daily.cursor : null,
+    const { data } = await (quiet ? quietApi : api).dailyBoard(variant, day, {
+      limit, cursor: more ? S.daily.cursor : null, signal,
     });
-    if (seq !== S.listSeq) return;
+    if (seq !== S.listSeq) return false;
+    // "More of the board" added a page meanwhile: read the board shown now instead.
+    if (!more && S.daily.pages !== pages) return loadBoard(seq, { quiet, signal });
+    if (more) S.daily.pages += 1;
     const rows = data.entries.map((entry) => boardRow(entry, dayOpen));
     if (more) body.append(...rows);
-    else body.replaceChildren(...rows);
+    else syncRows(body, rows);
     S.daily.shown = body.children.length;
     S.daily.cursor = data.next_cursor;
     $("daily-more").hidden = !data.next_cursor;
     $("daily-board-empty").hidden = data.count > 0;
     body.dataset.count = String(data.count);
     body.dataset.loaded = "1";
+    if (today) countDeal(variant, { entries: data.count });
   } catch (error) {
-    if (seq === S.listSeq) dailyFailed(`The board could not be read: ${error.message}`);
-    return;
+    if (seq === S.listSeq && !quiet && !aborted(error)) {
+      dailyFailed(`The board could not be read: ${error.message}`);
+    }
+    return false;
   }
-  await loadMyRank(seq, day, dayOpen);
-  if (seq === S.listSeq && !S.daily.follower) followBoard(seq, day);
+  const ranked = await loadMyRank(seq, day, dayOpen, { quiet, signal });
+  if (seq === S.listSeq && !S.daily.follower && !$("daily").hidden) followBoard(seq, day);
+  return ranked;
 }
 
-async function loadMyRank(seq, day, dayOpen) {
+async function loadMyRank(seq, day, dayOpen, { quiet = false, signal } = {}) {
   const text = $("daily-rank");
   const around = $("daily-around");
   const body = $("daily-around-body");
   if (!saved.playerToken() || !S.playerId) {
-    text.textContent = "You are not on this board: start your attempt to play today's deal.";
+    setText(text, "You are not on this board: start your attempt to play today's deal.");
     around.hidden = true;
-    return;
+    return true;
   }
   try {
-    const { data } = await api.dailyAround(S.daily.variant, day, S.playerId, AROUND);
-    if (seq !== S.listSeq) return;
-    text.textContent = `You are ranked ${data.rank} of ${data.count}.`;
+    const { data } = await (quiet ? quietApi : api).dailyAround(
+      S.daily.variant, day, S.playerId, AROUND, { signal },
+    );
+    if (seq !== S.listSeq) return false;
+    setText(text, `You are ranked ${data.rank} of ${data.count}.`);
     text.dataset.rank = String(data.rank);
-    body.replaceChildren(...data.entries.map((entry) => boardRow(entry, dayOpen)));
+    syncRows(body, data.entries.map((entry) => boardRow(entry, dayOpen)));
     around.hidden = false;
+    return true;
   } catch (error) {
-    if (seq !== S.listSeq) return;
+    if (seq !== S.listSeq || aborted(error)) return false;
+    const absent = error instanceof ApiError && error.code === "not_on_board";
+    if (quiet && !absent) return false;
     delete text.dataset.rank;
     around.hidden = true;
-    text.textContent = error instanceof ApiError && error.code === "not_on_board"
+    setText(text, absent
       ? (dayOpen ? "You are not on this board yet: your entry comes when your game of the day ends."
         : "You are not on this board.")
-      : `Your rank could not be read: ${error.message}`;
+      : `Your rank could not be read: ${error.message}`);
+    return absent;
   }
 }
 
-// Live: every change within the board's top (its events feed) re-reads the board, one
-// re-read at a time (a change during one asks for another).
+// One re-read of the board shown at a time (its page, its count, my rank): a change the
+// feed tells of during one asks for another after it; the refresher's turn during one
+// waits for it. Resolves whether the last read went through.
+function rereadBoard(seq, { quiet = false } = {}) {
+  const current = S.daily.reading;
+  if (current && current.seq === seq) {
+    if (!quiet) {
+      current.again = true;
+      current.quiet = false;
+    }
+    return current.done;
+  }
+  const reading = { seq, again: false, quiet, done: null };
+  const signal = S.daily.aborter ? S.daily.aborter.signal : undefined;
+  S.daily.reading = reading;
+  reading.done = (async () => {
+    let ok = false;
+    try {
+      do {
+        reading.again = false;
+        ok = await loadBoard(seq, { quiet: reading.quiet, signal });
+      } while (reading.again && seq === S.listSeq);
+    } finally {
+      if (S.daily.reading === reading) S.daily.reading = null;
+    }
+    return ok;
+  })();
+  return reading.done;
+}
+
+// Live: every change within the board's top (its events feed) re-reads the board at once;
+// what changes below the top (the board's count, my rank, the deals' players and
+// entries) is re-read by the refresher, every boardRefreshSeconds() while the page is
+// visible. Both stop when the view is left.
 function followBoard(seq, day) {
   stopBoard();
   const live = $("daily-live");
+  S.daily.aborter = new AbortController();
   S.daily.follower = new BoardFollower({
     api,
     variant: S.daily.variant,
@@ -1653,24 +1776,22 @@ function followBoard(seq, day) {
       live.textContent = text;
       live.dataset.state = state;
     },
-    onChange: async () => {
-      if (seq !== S.listSeq) return;
-      if (S.daily.loading) {
-        S.daily.again = true;
-        return;
-      }
-      S.daily.loading = true;
-      try {
-        do {
-          S.daily.again = false;
-          await loadBoard(seq);
-        } while (S.daily.again && seq === S.listSeq);
-      } finally {
-        S.daily.loading = false;
-      }
+    onChange: () => {
+      if (seq === S.listSeq) rereadBoard(seq);
+    },
+  });
+  const { signal } = S.daily.aborter;
+  S.daily.refresher = new Refresher({
+    seconds: boardRefreshSeconds(),
+    refresh: async () => {
+      if (seq !== S.listSeq) return false;
+      const counted = await recountDeals(seq, signal);
+      if (seq !== S.listSeq) return false;
+      return (await rereadBoard(seq, { quiet: true })) && counted;
     },
   });
   S.daily.follower.start();
+  S.daily.refresher.start();
 }
 
 // --- the account view: take it to another device ------------------------------------------

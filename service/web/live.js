@@ -309,3 +309,68 @@ export class BoardFollower {
     }, BOARD_POLL_SECONDS * 1000 * Math.min(8, 2 ** this.failures));
   }
 }
+
+// Re-reading what a board's feed does not tell. The feed announces only the entries that
+// land within the board's top, so an entry below it changes the board's count and the
+// player's rank unannounced: refresh() re-reads them every `seconds` while the page is
+// visible, and at once when it becomes visible again; nothing while it is hidden. One
+// read at a time (the next is timed from the end of the last); refresh() resolves false
+// when its read failed (its requests retry lost connections, 429 and 503 themselves,
+// after Retry-After), and the next read then waits twice as long, up to 8 times.
+const MAX_REFRESH_FACTOR = 8;
+
+export class Refresher {
+  constructor({ seconds, refresh }) {
+    Object.assign(this, { seconds, refresh });
+    this.timer = null;
+    this.stopped = false;
+    this.running = false;
+    this.failures = 0;
+    this.onVisibility = () => {
+      if (this.stopped) return;
+      clearTimeout(this.timer);
+      this.timer = null;
+      if (Refresher.visible()) this.run();
+    };
+  }
+
+  static visible() {
+    return document.visibilityState !== "hidden";
+  }
+
+  start() {
+    document.addEventListener("visibilitychange", this.onVisibility);
+    this.schedule();
+  }
+
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = null;
+    document.removeEventListener("visibilitychange", this.onVisibility);
+  }
+
+  schedule() {
+    clearTimeout(this.timer);
+    this.timer = null;
+    if (this.stopped || !Refresher.visible()) return;
+    const factor = Math.min(MAX_REFRESH_FACTOR, 2 ** this.failures);
+    this.timer = setTimeout(() => this.run(), this.seconds * 1000 * factor);
+  }
+
+  async run() {
+    if (this.stopped || this.running || !Refresher.visible()) return;
+    this.running = true;
+    let ok = false;
+    try {
+      ok = await this.refresh();
+    } catch {
+      ok = false;
+    } finally {
+      this.running = false;
+    }
+    if (this.stopped) return;
+    this.failures = ok ? 0 : this.failures + 1;
+    this.schedule();
+  }
+}

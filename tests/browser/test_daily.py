@@ -243,6 +243,125 @@ def test_the_board_pages_and_my_rank_shows_the_players_around_me(pages, live_ser
     assert [player for player, css in around if css == "me"] == [me]
 
 
+#: Where a device keeps the seconds between the Daily view's re-reads of the board (20
+#: by default): one second on the test's page that follows the board closely.
+REFRESH_KEY = "patience.daily.refreshSeconds"
+
+
+def new_player(base: str, name: str) -> str:
+    made = requests.post(f"{base}/v1/players", json={"name": name}, timeout=5)
+    assert made.status_code == 201, made.text
+    return made.json()["player_token"]
+
+
+def finish_attempt(base: str, day: str, token: str, draws: int = 0):
+    """The player's ranked attempt at the day's Clock deal, through the API: ``draws``
+    draws, then resign (1 + draws moves, no card home: the fewer moves, the better)."""
+    made = requests.post(f"{base}/v1/daily/clock/{day}", headers=as_player(token), timeout=5)
+    assert made.status_code == 201, made.text
+    game_id = made.json()["game"]["id"]
+    for move in [{"type": "draw"}] * draws + [{"type": "resign"}]:
+        played = requests.post(f"{base}/v1/games/{game_id}/moves", headers=as_player(token),
+                               json=move, timeout=5)
+        assert played.status_code == 200, played.text
+
+
+def last_board_event(base: str, day: str) -> str | None:
+    feed = requests.get(f"{base}/v1/daily/clock/{day}/events?after=0", timeout=5)
+    assert feed.status_code == 200, feed.text
+    return feed.json()["last_event_id"]
+
+
+def clock_deal_line(page) -> str:
+    return page.text_content('#daily-deals li[data-variant="clock"] .daily-detail')
+
+
+def set_visibility(page, state: str):
+    """The tab hidden or shown again, as the page sees it (headless Chromium's tab stays
+    visible): document.visibilityState, then its visibilitychange event."""
+    page.evaluate("""state => {
+        Object.defineProperty(document, "visibilityState", {configurable: true, get: () => state});
+        document.dispatchEvent(new Event("visibilitychange"));
+    }""", state)
+
+
+def test_the_count_and_my_rank_follow_entries_below_the_top(pages, live_server):
+    # Ten players resign at once (1 move each: the board's top ten); the guest draws three
+    # times first (4 moves: 11th); then players who draw once (2 moves) land between
+    # them: below the top, which the board's feed does not tell of, and ahead of the guest.
+    base = live_server.url
+    quick = pages.new()
+    quick.context.add_init_script(f"localStorage.setItem('{REFRESH_KEY}', '1');")
+    open_daily(quick, base, "clock")
+    wait_until(quick, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    guest = stored_token(quick)
+    # The guest's other device, whose page re-reads the board only every hour.
+    slow = pages.new()
+    slow.context.add_init_script(f"localStorage.setItem('{REFRESH_KEY}', '3600');"
+                                 f"localStorage.setItem('{TOKEN_KEY}', '{guest}');")
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    for i in range(10):
+        finish_attempt(base, day, new_player(base, f"Top{i}"))
+    finish_attempt(base, day, guest, draws=3)
+    for page in (quick, slow):
+        open_daily(page, base, "clock")
+        page.wait_for_selector('#daily-board-body[data-count="11"]', state="attached")
+        wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '11'")
+        assert page.text_content("#daily-rank") == "You are ranked 11 of 11."
+        assert clock_deal_line(page).startswith("11 players \u00b7 11 on the board")
+        wait_until(page, "document.querySelector('#daily-live').dataset.state === 'live'")
+    reads: list[str] = []  # the quick page's reads of today's deals and of the board
+    quick.on("request", lambda request: reads.append(request.url)
+             if re.search(r"/v1/daily(/clock/[^/]+/board\b.*)?$", request.url) else None)
+
+    before = last_board_event(base, day)
+    for i in range(3):
+        finish_attempt(base, day, new_player(base, f"Low{i}"), draws=1)
+    assert last_board_event(base, day) == before  # not one of them told by the feed
+    board = requests.get(f"{base}/v1/daily/clock/{day}/board?limit=50", timeout=5).json()
+    me = player_id(base, guest)
+    ids = [e["player_id"] for e in board["entries"]]
+    assert (board["count"], ids.index(me) + 1) == (14, 14)
+
+    # The page, not reloaded, shows the board's count and the guest's rank as they are.
+    quick.wait_for_selector('#daily-board-body[data-count="14"]', state="attached",
+                            timeout=5_000)
+    wait_until(quick, "document.querySelector('#daily-rank').dataset.rank === '14'", 5)
+    assert quick.text_content("#daily-rank") == "You are ranked 14 of 14."
+    assert clock_deal_line(quick).startswith("14 players \u00b7 14 on the board")
+    around = quick.eval_on_selector_all("#daily-around-body tr",
+                                        "rows => rows.map(tr => tr.dataset.player)")
+    assert around == ids[11:14]
+    assert [r["player"] for r in board_shown(quick)] == ids[:10]
+    assert quick.evaluate("performance.getEntriesByType('navigation').length") == 1
+    # By reading the board and today's deals again, not by the feed.
+    assert any("/board" in url for url in reads)
+    assert any(url.endswith("/v1/daily") for url in reads)
+    # The page that re-reads every hour has been told nothing meanwhile.
+    assert slow.get_attribute("#daily-board-body", "data-count") == "11"
+    assert slow.text_content("#daily-rank") == "You are ranked 11 of 11."
+    assert clock_deal_line(slow).startswith("11 players \u00b7 11 on the board")
+
+    # Hidden, the quick page reads nothing (a read under way when it was hidden ends).
+    set_visibility(quick, "hidden")
+    quick.wait_for_timeout(500)
+    seen = len(reads)
+    finish_attempt(base, day, new_player(base, "Low3"), draws=1)
+    quick.wait_for_timeout(2_500)
+    assert len(reads) == seen
+    assert quick.get_attribute("#daily-board-body", "data-count") == "14"
+
+    # Shown again, each page reads the board at once: the slow one too, an hour early.
+    for page in (quick, slow):
+        set_visibility(page, "visible")
+        page.wait_for_selector('#daily-board-body[data-count="15"]', state="attached",
+                               timeout=3_000)
+        wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '15'", 3)
+        assert page.text_content("#daily-rank") == "You are ranked 15 of 15."
+        assert clock_deal_line(page).startswith("15 players \u00b7 15 on the board")
+        assert page.evaluate("performance.getEntriesByType('navigation').length") == 1
+
+
 #: Days of 12 seconds: a day played, then over, within the test.
 SHORT_DAY = 12
 
