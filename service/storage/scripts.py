@@ -379,10 +379,12 @@ return 1
 # before: a byte order (not the locale's, which Lua's < follows).  place: the rank of the
 # first entry at or after (after: strictly after) the player among the entries of
 # ``score``, by bisection of those ties (each probe one rank read).  rows_of: the
-# entries of ``members`` (every ``step``-th item) ranked from ``rank``: their answer
-# rows joined by commas and '1', or, when an entry of the older form lacks its
-# ``game_url``, every entry's stored JSON ('{}' for one missing) joined by the
-# separator and '' (the HTTP layer then makes the rows).
+# entries of ``members`` (every ``step``-th item) ranked from ``rank``: unless
+# ``as_rows``, when every member holds its entry, the members as they are joined by the
+# separator and 'm' (the store makes the rows: cheaper in Python than in Lua, whose
+# every new string is hashed); else their answer rows joined by commas and '1', or,
+# when an entry of the older form lacks its ``game_url``, every entry's stored JSON
+# ('{}' for one missing) joined by the separator and '' (the rows are made in Python).
 DAY_BOARD_LUA = """
 local function id_of(member)
   local at = string.find(member, '{', 1, true)
@@ -407,7 +409,18 @@ local function place(board, score, player, after)
   end
   return lo
 end
-local function rows_of(members, step, rank, entries, separator)
+local function rows_of(members, step, rank, entries, separator, as_rows)
+  if not as_rows then
+    local whole, picked = true, members
+    if step > 1 then
+      picked = {}
+      for i = 1, #members, step do picked[#picked + 1] = members[i] end
+    end
+    for i = 1, #picked do
+      if not string.find(picked[i], '{', 1, true) then whole = false break end
+    end
+    if whole then return table.concat(picked, separator), 'm' end
+  end
   local rows, older, at = {}, {}, {}
   for i = 1, #members, step do
     local member = members[i]
@@ -547,11 +560,11 @@ page[5] = table.concat(entries, ARGV[4])
 return page
 """
 
-# DAY_PAGE_LUA: a page of a day's board from the rank ``start`` (a local of the script
-# it ends), ``want`` entries at most: {next score, next player ('' '' at the end), the
-# board's size, the rank of the first entry less one, the entries (DAY_BOARD_LUA's
-# rows_of), '1' when they are the answer's rows}.  The next cursor is the page's last
-# entry.
+# DAY_PAGE_LUA: a page of a day's board from the rank ``start`` (locals of the script
+# it ends: ``start``, ``want``, ``count``, ``separator``, ``as_rows``), ``want`` entries
+# at most: {next score, next player ('' '' at the end), the board's size, the rank of
+# the first entry less one, the entries and their form (DAY_BOARD_LUA's rows_of)}.
+# The next cursor is the page's last entry.
 DAY_PAGE_LUA = """
 local members = redis.call('ZRANGE', KEYS[1], start, start + want, 'WITHSCORES')
 local page = {'', '', count, start, '', ''}
@@ -560,7 +573,9 @@ if #members / 2 > want then
   page[1], page[2] = members[2 * want], id_of(members[2 * want - 1])
   members[2 * want + 1], members[2 * want + 2] = nil, nil
 end
-if take > 0 then page[5], page[6] = rows_of(members, 2, start + 1, KEYS[2], separator) end
+if take > 0 then
+  page[5], page[6] = rows_of(members, 2, start + 1, KEYS[2], separator, as_rows)
+end
 """
 
 # KEYS: 1 a day's board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from
@@ -569,7 +584,7 @@ if take > 0 then page[5], page[6] = rows_of(members, 2, start + 1, KEYS[2], sepa
 # player (a day's scores never change: the cursor's player is at its place, or, for a
 # cursor made up, the place it would have).
 DAY_PAGE = DAY_BOARD_LUA + """
-local want, separator = tonumber(ARGV[3]), ARGV[4]
+local want, separator, as_rows = tonumber(ARGV[3]), ARGV[4], false
 local count = redis.call('ZCARD', KEYS[1])
 local start = 0
 if ARGV[1] ~= '' then start = place(KEYS[1], ARGV[1], ARGV[2], true) end
@@ -580,8 +595,8 @@ return page
 # KEYS: 1 a day's board zset, 2 its entries hash.  ARGV: 1 player, 2 k, 3 the separator
 # of the entries.
 # Answers {} when the player has no entry, else {rank, count, the rank of the first
-# entry less one, the entries, '1' when they are the answer's rows}: the player's rank,
-# the board's size, and the k entries either side (DAY_BOARD_LUA's rows_of).  The
+# entry less one, the entries, their form}: the player's rank, the board's size, and
+# the k entries either side (DAY_BOARD_LUA's rows_of).  The
 # player's place is found from their score (the entries hash), among the entries of
 # that score; the older form's (its entry in the hash) by its member.
 DAY_AROUND = DAY_BOARD_LUA + """
@@ -600,8 +615,8 @@ local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
 if not members[rank - first + 1] or id_of(members[rank - first + 1]) ~= ARGV[1] then
   return {}
 end
-local entries, answered = rows_of(members, 1, first + 1, KEYS[2], ARGV[3])
-return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, answered}
+local entries, form = rows_of(members, 1, first + 1, KEYS[2], ARGV[3], false)
+return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, form}
 """
 
 # KEYS: 1 a day's board zset, 2 its entries hash, 3 its top pages hash.  ARGV: 1 the
@@ -610,19 +625,19 @@ return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, answered}
 # Answers DAY_PAGE_LUA's page for the board's first page.  The top pages hash holds,
 # per limit, the page's answer ('<limit>'), its next cursor's score and player
 # ('<limit>:s', '<limit>:p') and the board's size when it was made ('<limit>:n'); a
-# page it lacks is read from the board and, when its entries are the answer's rows,
-# kept.  PROJECT_BOARD deletes the hash when an entry lands within the pages, in the
-# same script.  A kept page is answered only while it is the board's: a day's entries
-# are only ever added, each pushing those after it down, so no entry landed within a
-# page of <limit> while the player at its last rank is the one it had (a board of more
-# entries than the page), or while the board's size is the one it had (a board the
-# page holds whole); else it is made again.  So an entry written by any other means (a
+# page it lacks is read from the board, made the answer's rows here and, when every
+# entry has its URL, kept.  PROJECT_BOARD deletes the hash when an entry lands within
+# the pages, in the same script.  A kept page is answered only while it is the
+# board's: a day's entries are only ever added, each pushing those after it down, so
+# no entry landed within a page of <limit> while the player at its last rank is the one
+# it had (a board of more entries than the page), or while the board's size is the one
+# it had (a board the page holds whole); else it is made again.  So an entry written by any other means (a
 # process of an older version of the board's script) never hides behind a kept page
 # either, and a page read with the board's size is never older than the board's state
 # that size is of.  A page that cannot be kept (the hash refused: maxmemory) is
 # answered all the same.
 BOARD_TOP = DAY_BOARD_LUA + """
-local want, separator = tonumber(ARGV[1]), ARGV[2]
+local want, separator, as_rows = tonumber(ARGV[1]), ARGV[2], true
 local count = redis.call('ZCARD', KEYS[1])
 local kept = redis.call('HMGET', KEYS[3], ARGV[1], ARGV[1] .. ':s', ARGV[1] .. ':p',
                         ARGV[1] .. ':n')
