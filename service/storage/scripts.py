@@ -631,11 +631,11 @@ return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, form}
 # board's: a day's entries are only ever added, each pushing those after it down, so
 # no entry landed within a page of <limit> while the player at its last rank is the one
 # it had (a board of more entries than the page), or while the board's size is the one
-# it had (a board the page holds whole); else it is made again.  So an entry written by any other means (a
-# process of an older version of the board's script) never hides behind a kept page
-# either, and a page read with the board's size is never older than the board's state
-# that size is of.  A page that cannot be kept (the hash refused: maxmemory) is
-# answered all the same.
+# it had (a board the page holds whole); else it is made again.  So an entry written
+# by any other means (a process of an older version of the board's script) never
+# hides behind a kept page either, and a page read with the board's size is never
+# older than the board's state that size is of.  A page that cannot be kept (the hash
+# refused: maxmemory) is answered all the same.
 BOARD_TOP = DAY_BOARD_LUA + """
 local want, separator, as_rows = tonumber(ARGV[1]), ARGV[2], true
 local count = redis.call('ZCARD', KEYS[1])
