@@ -32,8 +32,8 @@ def daily() -> Daily:
 
 def board_response(page: BoardPage) -> Response:
     """A board's answer: its entries' JSON wrapped as they are, never decoded."""
-    body = orjson.dumps(page.head)[:-1] + b',"entries":[' + page.entries + b"]"
-    body += b"," + orjson.dumps(page.tail)[1:] if page.tail else b"}"
+    tail = b"]," + orjson.dumps(page.tail)[1:] if page.tail else b"]}"
+    body = b"".join((orjson.dumps(page.head)[:-1], b',"entries":[', page.entries, tail))
     return Response(body, 200, mimetype=JSON)
 
 

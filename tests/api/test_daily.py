@@ -842,3 +842,35 @@ def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
     assert [row["player_id"] for row in page["entries"]] == \
         [f"{number:026d}" for number in (2, 1, 0, 3)]
     assert page["count"] == 4
+
+
+def test_a_player_s_rank_among_many_equal_scores(daily_app, redis_db):
+    """A player's rank among more entries of one score than the rank read looks through
+    (the bisection of the ties), on a board of both forms: each player's rank and the
+    players either side are those of the order of score, then player."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+               for number in range(45)]
+    scores = [7 if number % 9 else 3 for number in range(45)]  # 40 ties at 7
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": day, "index": index,
+        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+        "ended_ms": 1764900000123}, f"P{number}")
+        for number, (player, score_) in enumerate(zip(players, scores, strict=True))],
+        live_top=3)
+    for player in players[1::4]:
+        to_older_form(redis_db, "clock", day, player, url=True)
+    order = [player for _score, player in sorted(zip(scores, players, strict=True))]
+    for rank, player in enumerate(order, 1):
+        around = client.get(f"/v1/daily/clock/{day}/board/players/{player}",
+                            query_string={"around": 1})
+        assert around.status_code == 200, player
+        found = around.get_json()
+        assert found["rank"] == rank
+        assert [(row["rank"], row["player_id"]) for row in found["entries"]] == \
+            [(number, order[number - 1]) for number in range(max(1, rank - 1),
+                                                              min(len(order), rank + 1) + 1)]
