@@ -89,7 +89,7 @@ def _member_rows(offset: int, members: bytes, separator: bytes) -> bytes:
     """The answer's rows of a day's board members (each the player's id, then the entry
     from its opening brace, joined by ``separator``; the first's rank is ``offset`` +
     1): each entry's rank before its fields."""
-    return b",".join([_RANKED((rank, member[member.index(b"{") + 1:])) for rank, member
+    return b",".join([_RANKED((rank, member.partition(b"{")[2])) for rank, member
                       in enumerate(members.split(separator), offset + 1)])
 
 

@@ -874,3 +874,31 @@ def test_a_player_s_rank_among_many_equal_scores(daily_app, redis_db):
         assert [(row["rank"], row["player_id"]) for row in found["entries"]] == \
             [(number, order[number - 1]) for number in range(max(1, rank - 1),
                                                               min(len(order), rank + 1) + 1)]
+
+
+@pytest.mark.parametrize(("query", "around"), [
+    ("", 5), ("around=0", 0), ("around=7", 7), ("around=07", 7), ("around=50", 50),
+    ("around=51", None), ("around=99", None), ("around=%35", 5), ("around=5&x=1", 5),
+    ("x=1&around=6", 6), ("around=", None), ("around=-1", None), ("around=5.0", None)])
+def test_an_around_query_is_read_as_its_schema_reads_it(daily_app, query, around):
+    """The quick reading of a query of ``around`` alone (the raw query string) answers
+    what the schema's reading does: the k entries either side, or 400."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+               for number in range(120)]
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": day, "index": index,
+        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": number,
+        "ended_ms": 1764900000123}, f"P{number}") for number, player in enumerate(players)],
+        live_top=3)
+    response = client.get(f"/v1/daily/clock/{day}/board/players/{players[59]}?{query}")
+    if around is None:
+        assert response.status_code == 400, response.get_data(as_text=True)
+        return
+    assert response.status_code == 200
+    assert [row["rank"] for row in response.get_json()["entries"]] == \
+        list(range(60 - around, 61 + around))
