@@ -623,8 +623,10 @@ return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, form}
 # most entries (at most the ranks PROJECT_BOARD keeps the pages for), 2 the separator
 # of the entries.
 # Answers DAY_PAGE_LUA's page for the board's first page.  The top pages hash holds,
-# per limit, the page's answer ('<limit>'), its next cursor's score and player
-# ('<limit>:s', '<limit>:p') and the board's size when it was made ('<limit>:n'); a
+# per limit, the page's answer ('m<limit>'), its next cursor's score and player
+# ('m<limit>:s', 'm<limit>:p') and the board's size when it was made ('m<limit>:n'):
+# fields of their own, never those an older version of this script kept (named
+# '<limit>'..., made from the older form's entries alone); a
 # page it lacks is read from the board, made the answer's rows here and, when every
 # entry has its URL, kept.  PROJECT_BOARD deletes the hash when an entry lands within
 # the pages, in the same script.  A kept page is answered only while it is the
@@ -639,8 +641,8 @@ return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, form}
 BOARD_TOP = DAY_BOARD_LUA + """
 local want, separator, as_rows = tonumber(ARGV[1]), ARGV[2], true
 local count = redis.call('ZCARD', KEYS[1])
-local kept = redis.call('HMGET', KEYS[3], ARGV[1], ARGV[1] .. ':s', ARGV[1] .. ':p',
-                        ARGV[1] .. ':n')
+local field = 'm' .. ARGV[1]
+local kept = redis.call('HMGET', KEYS[3], field, field .. ':s', field .. ':p', field .. ':n')
 if kept[1] then
   local fresh
   if kept[3] ~= '' then
@@ -654,8 +656,8 @@ end
 local start = 0
 """ + DAY_PAGE_LUA + """
 if page[6] == '1' then
-  redis.pcall('HSET', KEYS[3], ARGV[1], page[5], ARGV[1] .. ':s', page[1],
-              ARGV[1] .. ':p', page[2], ARGV[1] .. ':n', count)
+  redis.pcall('HSET', KEYS[3], field, page[5], field .. ':s', page[1], field .. ':p',
+              page[2], field .. ':n', count)
 end
 return page
 """

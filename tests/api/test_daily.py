@@ -725,7 +725,7 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         assert response.data == orjson.dumps({"variant": "clock", "day": day,
                                               "count": len(order), "entries": whole,
                                               "next_cursor": None})
-        assert redis_db.hexists(top, "100") == (form in ("member", "hash"))
+        assert redis_db.hexists(top, "m100") == (form in ("member", "hash"))
     seen, cursor = [], None
     while True:
         page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
@@ -786,7 +786,7 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
 
     ends(*((number, 1000 + 10 * number) for number in range(105)))
     first = {limit: read(limit) for limit in (100, 5)}
-    assert sorted(redis_db.hkeys(top))[:4] == [b"100", b"100:n", b"100:p", b"100:s"]
+    assert sorted(redis_db.hkeys(top))[:4] == [b"m100", b"m100:n", b"m100:p", b"m100:s"]
     assert redis_db.hlen(top) == 8
     ends((200, 99_999))  # below the pages: they stay, the size grows
     assert redis_db.hlen(top) == 8
@@ -799,7 +799,7 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     ends((202, 1))  # the first
     assert redis_db.exists(top) == 0
     assert read(5)["entries"][0]["player_id"] == f"{202:026d}"
-    assert sorted(redis_db.hkeys(top)) == [b"5", b"5:n", b"5:p", b"5:s"]
+    assert sorted(redis_db.hkeys(top)) == [b"m5", b"m5:n", b"m5:p", b"m5:s"]
     # Entries written without the board's script (a process of an older version): a
     # kept page that is no longer the board's is made again.
     for number, score_, limit in ((203, 2, 5), (204, 1505, 100)):
@@ -810,7 +810,7 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
             "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
             "ended_ms": 1764900000123}, "Bypass")["entry"])
         redis_db.zadd(board_key, {player: score_})
-        assert redis_db.hexists(top, str(limit))
+        assert redis_db.hexists(top, f"m{limit}")
         assert player in [row["player_id"] for row in read(limit)["entries"]]
 
 
@@ -902,3 +902,24 @@ def test_an_around_query_is_read_as_its_schema_reads_it(daily_app, query, around
     assert response.status_code == 200
     assert [row["rank"] for row in response.get_json()["entries"]] == \
         list(range(60 - around, 61 + around))
+
+
+def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
+    """The first pages an older version of the board's script kept (fields '<limit>',
+    made from its entries alone) are not this version's: its pages are made from the
+    board."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": "".join("abcdefghij"[int(digit)] for digit in f"{number:026d}"),
+        "variant": "clock", "day": day, "index": index, "outcome": "lost", "moves": 2,
+        "time_ms": 7, "cards_home": 3, "score": number, "ended_ms": 1764900000123},
+        f"P{number}") for number in range(3)], live_top=3)
+    redis_db.hset(keys.daily("clock", f"{day}:top"), mapping={
+        "5": '{"rank":1},{"rank":2},{"rank":3}', "5:s": "", "5:p": "", "5:n": "3"})
+    page = board(client, "clock", day, limit=5)
+    assert [(row["rank"], row["name"]) for row in page["entries"]] == \
+        [(1, "P0"), (2, "P1"), (3, "P2")]
