@@ -5,8 +5,9 @@ games whose last move is measured, and the ranked games still open when a day cl
   (:func:`service.game.ranked.result` scores each one, ``Daily._end``, what the board's
   projection runs, makes the entry and its score from the ``ranked-ended`` payload a
   game's end writes), then
-  loaded into the keys the board's script writes (``<day>:entries`` HASH and
-  ``<day>:board`` ZSET, and the day in ``days``) by pipelined ``HSET`` / ``ZADD`` of
+  loaded into the keys the board's script writes, in its form (``<day>:entries``
+  HASH: player -> score, ``<day>:board`` ZSET: the player's id then the entry ->
+  score, and the day in ``days``) by pipelined ``HSET`` / ``ZADD`` of
   :data:`LOAD_CHUNK` entries each, on the board's master.  The players and games they
   name are not made (their ids have the service's form; a link to such a game answers
   404); what the reads measured here touch is only the board.
@@ -98,8 +99,8 @@ def fill_board(daily, client, day: str, index: int, entries: int, sample: int,
             game_id, data = synthetic_end(number, rng, day, index)
             data["game"] = game_id
             end = daily._end(game_id, data, data.pop("name"))  # the projection's own
-            hashes[end["player"]] = end["entry"]
-            scores[end["player"]] = end["score"]
+            hashes[end["player"]] = end["score"]
+            scores[end["player"].encode() + end["entry"]] = end["score"]
             if number % every == 0 and len(players) < sample:
                 players.append(end["player"])
         pipe = client.pipeline(transaction=False)

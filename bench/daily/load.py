@@ -170,20 +170,19 @@ def measure_close(bench: Bench, service, services, games_file: Path, day: str,
     outcomes: dict[str, int] = {}
     on_board = 0
     for variant in ("clock", "salic-law", "four-corners"):
-        entries = keys.daily(variant, f"{day}:entries")
+        board = keys.daily(variant, f"{day}:board")
         cursor = 0
         while True:
             cursor, found = services.backend.connections.execute(
-                "HSCAN", entries, cursor, "COUNT", 5000)
+                "ZSCAN", board, cursor, "COUNT", 5000)
             pairs = found.items() if isinstance(found, dict) else \
                 zip(found[::2], found[1::2], strict=True)
-            for _player, entry in pairs:
-                outcome = json.loads(entry)["outcome"]
+            for member, _score in pairs:  # the player's id, then the entry
+                outcome = json.loads(member[member.index(b"{"):])["outcome"]
                 outcomes[outcome] = outcomes.get(outcome, 0) + 1
             if int(cursor) == 0:
                 break
-        on_board += int(services.backend.connections.execute(
-            "ZCARD", keys.daily(variant, f"{day}:board")))
+        on_board += int(services.backend.connections.execute("ZCARD", board))
     left = len(services.store.pending_outboxes())
     return Close(opened, abandoned, seconds, on_board, outcomes, left, fill_seconds,
                  before, during)

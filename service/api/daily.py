@@ -24,6 +24,8 @@ bp = Blueprint("daily", __name__, url_prefix="/v1/daily")
 _WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
 _PLAYER = re.compile(r"(?:oidc-)?[a-z2-7]{26}")
 _EVENT_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
+#: A query of ``around`` alone, as clients send it: read without parsing the query.
+_AROUND_ONLY = re.compile(r"around=([0-9]{1,2})")
 
 
 def daily() -> Daily:
@@ -32,8 +34,8 @@ def daily() -> Daily:
 
 def board_response(page: BoardPage) -> Response:
     """A board's answer: its entries' JSON wrapped as they are, never decoded."""
-    body = orjson.dumps(page.head)[:-1] + b',"entries":[' + page.entries + b"]"
-    body += b"," + orjson.dumps(page.tail)[1:] if page.tail else b"}"
+    tail = b"]," + orjson.dumps(page.tail)[1:] if page.tail else b"]}"
+    body = b"".join((orjson.dumps(page.head)[:-1], b',"entries":[', page.entries, tail))
     return Response(body, 200, mimetype=JSON)
 
 
@@ -63,7 +65,9 @@ def board(variant, day):
 
 @bp.get("/<variant>/<day>/board/players/<player_id>")
 def around(variant, day, player_id):
-    query = load_around_query(request.args.to_dict())
+    quick = _AROUND_ONLY.fullmatch(request.environ.get("QUERY_STRING", ""))
+    query = {"around": int(quick[1])} if quick and int(quick[1]) <= 50 \
+        else load_around_query(request.args.to_dict())
     if not _PLAYER.fullmatch(player_id):
         raise GameError(404, "not_on_board", "there is no player with this id")
     return board_response(daily().around(variant, day, player_id, query["around"]))

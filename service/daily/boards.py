@@ -384,9 +384,10 @@ class Daily:
         if found is None:
             raise GameError(404, "not_on_board",
                             f"the player has no entry on the board of {day_id}")
-        rank, count, offset, stored = found
+        rank, count, offset, stored, answered = found
         return BoardPage({"variant": variant.id, "day": day_id, "player_id": player,
-                          "rank": rank, "count": count}, answer_entries(offset, stored), {})
+                          "rank": rank, "count": count},
+                         stored if answered else answer_entries(offset, stored), {})
 
     # --- the close and the trim (the solver's worker) ----------------------------------
     def close_due(self, at_ms: int | None = None) -> int:

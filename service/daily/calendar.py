@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 _DAY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?:T([0-9]{2})([0-9]{2})([0-9]{2}))?")
 SECONDS_A_DAY = 86400
@@ -42,28 +43,34 @@ class Calendar:
         return start.strftime("%Y-%m-%dT%H%M%S")
 
     def parse(self, text: str) -> int | None:
-        """The day whose id is ``text`` (None: no day has it)."""
-        found = _DAY.fullmatch(text)
-        if found is None:
-            return None
-        try:
-            year, month, mday = (int(found[i]) for i in (1, 2, 3))
-            hour, minute, second = (int(found[i] or 0) for i in (4, 5, 6))
-            start = datetime(year, month, mday, hour, minute, second, tzinfo=UTC)
-        except ValueError:
-            return None
-        seconds = int(start.timestamp())
-        if self.period % SECONDS_A_DAY == 0:
-            day = (seconds - self.offset) // self.period
-            # A date names the day that starts on it.
-            return day if self.day_id(day) == text else (
-                day + 1 if self.day_id(day + 1) == text else None)
-        if (seconds - self.offset) % self.period:
-            return None
-        day = (seconds - self.offset) // self.period
-        return day if self.day_id(day) == text else None
+        """The day whose id is ``text`` (None: no day has it); the last ids asked for
+        are remembered (a board's reads name the same few days)."""
+        return _parse(self, text)
 
     def week_id(self, day: int) -> str:
         """The ISO week of the day's start, ``YYYY-Www``."""
         year, week, _ = datetime.fromtimestamp(self.start_ms(day) // 1000, UTC).isocalendar()
         return f"{year}-W{week:02d}"
+
+
+@lru_cache(maxsize=1024)
+def _parse(calendar: Calendar, text: str) -> int | None:
+    found = _DAY.fullmatch(text)
+    if found is None:
+        return None
+    try:
+        year, month, mday = (int(found[i]) for i in (1, 2, 3))
+        hour, minute, second = (int(found[i] or 0) for i in (4, 5, 6))
+        start = datetime(year, month, mday, hour, minute, second, tzinfo=UTC)
+    except ValueError:
+        return None
+    seconds = int(start.timestamp())
+    if calendar.period % SECONDS_A_DAY == 0:
+        day = (seconds - calendar.offset) // calendar.period
+        # A date names the day that starts on it.
+        return day if calendar.day_id(day) == text else (
+            day + 1 if calendar.day_id(day + 1) == text else None)
+    if (seconds - calendar.offset) % calendar.period:
+        return None
+    day = (seconds - calendar.offset) // calendar.period
+    return day if calendar.day_id(day) == text else None

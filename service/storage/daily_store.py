@@ -8,9 +8,11 @@ Per variant and day ``<day>`` (its id):
   secret until the day is over, like any seed the server chooses;
 - ``<day>:attempts`` HASH: player -> the id of their ranked game, written once
   (``HSETNX``): one attempt per player and day;
-- ``<day>:board`` ZSET: player -> score (lower is better), and ``<day>:entries`` HASH:
-  player -> the entry (JSON), written together once by
-  :data:`~.scripts.PROJECT_BOARD`;
+- ``<day>:board`` ZSET: the entries (each the player's id, then the entry's JSON) ->
+  score (lower is better), and ``<day>:entries`` HASH: player -> the entry's score,
+  written together once by :data:`~.scripts.PROJECT_BOARD`
+  (:data:`~.scripts.DAY_BOARD_LUA` says why, and how a board of the older form, the
+  player alone in the board and the entry in the hash, still reads);
 - ``<day>:top`` HASH: the board's first pages as their answers give their entries,
   per limit, their next cursors and the board's size they were made at
   (:data:`~.scripts.BOARD_TOP` writes them when read and answers them while they are
@@ -35,17 +37,18 @@ from __future__ import annotations
 from service.storage import keys
 from service.storage.backend import Backend, Call, Script
 from service.storage.game_store import StorageUnavailable, storage_errors
-from service.storage.scripts import BOARD_AROUND, BOARD_PAGE, BOARD_TOP, PROJECT_BOARD
+from service.storage.scripts import BOARD_PAGE, BOARD_TOP, DAY_AROUND, DAY_PAGE, PROJECT_BOARD
 
 __all__ = ["DailyStore"]
 
-_PROJECT, _PAGE, _AROUND = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_AROUND)
-_TOP = Script(BOARD_TOP)
+_PROJECT, _PAGE, _TOP = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_TOP)
+_DAY_PAGE, _AROUND = Script(DAY_PAGE), Script(DAY_AROUND)
 #: The largest first page of a day's board kept as its answer (``<day>:top``): the
 #: largest ``limit`` a board's query takes.  A larger one is read from the board.
 TOP_PAGE_LIMIT = 100
 #: Entries of a day's feed kept (about: MAXLEN ~).
 FEED_LENGTH = 1000
+_RANKED = b'{"rank":%d,%b'.__mod__
 
 
 def _text(value) -> str:
@@ -67,10 +70,27 @@ def _pairs(found) -> list[tuple]:
 
 
 
-def _page_reply(reply, answered: bool
+def _page_reply(reply, separator: bytes
                 ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
     following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-    return int(reply[2]), int(reply[3]), bytes(reply[4]), following, answered
+    count, offset, stored, form = int(reply[2]), int(reply[3]), bytes(reply[4]), _form(reply, 5)
+    if form == b"m":
+        return count, offset, _member_rows(offset, stored, separator), following, True
+    return count, offset, stored, following, form == b"1"
+
+
+def _form(reply, at: int) -> bytes:
+    """The form of a board script's entries (``DAY_BOARD_LUA``'s ``rows_of``): '1' the
+    answer's rows, 'm' a day's board members, '' their stored JSON."""
+    return bytes(reply[at]) if len(reply) > at else b""
+
+
+def _member_rows(offset: int, members: bytes, separator: bytes) -> bytes:
+    """The answer's rows of a day's board members (each the player's id, then the entry
+    from its opening brace, joined by ``separator``; the first's rank is ``offset`` +
+    1): each entry's rank before its fields."""
+    return b",".join([_RANKED((rank, member.partition(b"{")[2])) for rank, member
+                      in enumerate(members.split(separator), offset + 1)])
 
 
 def _board_keys(variant: str, day: str, week: str) -> list[str]:
@@ -188,13 +208,6 @@ class DailyStore:
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]
 
-    def _page(self, board: str, entries: str, cursor: tuple[str, str] | None, limit: int,
-              separator: bytes) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
-        reply = _PAGE.run(self._fast, [board, entries],
-                          ("", "", limit, separator) if cursor is None
-                          else (*cursor, limit, separator))
-        return _page_reply(reply, False)
-
     @storage_errors
     def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int,
               separator: bytes = b"\n"
@@ -202,36 +215,41 @@ class DailyStore:
         """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``) in
         one round trip: the board's size, the rank of its first entry less one, its
         entries, the cursor of the next page (None: the end), and whether the entries
-        are the answer's already (each with its rank, joined by commas: a day's first
-        page, :data:`~.scripts.BOARD_TOP`) or their stored JSON (``{}`` for one
-        missing) joined by ``separator``."""
+        are the answer's already (each with its rank, joined by commas: a day's pages,
+        :data:`~.scripts.DAY_PAGE`, :data:`~.scripts.BOARD_TOP`) or their stored JSON
+        (``{}`` for one missing) joined by ``separator``."""
+        args = ("", "") if cursor is None else cursor
         if name.startswith("week:") or name == "streaks":
-            return self._scored_page(variant, name, cursor, limit, separator)
+            reply = _PAGE.run(self._fast, [keys.daily(variant, f"{name}:board"),
+                                           keys.daily(variant, name)],
+                              (*args, limit, separator))
+            return _page_reply(reply, separator)
         board, entries = (keys.daily(variant, f"{name}:board"),
                           keys.daily(variant, f"{name}:entries"))
         if cursor is None and limit <= TOP_PAGE_LIMIT:
             reply = _TOP.run(self._fast, [board, entries, keys.daily(variant, f"{name}:top")],
                              (limit, separator))
-            return _page_reply(reply, bool(reply[5]))
-        return self._page(board, entries, cursor, limit, separator)
-
-    def _scored_page(self, variant, name, cursor, limit, separator):
-        """The week's and the streaks' boards: their hash holds the player's figures."""
-        return self._page(keys.daily(variant, f"{name}:board"), keys.daily(variant, name),
-                          cursor, limit, separator)
+        else:
+            reply = _DAY_PAGE.run(self._fast, [board, entries], (*args, limit, separator))
+        return _page_reply(reply, separator)
 
     @storage_errors
-    def around(self, variant: str, day: str, player: str, k: int,
-               separator: bytes = b"\n") -> tuple[int, int, int, bytes] | None:
+    def around(self, variant: str, day: str, player: str, k: int, separator: bytes = b"\n"
+               ) -> tuple[int, int, int, bytes, bool] | None:
         """The player's rank on the day's board, the board's size, the rank of the
-        first entry either side less one, and the k entries either side (as
-        :meth:`board` gives them), in one round trip (None: no entry of the player)."""
+        first entry either side less one, the k entries either side and whether they
+        are the answer's (as :meth:`board` gives them), in one round trip (None: no
+        entry of the player)."""
         reply = _AROUND.run(self._fast, [keys.daily(variant, f"{day}:board"),
                                          keys.daily(variant, f"{day}:entries")],
                             (player, k, separator))
         if not reply:
             return None
-        return int(reply[0]), int(reply[1]), int(reply[2]), bytes(reply[3])
+        offset, stored, form = int(reply[2]), bytes(reply[3]), _form(reply, 4)
+        if form == b"m":
+            return int(reply[0]), int(reply[1]), offset, \
+                _member_rows(offset, stored, separator), True
+        return int(reply[0]), int(reply[1]), offset, stored, form == b"1"
 
     @storage_errors
     def feed(self, variant: str, day: str, after: str, count: int = 1000

@@ -365,6 +365,104 @@ return 1
 
 # The daily deal's boards (:mod:`service.storage.daily_store`), every key in the slot of
 # its variant, ``{daily:<variant>}``.
+#
+# A day's board (``<day>:board``) holds each entry as its member: the player's id, then
+# the entry in its answer's form but for its rank (its JSON, from its opening brace).
+# Its score is the game's; a player's id holds no brace, so the ties (equal scores) are
+# in order of player, as the ids are.  The day's ``<day>:entries`` hash holds per player
+# the entry's score, as the board has it.  A board written by an older version of these
+# scripts holds the player's id alone as the member and the entry in the hash (a
+# player's id, a brace, or a hash value that opens with one, tells the two apart); the
+# reads below read both, each tie still in order of player.
+#
+# DAY_BOARD_LUA: what the day's board's reads share.  id_of: a member's player.
+# before: a byte order (not the locale's, which Lua's < follows).  place: the rank of the
+# first entry at or after (after: strictly after) the player among the entries of
+# ``score``, by bisection of those ties (each probe one rank read).  rows_of: the
+# entries of ``members`` (every ``step``-th item) ranked from ``rank``: unless
+# ``as_rows``, when every member holds its entry, the members as they are joined by the
+# separator and 'm' (the store makes the rows: cheaper in Python than in Lua, whose
+# every new string is hashed); else their answer rows joined by commas and '1', or,
+# when an entry of the older form lacks its ``game_url``, every entry's stored JSON
+# ('{}' for one missing) joined by the separator and '' (the rows are made in Python).
+DAY_BOARD_LUA = """
+local function id_of(member)
+  local at = string.find(member, '{', 1, true)
+  if at then return string.sub(member, 1, at - 1) end
+  return member
+end
+local function before(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+local function place(board, score, player, after)
+  local lo = redis.call('ZCOUNT', board, '-inf', '(' .. score)
+  local hi = lo + redis.call('ZCOUNT', board, score, score)
+  if hi - lo == 1 and not after then return lo end
+  while lo < hi do
+    local mid = math.floor((lo + hi) / 2)
+    local id = id_of(redis.call('ZRANGE', board, mid, mid)[1])
+    if before(id, player) or (after and id == player) then lo = mid + 1 else hi = mid end
+  end
+  return lo
+end
+local function rows_of(members, step, rank, entries, separator, as_rows)
+  if not as_rows then
+    local whole, picked = true, members
+    if step > 1 then
+      picked = {}
+      for i = 1, #members, step do picked[#picked + 1] = members[i] end
+    end
+    for i = 1, #picked do
+      if not string.find(picked[i], '{', 1, true) then whole = false break end
+    end
+    if whole then return table.concat(picked, separator), 'm' end
+  end
+  local rows, older, at = {}, {}, {}
+  for i = 1, #members, step do
+    local member = members[i]
+    local brace = string.find(member, '{', 1, true)
+    if brace then
+      rows[#rows + 1] = '{"rank":' .. (rank + #rows) .. ',' .. string.sub(member, brace + 1)
+    else
+      rows[#rows + 1] = false
+      older[#older + 1] = member
+      at[#older] = #rows
+    end
+  end
+  if #older == 0 then return table.concat(rows, ','), '1' end
+  local found = redis.call('HMGET', entries, unpack(older))
+  local whole = true
+  for i = 1, #older do
+    local entry, row = found[i], at[i]
+    if not entry or string.byte(entry, 1) ~= 123 then
+      rows[row] = '{"rank":' .. (rank + row - 1) .. '}'
+      found[i] = '{}'
+    elseif string.find(entry, '"game_url":"', 1, true) then
+      rows[row] = '{"rank":' .. (rank + row - 1) .. ',' .. string.sub(entry, 2)
+    else
+      whole = false
+    end
+  end
+  if whole then return table.concat(rows, ','), '1' end
+  local stored, next_older = {}, 1
+  for i = 1, #members, step do
+    local member = members[i]
+    local brace = string.find(member, '{', 1, true)
+    if brace then
+      stored[#stored + 1] = string.sub(member, brace)
+    else
+      stored[#stored + 1] = found[next_older]
+      next_older = next_older + 1
+    end
+  end
+  return table.concat(stored, separator), ''
+end
+"""
+
 # KEYS: 1 the day's entries hash, 2 the day's board zset, 3 the week's hash, 4 the
 #       week's board zset, 5 the streaks hash, 6 the streaks board zset, 7 the day's
 #       feed stream, 8 the days zset, 9 the day's top pages (BOARD_TOP)
@@ -373,17 +471,19 @@ return 1
 #       9 the day's id, 10 the board's channel, 11 the ranks the top pages hold (the
 #       largest page's limit)
 # Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
-# entry is the marker: a player has one ranked game a day, so its end is written once
-# however often it is applied.  An entry that lands within the top pages (or right
-# after the largest: its next cursor) deletes them, in the same script.  A win also
-# counts in the week (days won, then their moves: score -won * 10^9 + moves) and the
-# streaks (consecutive days won).  An entry that lands in the top ARGV[7], or moves
-# others within it, is added to the day's feed,
+# player's score in the entries hash is the marker: a player has one ranked game a
+# day, so its end is written once however often it is applied.  The entry goes on the
+# board as its member (the player's id, then the entry: DAY_BOARD_LUA).  An entry that
+# lands within the top pages (or right after the largest: its next cursor) deletes
+# them, in the same script.  A win also counts in the week (days won, then their moves:
+# score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry that lands
+# in the top ARGV[7], or moves others within it, is added to the day's feed,
 # and its id published on the board's channel, in the same script (its followers,
 # :mod:`service.live.board`).
 PROJECT_BOARD = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 'done' end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[3]) == 0 then return 'done' end
+local member = ARGV[1] .. ARGV[2]
+redis.call('ZADD', KEYS[2], ARGV[3], member)
 redis.call('ZADD', KEYS[8], ARGV[6], ARGV[9])
 if ARGV[4] == '1' then
   local entry = cjson.decode(ARGV[2])
@@ -409,7 +509,7 @@ if ARGV[4] == '1' then
   redis.call('HSET', KEYS[5], ARGV[1], cjson.encode(streak))
   redis.call('ZADD', KEYS[6], tostring(-streak.longest), ARGV[1])
 end
-local rank = redis.call('ZRANK', KEYS[2], ARGV[1])
+local rank = redis.call('ZRANK', KEYS[2], member)
 if rank <= tonumber(ARGV[11]) then redis.call('DEL', KEYS[9]) end
 if rank < tonumber(ARGV[7]) then
   local id = redis.call('XADD', KEYS[7], 'MAXLEN', '~', ARGV[8], '*', 'player', ARGV[1],
@@ -419,15 +519,15 @@ end
 return 'applied'
 """
 
-# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from the
-# top), 2 the cursor's player, 3 the most entries, 4 the separator of the entries.
+# KEYS: 1 a week's or the streaks' board zset (member: the player), 2 its hash (the
+# player's figures).  ARGV: 1 the cursor's score ('' from the top), 2 the cursor's
+# player, 3 the most entries, 4 the separator of the entries.
 # Answers {next score, next player ('' '' at the end), the board's size, the rank of
 # the first entry less one, the entries}: in order of score then player, those after the
 # cursor, their stored JSON as it is ('{}' for one missing) joined by the separator.
 # The page starts at the cursor's player's place when the player is there with the
-# cursor's score (a board whose scores never change: a day's); else (a week's or the
-# streaks', whose player's score may have changed) after every entry of a lower score
-# and every one of the same score up to the player.
+# cursor's score; else (the player's score has changed since) after every entry of a
+# lower score and every one of the same score up to the player.
 BOARD_PAGE = """
 local want = tonumber(ARGV[3])
 local start = 0
@@ -460,79 +560,104 @@ page[5] = table.concat(entries, ARGV[4])
 return page
 """
 
-# KEYS: 1 a board zset, 2 its entries hash.  ARGV: 1 player, 2 k, 3 the separator of
-# the entries.
+# DAY_PAGE_LUA: a page of a day's board from the rank ``start`` (locals of the script
+# it ends: ``start``, ``want``, ``count``, ``separator``, ``as_rows``), ``want`` entries
+# at most: {next score, next player ('' '' at the end), the board's size, the rank of
+# the first entry less one, the entries and their form (DAY_BOARD_LUA's rows_of)}.
+# The next cursor is the page's last entry.
+DAY_PAGE_LUA = """
+local members = redis.call('ZRANGE', KEYS[1], start, start + want, 'WITHSCORES')
+local page = {'', '', count, start, '', ''}
+local take = math.min(#members / 2, want)
+if #members / 2 > want then
+  page[1], page[2] = members[2 * want], id_of(members[2 * want - 1])
+  members[2 * want + 1], members[2 * want + 2] = nil, nil
+end
+if take > 0 then
+  page[5], page[6] = rows_of(members, 2, start + 1, KEYS[2], separator, as_rows)
+end
+"""
+
+# KEYS: 1 a day's board zset, 2 its entries hash.  ARGV: 1 the cursor's score ('' from
+# the top), 2 the cursor's player, 3 the most entries, 4 the separator of the entries.
+# Answers DAY_PAGE_LUA's page of the entries after the cursor's, in order of score then
+# player (a day's scores never change: the cursor's player is at its place, or, for a
+# cursor made up, the place it would have).
+DAY_PAGE = DAY_BOARD_LUA + """
+local want, separator, as_rows = tonumber(ARGV[3]), ARGV[4], false
+local count = redis.call('ZCARD', KEYS[1])
+local start = 0
+if ARGV[1] ~= '' then start = place(KEYS[1], ARGV[1], ARGV[2], true) end
+""" + DAY_PAGE_LUA + """
+return page
+"""
+
+# KEYS: 1 a day's board zset, 2 its entries hash.  ARGV: 1 player, 2 k, 3 the separator
+# of the entries.
 # Answers {} when the player has no entry, else {rank, count, the rank of the first
-# entry less one, the entries}: the player's rank, the board's size, and the k entries
-# either side, their stored JSON as it is ('{}' for one missing) joined by the separator.
-BOARD_AROUND = """
-local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
-if not rank then return {} end
+# entry less one, the entries, their form}: the player's rank, the board's size, and
+# the k entries either side (DAY_BOARD_LUA's rows_of).  The
+# player's place is found from their score (the entries hash), among the entries of
+# that score; the older form's (its entry in the hash) by its member.
+DAY_AROUND = DAY_BOARD_LUA + """
+local stored = redis.call('HGET', KEYS[2], ARGV[1])
+if not stored then return {} end
+local rank
+if string.byte(stored, 1) == 123 then
+  rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+  if not rank then return {} end
+else
+  rank = place(KEYS[1], stored, ARGV[1], false)
+end
 local k = tonumber(ARGV[2])
 local first = math.max(0, rank - k)
 local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
-local entries = redis.call('HMGET', KEYS[2], unpack(members))
-for i = 1, #members do entries[i] = entries[i] or '{}' end
-return {rank + 1, redis.call('ZCARD', KEYS[1]), first, table.concat(entries, ARGV[3])}
+if not members[rank - first + 1] or id_of(members[rank - first + 1]) ~= ARGV[1] then
+  return {}
+end
+local entries, form = rows_of(members, 1, first + 1, KEYS[2], ARGV[3], false)
+return {rank + 1, redis.call('ZCARD', KEYS[1]), first, entries, form}
 """
 
 # KEYS: 1 a day's board zset, 2 its entries hash, 3 its top pages hash.  ARGV: 1 the
 # most entries (at most the ranks PROJECT_BOARD keeps the pages for), 2 the separator
 # of the entries.
-# Answers BOARD_PAGE's reply for the board's first page, and a sixth item: '1' when
-# the entries are the answer's already (each with its rank, joined by commas), '' when
-# they are stored JSON joined by the separator.  The top pages hash holds, per limit,
-# the page's answer ('<limit>'), its next cursor's score and player ('<limit>:s',
-# '<limit>:p') and the board's size when it was made ('<limit>:n'); a page it lacks is
-# read from the board and, when every entry is stored in its answer's form (its
-# "game_url" last) or missing (its rank alone), made the answer's here and kept.
-# PROJECT_BOARD deletes the hash when an entry lands within the pages, in the same
-# script as the entry.  A kept page is answered only while it is the board's: a day's
-# entries are only ever added, each pushing those after it down, so no entry landed
-# within a page of <limit> while the player at its last rank is the one it had (a
-# board of more entries than the page), or while the board's size is the one it had
-# (a board the page holds whole); else it is made again.  So an entry written by any
-# other means (a process of an older version of the board's script) never hides
-# behind a kept page either, and a page read with the board's size is never older
-# than the board's state that size is of.  A page that cannot be kept (the hash
+# Answers DAY_PAGE_LUA's page for the board's first page.  The top pages hash holds,
+# per limit, the page's answer ('m<limit>'), its next cursor's score and player
+# ('m<limit>:s', 'm<limit>:p') and the board's size when it was made ('m<limit>:n'):
+# fields of their own, never those an older version of this script kept (named
+# '<limit>'..., made from the older form's entries alone); a
+# page it lacks is read from the board, made the answer's rows here and, when every
+# entry has its URL, kept.  PROJECT_BOARD deletes the hash when an entry lands within
+# the pages, in the same script.  A kept page is answered only while it is the
+# board's: a day's entries are only ever added, each pushing those after it down, so
+# no entry landed within a page of <limit> while the player at its last rank is the one
+# it had (a board of more entries than the page), or while the board's size is the one
+# it had (a board the page holds whole); else it is made again.  So an entry written
+# by any other means (a process of an older version of the board's script) never
+# hides behind a kept page either, and a page read with the board's size is never
+# older than the board's state that size is of.  A page that cannot be kept (the hash
 # refused: maxmemory) is answered all the same.
-BOARD_TOP = """
-local want = ARGV[1]
-local n = tonumber(want)
+BOARD_TOP = DAY_BOARD_LUA + """
+local want, separator, as_rows = tonumber(ARGV[1]), ARGV[2], true
 local count = redis.call('ZCARD', KEYS[1])
-local kept = redis.call('HMGET', KEYS[3], want, want .. ':s', want .. ':p', want .. ':n')
+local field = 'm' .. ARGV[1]
+local kept = redis.call('HMGET', KEYS[3], field, field .. ':s', field .. ':p', field .. ':n')
 if kept[1] then
   local fresh
   if kept[3] ~= '' then
-    fresh = redis.call('ZRANGE', KEYS[1], n - 1, n - 1)[1] == kept[3]
+    local last = redis.call('ZRANGE', KEYS[1], want - 1, want - 1)[1]
+    fresh = last ~= nil and id_of(last) == kept[3]
   else
     fresh = tostring(count) == kept[4]
   end
   if fresh then return {kept[2], kept[3], count, 0, kept[1], '1'} end
 end
-local members = redis.call('ZRANGE', KEYS[1], 0, n, 'WITHSCORES')
-local page = {'', '', count, 0, '', ''}
-local take = math.min(#members / 2, n)
-if #members / 2 > n then page[1], page[2] = members[2 * n], members[2 * n - 1] end
-if take == 0 then return page end
-local names = {}
-for i = 1, take do names[i] = members[2 * i - 1] end
-local entries = redis.call('HMGET', KEYS[2], unpack(names))
-local rows = {}
-for i = 1, take do
-  local entry = entries[i]
-  if not entry then
-    rows[i] = '{"rank":' .. i .. '}'
-  elseif string.find(entry, '"game_url":"', 1, true) then
-    rows[i] = '{"rank":' .. i .. ',' .. string.sub(entry, 2)
-  else
-    for j = 1, take do entries[j] = entries[j] or '{}' end
-    page[5] = table.concat(entries, ARGV[2])
-    return page
-  end
+local start = 0
+""" + DAY_PAGE_LUA + """
+if page[6] == '1' then
+  redis.pcall('HSET', KEYS[3], field, page[5], field .. ':s', page[1], field .. ':p',
+              page[2], field .. ':n', count)
 end
-page[5], page[6] = table.concat(rows, ','), '1'
-redis.pcall('HSET', KEYS[3], want, page[5], want .. ':s', page[1], want .. ':p', page[2],
-            want .. ':n', count)
 return page
 """

@@ -10,7 +10,6 @@ Every answer is checked against openapi.yaml by the test client."""
 from __future__ import annotations
 
 import hashlib
-import json
 import time
 
 import orjson
@@ -649,15 +648,43 @@ def test_the_quick_reading_of_an_around_query_answers_what_the_schema_does(query
     assert _answer(load_around_query, query) == _answer(around_query_schema.load, query)
 
 
-@pytest.mark.parametrize("form", ["answer", "older", "mixed"])
+def member_entry(redis_db, entries_key: str, member: bytes) -> tuple[str, dict]:
+    """A day's board member's player and entry: the entry itself after the player's id,
+    or (the older form) the player alone, the entry in the entries hash."""
+    player, brace, entry = member.partition(b"{")
+    if not brace:
+        return player.decode(), orjson.loads(redis_db.hget(entries_key, player))
+    return player.decode(), orjson.loads(brace + entry)
+
+
+def to_older_form(redis_db, variant: str, day: str, player: str, *, url: bool) -> None:
+    """A player's entry moved into the form an older version wrote: the player alone
+    in the board, the entry in the entries hash (``url``: with its ``game_url``, else
+    as written before entries had it)."""
+    board_key, entries_key = (keys.daily(variant, f"{day}:{part}")
+                              for part in ("board", "entries"))
+    (member,) = [member for member in redis_db.zrange(board_key, 0, -1)
+                 if member.startswith(player.encode() + b"{")]
+    score_ = redis_db.zscore(board_key, member)
+    entry = orjson.loads(member[len(player):])
+    if not url:
+        assert entry.pop("game_url") == f"/v1/games/{entry['game_id']}"
+    redis_db.zrem(board_key, member)
+    redis_db.zadd(board_key, {player: score_})
+    redis_db.hset(entries_key, player, orjson.dumps(entry))
+
+
+@pytest.mark.parametrize("form", ["member", "hash", "older", "mixed"])
 def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db, form):
     """The board's entries are answered as stored, with bytes operations: each answer
     is the stored entry decoded with its rank and its game's URL added, also for names
     and game ids that need escapes, and ties of score across pages; the same for
-    entries stored in their answer's form (``form`` 'answer': as the board's projection
-    writes them, their game's URL in them), in the form written before it ('older': no
-    URL), and a board of both ('mixed').  The first pages of a board whose entries are
-    all in the answer's form are kept as their answers; the others are not."""
+    entries as the board's projection writes them (``form`` 'member': the entry, its
+    game's URL in it, in the board's member after the player's id), in the forms
+    written before ('hash': the player alone in the board and the entry in the
+    entries hash; 'older': the same without the URL), and a board of all three, ties
+    of score across the forms included ('mixed').  The first pages of a board whose
+    entries all have their URL are kept as their answers; the others are not."""
     app = daily_app()
     client = app.test_client()
     daily = app.services.daily
@@ -675,16 +702,16 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
                                    "time_ms": 7, "cards_home": 3, "score": score_,
                                    "ended_ms": 1764900000123}, name)
         daily.store.project_many([end], live_top=3)
-    entries_key = keys.daily("clock", f"{day}:entries")
+    board_key, entries_key = (keys.daily("clock", f"{day}:{part}")
+                              for part in ("board", "entries"))
     for number, player in enumerate(player_ids):
-        if form == "older" or (form == "mixed" and number % 2):
-            entry = orjson.loads(redis_db.hget(entries_key, player))
-            assert entry.pop("game_url") == f"/v1/games/{entry['game_id']}"
-            redis_db.hset(entries_key, player, orjson.dumps(entry))
-    stored = {player: json.loads(value) for player, value in
-              ((k.decode(), v) for k, v in redis_db.hgetall(entries_key).items())}
+        kind = form if form != "mixed" else ("member", "hash", "older")[number % 3]
+        if kind != "member":
+            to_older_form(redis_db, "clock", day, player, url=kind == "hash")
+    stored = dict(member_entry(redis_db, entries_key, member)
+                  for member in redis_db.zrange(board_key, 0, -1))
     assert {"game_url" in entry for entry in stored.values()} == \
-        {"answer": {True}, "older": {False}, "mixed": {True, False}}[form]
+        {"member": {True}, "hash": {True}, "older": {False}, "mixed": {True, False}}[form]
     order = [player for _score, player in sorted(zip(scores, player_ids, strict=True))]
 
     def expected(rank: int, player: str) -> dict:
@@ -698,7 +725,7 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
         assert response.data == orjson.dumps({"variant": "clock", "day": day,
                                               "count": len(order), "entries": whole,
                                               "next_cursor": None})
-        assert redis_db.hexists(top, "100") == (form == "answer")
+        assert redis_db.hexists(top, "m100") == (form in ("member", "hash"))
     seen, cursor = [], None
     while True:
         page = board(client, "clock", day, limit=2, **({"cursor": cursor} if cursor else {}))
@@ -749,17 +776,17 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     def read(limit: int) -> dict:
         page = board(client, "clock", day, limit=limit)
         members = redis_db.zrange(board_key, 0, limit, withscores=True)
-        rows = [{"rank": rank, **orjson.loads(redis_db.hget(entries_key, member))}
+        rows = [{"rank": rank, **member_entry(redis_db, entries_key, member)[1]}
                 for rank, (member, _score) in enumerate(members[:limit], 1)]
         last = members[limit - 1] if len(members) > limit else None
         assert page == {"variant": "clock", "day": day, "count": redis_db.zcard(board_key),
-                        "entries": rows, "next_cursor": None if last is None
-                        else f"{int(last[1])}:{last[0].decode()}"}
+                        "entries": rows, "next_cursor": None if last is None else
+                        f"{int(last[1])}:{member_entry(redis_db, entries_key, last[0])[0]}"}
         return page
 
     ends(*((number, 1000 + 10 * number) for number in range(105)))
     first = {limit: read(limit) for limit in (100, 5)}
-    assert sorted(redis_db.hkeys(top))[:4] == [b"100", b"100:n", b"100:p", b"100:s"]
+    assert sorted(redis_db.hkeys(top))[:4] == [b"m100", b"m100:n", b"m100:p", b"m100:s"]
     assert redis_db.hlen(top) == 8
     ends((200, 99_999))  # below the pages: they stay, the size grows
     assert redis_db.hlen(top) == 8
@@ -772,7 +799,7 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     ends((202, 1))  # the first
     assert redis_db.exists(top) == 0
     assert read(5)["entries"][0]["player_id"] == f"{202:026d}"
-    assert sorted(redis_db.hkeys(top)) == [b"5", b"5:n", b"5:p", b"5:s"]
+    assert sorted(redis_db.hkeys(top)) == [b"m5", b"m5:n", b"m5:p", b"m5:s"]
     # Entries written without the board's script (a process of an older version): a
     # kept page that is no longer the board's is made again.
     for number, score_, limit in ((203, 2, 5), (204, 1505, 100)):
@@ -783,7 +810,7 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
             "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
             "ended_ms": 1764900000123}, "Bypass")["entry"])
         redis_db.zadd(board_key, {player: score_})
-        assert redis_db.hexists(top, str(limit))
+        assert redis_db.hexists(top, f"m{limit}")
         assert player in [row["player_id"] for row in read(limit)["entries"]]
 
 
@@ -815,3 +842,84 @@ def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
     assert [row["player_id"] for row in page["entries"]] == \
         [f"{number:026d}" for number in (2, 1, 0, 3)]
     assert page["count"] == 4
+
+
+def test_a_player_s_rank_among_many_equal_scores(daily_app, redis_db):
+    """A player's rank among more entries of one score than the rank read looks through
+    (the bisection of the ties), on a board of both forms: each player's rank and the
+    players either side are those of the order of score, then player."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+               for number in range(45)]
+    scores = [7 if number % 9 else 3 for number in range(45)]  # 40 ties at 7
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": day, "index": index,
+        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+        "ended_ms": 1764900000123}, f"P{number}")
+        for number, (player, score_) in enumerate(zip(players, scores, strict=True))],
+        live_top=3)
+    for player in players[1::4]:
+        to_older_form(redis_db, "clock", day, player, url=True)
+    order = [player for _score, player in sorted(zip(scores, players, strict=True))]
+    for rank, player in enumerate(order, 1):
+        around = client.get(f"/v1/daily/clock/{day}/board/players/{player}",
+                            query_string={"around": 1})
+        assert around.status_code == 200, player
+        found = around.get_json()
+        assert found["rank"] == rank
+        assert [(row["rank"], row["player_id"]) for row in found["entries"]] == \
+            [(number, order[number - 1]) for number in range(max(1, rank - 1),
+                                                              min(len(order), rank + 1) + 1)]
+
+
+@pytest.mark.parametrize(("query", "around"), [
+    ("", 5), ("around=0", 0), ("around=7", 7), ("around=07", 7), ("around=50", 50),
+    ("around=51", None), ("around=99", None), ("around=%35", 5), ("around=5&x=1", 5),
+    ("x=1&around=6", 6), ("around=", None), ("around=-1", None), ("around=5.0", None)])
+def test_an_around_query_is_read_as_its_schema_reads_it(daily_app, query, around):
+    """The quick reading of a query of ``around`` alone (the raw query string) answers
+    what the schema's reading does: the k entries either side, or 400."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+               for number in range(120)]
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": day, "index": index,
+        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": number,
+        "ended_ms": 1764900000123}, f"P{number}") for number, player in enumerate(players)],
+        live_top=3)
+    response = client.get(f"/v1/daily/clock/{day}/board/players/{players[59]}?{query}")
+    if around is None:
+        assert response.status_code == 400, response.get_data(as_text=True)
+        return
+    assert response.status_code == 200
+    assert [row["rank"] for row in response.get_json()["entries"]] == \
+        list(range(60 - around, 61 + around))
+
+
+def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
+    """The first pages an older version of the board's script kept (fields '<limit>',
+    made from its entries alone) are not this version's: its pages are made from the
+    board."""
+    app = daily_app()
+    client = app.test_client()
+    daily = app.services.daily
+    index = daily.today()
+    day = daily.calendar.day_id(index)
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": "".join("abcdefghij"[int(digit)] for digit in f"{number:026d}"),
+        "variant": "clock", "day": day, "index": index, "outcome": "lost", "moves": 2,
+        "time_ms": 7, "cards_home": 3, "score": number, "ended_ms": 1764900000123},
+        f"P{number}") for number in range(3)], live_top=3)
+    redis_db.hset(keys.daily("clock", f"{day}:top"), mapping={
+        "5": '{"rank":1},{"rank":2},{"rank":3}', "5:s": "", "5:p": "", "5:n": "3"})
+    page = board(client, "clock", day, limit=5)
+    assert [(row["rank"], row["name"]) for row in page["entries"]] == \
+        [(1, "P0"), (2, "P1"), (3, "P2")]
