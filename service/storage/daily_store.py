@@ -70,12 +70,13 @@ def _pairs(found) -> list[tuple]:
 
 
 
-def _page_reply(reply) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
+def _page_reply(reply, separator: bytes
+                ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
     following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-    count, offset, form = int(reply[2]), int(reply[3]), _form(reply, 5)
+    count, offset, stored, form = int(reply[2]), int(reply[3]), bytes(reply[4]), _form(reply, 5)
     if form == b"m":
-        return count, offset, _member_rows(offset, reply[4]), following, True
-    return count, offset, bytes(reply[4]), following, form == b"1"
+        return count, offset, _member_rows(offset, stored, separator), following, True
+    return count, offset, stored, following, form == b"1"
 
 
 def _form(reply, at: int) -> bytes:
@@ -84,12 +85,12 @@ def _form(reply, at: int) -> bytes:
     return bytes(reply[at]) if len(reply) > at else b""
 
 
-def _member_rows(offset: int, members: list[bytes]) -> bytes:
+def _member_rows(offset: int, members: bytes, separator: bytes) -> bytes:
     """The answer's rows of a day's board members (each the player's id, then the entry
-    from its opening brace; the first's rank is ``offset`` + 1): each entry's rank
-    before its fields."""
+    from its opening brace, joined by ``separator``; the first's rank is ``offset`` +
+    1): each entry's rank before its fields."""
     return b",".join([_RANKED((rank, member.partition(b"{")[2])) for rank, member
-                      in enumerate(members, offset + 1)])
+                      in enumerate(members.split(separator), offset + 1)])
 
 
 def _board_keys(variant: str, day: str, week: str) -> list[str]:
@@ -222,7 +223,7 @@ class DailyStore:
             reply = _PAGE.run(self._fast, [keys.daily(variant, f"{name}:board"),
                                            keys.daily(variant, name)],
                               (*args, limit, separator))
-            return _page_reply(reply)
+            return _page_reply(reply, separator)
         board, entries = (keys.daily(variant, f"{name}:board"),
                           keys.daily(variant, f"{name}:entries"))
         if cursor is None and limit <= TOP_PAGE_LIMIT:
@@ -230,7 +231,7 @@ class DailyStore:
                              (limit, separator))
         else:
             reply = _DAY_PAGE.run(self._fast, [board, entries], (*args, limit, separator))
-        return _page_reply(reply)
+        return _page_reply(reply, separator)
 
     @storage_errors
     def around(self, variant: str, day: str, player: str, k: int, separator: bytes = b"\n"
@@ -244,10 +245,11 @@ class DailyStore:
                             (player, k, separator))
         if not reply:
             return None
-        offset, form = int(reply[2]), _form(reply, 4)
+        offset, stored, form = int(reply[2]), bytes(reply[3]), _form(reply, 4)
         if form == b"m":
-            return int(reply[0]), int(reply[1]), offset, _member_rows(offset, reply[3]), True
-        return int(reply[0]), int(reply[1]), offset, bytes(reply[3]), form == b"1"
+            return int(reply[0]), int(reply[1]), offset, \
+                _member_rows(offset, stored, separator), True
+        return int(reply[0]), int(reply[1]), offset, stored, form == b"1"
 
     @storage_errors
     def feed(self, variant: str, day: str, after: str, count: int = 1000

@@ -380,12 +380,11 @@ return 1
 # first entry at or after (after: strictly after) the player among the entries of
 # ``score``, by bisection of those ties (each probe one rank read).  rows_of: the
 # entries of ``members`` (every ``step``-th item) ranked from ``rank``: unless
-# ``as_rows``, when every member holds its entry, the members as they are (a table:
-# an array in the reply, nothing joined) and 'm' (the store makes the rows: cheaper in
-# Python than in Lua, whose every new string is hashed); else their answer rows joined
-# by commas and '1', or, when an entry of the older form lacks its ``game_url``, every
-# entry's stored JSON ('{}' for one missing) joined by the separator and '' (the rows
-# are made in Python).
+# ``as_rows``, when every member holds its entry, the members as they are joined by the
+# separator and 'm' (the store makes the rows: cheaper in Python than in Lua, whose
+# every new string is hashed); else their answer rows joined by commas and '1', or,
+# when an entry of the older form lacks its ``game_url``, every entry's stored JSON
+# ('{}' for one missing) joined by the separator and '' (the rows are made in Python).
 DAY_BOARD_LUA = """
 local function id_of(member)
   local at = string.find(member, '{', 1, true)
@@ -420,7 +419,7 @@ local function rows_of(members, step, rank, entries, separator, as_rows)
     for i = 1, #picked do
       if not string.find(picked[i], '{', 1, true) then whole = false break end
     end
-    if whole then return picked, 'm' end
+    if whole then return table.concat(picked, separator), 'm' end
   end
   local rows, older, at = {}, {}, {}
   for i = 1, #members, step do
