@@ -844,6 +844,24 @@ def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
     assert page["count"] == 4
 
 
+def board_player(number: int) -> str:
+    """A player id of the service's form, made of ``number`` (in order with it)."""
+    return "".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+
+
+def lost_ends(daily, day: str, index: int, scores: list[int]) -> list[str]:
+    """One lost ranked end per score onto the day's Clock board, by the board's
+    projection (player ``n`` named ``P<n>``, with the n-th score): their players."""
+    players = [board_player(number) for number in range(len(scores))]
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": day, "index": index,
+        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+        "ended_ms": 1764900000123}, f"P{number}")
+        for number, (player, score_) in enumerate(zip(players, scores, strict=True))],
+        live_top=3)
+    return players
+
+
 def test_a_player_s_rank_among_many_equal_scores(daily_app, redis_db):
     """A player's rank among more entries of one score than the rank read looks through
     (the bisection of the ties), on a board of both forms: each player's rank and the
@@ -853,15 +871,8 @@ def test_a_player_s_rank_among_many_equal_scores(daily_app, redis_db):
     daily = app.services.daily
     index = daily.today()
     day = daily.calendar.day_id(index)
-    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
-               for number in range(45)]
     scores = [7 if number % 9 else 3 for number in range(45)]  # 40 ties at 7
-    daily.store.project_many([daily._end(f"g{number}", {
-        "player": player, "variant": "clock", "day": day, "index": index,
-        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
-        "ended_ms": 1764900000123}, f"P{number}")
-        for number, (player, score_) in enumerate(zip(players, scores, strict=True))],
-        live_top=3)
+    players = lost_ends(daily, day, index, scores)
     for player in players[1::4]:
         to_older_form(redis_db, "clock", day, player, url=True)
     order = [player for _score, player in sorted(zip(scores, players, strict=True))]
@@ -888,13 +899,7 @@ def test_an_around_query_is_read_as_its_schema_reads_it(daily_app, query, around
     daily = app.services.daily
     index = daily.today()
     day = daily.calendar.day_id(index)
-    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
-               for number in range(120)]
-    daily.store.project_many([daily._end(f"g{number}", {
-        "player": player, "variant": "clock", "day": day, "index": index,
-        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": number,
-        "ended_ms": 1764900000123}, f"P{number}") for number, player in enumerate(players)],
-        live_top=3)
+    players = lost_ends(daily, day, index, list(range(120)))
     response = client.get(f"/v1/daily/clock/{day}/board/players/{players[59]}?{query}")
     if around is None:
         assert response.status_code == 400, response.get_data(as_text=True)
@@ -913,11 +918,7 @@ def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
     daily = app.services.daily
     index = daily.today()
     day = daily.calendar.day_id(index)
-    daily.store.project_many([daily._end(f"g{number}", {
-        "player": "".join("abcdefghij"[int(digit)] for digit in f"{number:026d}"),
-        "variant": "clock", "day": day, "index": index, "outcome": "lost", "moves": 2,
-        "time_ms": 7, "cards_home": 3, "score": number, "ended_ms": 1764900000123},
-        f"P{number}") for number in range(3)], live_top=3)
+    lost_ends(daily, day, index, [0, 1, 2])
     redis_db.hset(keys.daily("clock", f"{day}:top"), mapping={
         "5": '{"rank":1},{"rank":2},{"rank":3}', "5:s": "", "5:p": "", "5:n": "3"})
     page = board(client, "clock", day, limit=5)
