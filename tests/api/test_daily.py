@@ -925,6 +925,12 @@ def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
         [(1, "P0"), (2, "P1"), (3, "P2")]
 
 
+def player_ids(count: int) -> list[str]:
+    """``count`` player ids in the order of their numbers."""
+    return ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+            for number in range(count)]
+
+
 def _wins(daily, players: list[str], index: int) -> dict[str, list[int]]:
     """Ranked wins of ``players`` over the four days up to ``index`` written to the boards
     as the projector writes them (player n wins the days of the bits of n % 16, and the
@@ -956,10 +962,8 @@ def test_a_player_s_rank_and_neighbours_on_the_week_s_and_the_streaks_boards(dai
     0); 404 ``not_on_board`` for a player without an entry, 404 for a malformed week."""
     app = daily_app()
     client = app.test_client()
-    daily = app.services.daily
+    daily, players = app.services.daily, player_ids(34)
     index = daily.today()
-    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
-               for number in range(34)]
     won = _wins(daily, players, index)
     week = daily.calendar.week_id(index)
     weekly = []
@@ -1042,10 +1046,8 @@ def test_an_around_query_of_the_week_s_and_the_streaks_boards(daily_app, path, q
     entries either side, or 400."""
     app = daily_app()
     client = app.test_client()
-    daily = app.services.daily
+    daily, players = app.services.daily, player_ids(120)
     index = daily.today()
-    players = ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
-               for number in range(120)]
     daily.store.project_many([daily._end(f"g{number}", {
         "player": player, "variant": "clock", "day": daily.calendar.day_id(index),
         "index": index, "outcome": "won", "moves": number, "time_ms": 7,
