@@ -119,7 +119,9 @@ ACCEPTED = {
     "getDailyBoardAround": [200, 404],
     "getDailyBoardEvents": [200, 404],
     "getWeeklyBoard": [200, 404],
+    "getWeeklyBoardAround": [200, 404],
     "getStreaksBoard": [200, 404],
+    "getStreaksBoardAround": [200, 404],
 }
 # ignored_auth probes a write without a token and with a wrong one after the write
 # succeeded: after a DELETE the game is gone and the wrong token meets 404, as it must (no

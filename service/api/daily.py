@@ -65,12 +65,20 @@ def board(variant, day):
 
 @bp.get("/<variant>/<day>/board/players/<player_id>")
 def around(variant, day, player_id):
+    k = around_query(player_id)
+    return board_response(daily().around(variant, day, player_id, k))
+
+
+def around_query(player_id: str) -> int:
+    """The ``around`` of a board's read of a player and the k players either side
+    (a query of ``around`` alone read without parsing the query); 404 ``not_on_board``
+    for a player id that is none."""
     quick = _AROUND_ONLY.fullmatch(request.environ.get("QUERY_STRING", ""))
     query = {"around": int(quick[1])} if quick and int(quick[1]) <= 50 \
         else load_around_query(request.args.to_dict())
     if not _PLAYER.fullmatch(player_id):
         raise GameError(404, "not_on_board", "there is no player with this id")
-    return board_response(daily().around(variant, day, player_id, query["around"]))
+    return query["around"]
 
 
 @bp.get("/<variant>/<day>/events")
@@ -102,10 +110,21 @@ def board_events(variant, day):
 @bp.get("/<variant>/weeks/<week>/board")
 def week_board(variant, week):
     query = load_board_query(request.args.to_dict())
-    if not _WEEK.fullmatch(week):
-        raise GameError(404, "not_found", f"{week!r} is not an ISO week (YYYY-Www)")
+    check_week(week)
     return board_response(daily().week(variant, week, limit=query["limit"],
                                       cursor=query["cursor"]))
+
+
+@bp.get("/<variant>/weeks/<week>/board/players/<player_id>")
+def week_around(variant, week, player_id):
+    k = around_query(player_id)
+    check_week(week)
+    return board_response(daily().week_around(variant, week, player_id, k))
+
+
+def check_week(week: str) -> None:
+    if not _WEEK.fullmatch(week):
+        raise GameError(404, "not_found", f"{week!r} is not an ISO week (YYYY-Www)")
 
 
 @bp.get("/<variant>/streaks")
@@ -113,3 +132,9 @@ def streaks(variant):
     query = load_board_query(request.args.to_dict())
     return json_response(daily().streaks(variant, limit=query["limit"],
                                          cursor=query["cursor"]))
+
+
+@bp.get("/<variant>/streaks/players/<player_id>")
+def streaks_around(variant, player_id):
+    k = around_query(player_id)
+    return json_response(daily().streaks_around(variant, player_id, k))

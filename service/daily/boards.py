@@ -337,13 +337,20 @@ class Daily:
         today = self.today()
         page = self._board_page(variant.id, "streaks", limit, cursor,
                                 {"variant": variant.id})
-        entries = orjson.loads(b"[" + page.entries + b"]")
-        for entry in entries:
+        return {**page.head, "entries": self._streak_entries(page.entries, today),
+                **page.tail}
+
+    def _streak_entries(self, entries: bytes, today: int) -> list[dict]:
+        """The streaks' entries of an answer (``entries``: as :func:`answer_entries`
+        makes them) decoded: their last day won's index as its id, a streak broken by a
+        day without a win since as current 0."""
+        decoded = orjson.loads(b"[" + entries + b"]")
+        for entry in decoded:
             last = entry.pop("last")
             entry["last_day_won"] = self.calendar.day_id(last)
             if last < today - 1:  # a day without a win since: the streak is broken
                 entry["current"] = 0
-        return {**page.head, "entries": entries, **page.tail}
+        return decoded
 
     def _board_page(self, variant_id: str, name: str, limit: int, cursor: str | None,
                     head: dict) -> BoardPage:
@@ -388,6 +395,31 @@ class Daily:
         return BoardPage({"variant": variant.id, "day": day_id, "player_id": player,
                           "rank": rank, "count": count},
                          stored if answered else answer_entries(offset, stored), {})
+
+    def week_around(self, variant_id: str, week_id: str, player: str, k: int) -> BoardPage:
+        variant = _variant(variant_id)
+        rank, count, entries = self._board_around(variant.id, f"week:{week_id}", player, k,
+                                                  f"the board of the week {week_id}")
+        return BoardPage({"variant": variant.id, "week": week_id, "player_id": player,
+                          "rank": rank, "count": count}, entries, {})
+
+    def streaks_around(self, variant_id: str, player: str, k: int) -> dict:
+        variant = _variant(variant_id)
+        today = self.today()
+        rank, count, entries = self._board_around(variant.id, "streaks", player, k,
+                                                  "the streaks' board")
+        return {"variant": variant.id, "player_id": player, "rank": rank, "count": count,
+                "entries": self._streak_entries(entries, today)}
+
+    def _board_around(self, variant_id: str, name: str, player: str, k: int, board: str
+                      ) -> tuple[int, int, bytes]:
+        """The player's rank on a week's or the streaks' board, its size and the
+        answer's entries of the player and the k either side; 404 ``not_on_board``."""
+        found = self.store.board_around(variant_id, name, player, k, SEPARATOR)
+        if found is None:
+            raise GameError(404, "not_on_board", f"the player has no entry on {board}")
+        rank, count, offset, stored = found
+        return rank, count, answer_entries(offset, stored)
 
     # --- the close and the trim (the solver's worker) ----------------------------------
     def close_due(self, at_ms: int | None = None) -> int:

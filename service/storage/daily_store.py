@@ -37,12 +37,20 @@ from __future__ import annotations
 from service.storage import keys
 from service.storage.backend import Backend, Call, Script
 from service.storage.game_store import StorageUnavailable, storage_errors
-from service.storage.scripts import BOARD_PAGE, BOARD_TOP, DAY_AROUND, DAY_PAGE, PROJECT_BOARD
+from service.storage.scripts import (
+    BOARD_AROUND,
+    BOARD_PAGE,
+    BOARD_TOP,
+    DAY_AROUND,
+    DAY_PAGE,
+    PROJECT_BOARD,
+)
 
 __all__ = ["DailyStore"]
 
 _PROJECT, _PAGE, _TOP = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_TOP)
 _DAY_PAGE, _AROUND = Script(DAY_PAGE), Script(DAY_AROUND)
+_BOARD_AROUND = Script(BOARD_AROUND)
 #: The largest first page of a day's board kept as its answer (``<day>:top``): the
 #: largest ``limit`` a board's query takes.  A larger one is read from the board.
 TOP_PAGE_LIMIT = 100
@@ -250,6 +258,21 @@ class DailyStore:
             return int(reply[0]), int(reply[1]), offset, \
                 _member_rows(offset, stored, separator), True
         return int(reply[0]), int(reply[1]), offset, stored, form == b"1"
+
+    @storage_errors
+    def board_around(self, variant: str, name: str, player: str, k: int,
+                     separator: bytes = b"\n") -> tuple[int, int, int, bytes] | None:
+        """The player's rank on a week's or the streaks' board (``name``: ``week:<week>``
+        or ``streaks``), the board's size, the rank of the first entry either side less
+        one and the k entries either side, their stored JSON joined by ``separator`` (as
+        :meth:`board` gives a page of these boards), in one round trip (None: no entry
+        of the player)."""
+        reply = _BOARD_AROUND.run(self._fast, [keys.daily(variant, f"{name}:board"),
+                                               keys.daily(variant, name)],
+                                  (player, k, separator))
+        if not reply:
+            return None
+        return int(reply[0]), int(reply[1]), int(reply[2]), bytes(reply[3])
 
     @storage_errors
     def feed(self, variant: str, day: str, after: str, count: int = 1000

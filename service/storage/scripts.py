@@ -560,6 +560,24 @@ page[5] = table.concat(entries, ARGV[4])
 return page
 """
 
+# KEYS: 1 a week's or the streaks' board zset (member: the player), 2 its hash (the
+# player's figures).  ARGV: 1 the player, 2 the entries either side (k), 3 the
+# separator of the entries.
+# Answers {} when the player has no entry, else {the player's rank, the board's size,
+# the rank of the first entry either side less one, the entries}: the player's and the
+# k either side in order of score then player, their stored JSON as it is ('{}' for
+# one missing) joined by the separator, as BOARD_PAGE gives a page's.
+BOARD_AROUND = """
+local rank = redis.call('ZRANK', KEYS[1], ARGV[1])
+if not rank then return {} end
+local k = tonumber(ARGV[2])
+local first = math.max(0, rank - k)
+local members = redis.call('ZRANGE', KEYS[1], first, rank + k)
+local entries = redis.call('HMGET', KEYS[2], unpack(members))
+for i = 1, #members do entries[i] = entries[i] or '{}' end
+return {rank + 1, redis.call('ZCARD', KEYS[1]), first, table.concat(entries, ARGV[3])}
+"""
+
 # DAY_PAGE_LUA: a page of a day's board from the rank ``start`` (locals of the script
 # it ends: ``start``, ``want``, ``count``, ``separator``, ``as_rows``), ``want`` entries
 # at most: {next score, next player ('' '' at the end), the board's size, the rank of

@@ -924,3 +924,144 @@ def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
     page = board(client, "clock", day, limit=5)
     assert [(row["rank"], row["name"]) for row in page["entries"]] == \
         [(1, "P0"), (2, "P1"), (3, "P2")]
+
+
+def player_ids(count: int) -> list[str]:
+    """``count`` player ids in the order of their numbers."""
+    return ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
+            for number in range(count)]
+
+
+def _wins(daily, players: list[str], index: int) -> dict[str, list[int]]:
+    """Ranked wins of ``players`` over the four days up to ``index`` written to the boards
+    as the projector writes them (player n wins the days of the bits of n % 16, and the
+    day a week before ``index`` when 5 divides n, each in 5 + n % 2 moves): the days
+    each player won, in order."""
+    won = {player: [index - 7] * (number % 5 == 0)
+           + [index - 3 + bit for bit in range(4) if (number % 16) >> bit & 1]
+           for number, player in enumerate(players)}
+    daily.store.project_many([daily._end(f"g{number}-{day}", {
+        "player": player, "variant": "clock", "day": daily.calendar.day_id(day),
+        "index": day, "outcome": "won", "moves": 5 + number % 2, "time_ms": 7,
+        "cards_home": 104, "score": 1000, "ended_ms": 1764900000123}, f"P{number}")
+        for number, player in enumerate(players) for day in won[player]], live_top=3)
+    return won
+
+
+def _around_rows(order: list[tuple], player: str, k: int) -> list[dict]:
+    """The rows of ``order`` (each the sort key, then the row without its rank) within k
+    of the player's, each with its rank."""
+    at = [row[1]["player_id"] for row in order].index(player)
+    return [{"rank": rank, **row} for rank, (_key, row)
+            in enumerate(order, 1) if abs(rank - 1 - at) <= k]
+
+
+def test_a_player_s_rank_and_neighbours_on_the_week_s_and_the_streaks_boards(daily_app):
+    """A player's rank on a week's board and on the streaks' board, and the k entries
+    either side, as the order of score then player gives them (many ties); the streaks
+    decoded as their pages decode them (the last day won's id, a broken streak's current
+    0); 404 ``not_on_board`` for a player without an entry, 404 for a malformed week."""
+    app = daily_app()
+    client = app.test_client()
+    daily, players = app.services.daily, player_ids(34)
+    index = daily.today()
+    won = _wins(daily, players, index)
+    week = daily.calendar.week_id(index)
+    weekly = []
+    for number, player in enumerate(players):
+        days = [day for day in won[player] if daily.calendar.week_id(day) == week]
+        if days:
+            figures = {"player_id": player, "name": f"P{number}", "won": len(days),
+                       "moves": len(days) * (5 + number % 2)}
+            weekly.append(((-len(days), figures["moves"], player), figures))
+    weekly.sort(key=lambda row: row[0])
+    streaks = []
+    for number, player in enumerate(players):
+        current = longest = 0
+        for day in won[player]:
+            current = current + 1 if day - 1 in won[player] else 1
+            longest = max(longest, current)
+        if won[player]:
+            last = won[player][-1]
+            streaks.append(((-longest, player), {
+                "player_id": player, "name": f"P{number}",
+                "current": current if last >= index - 1 else 0, "longest": longest,
+                "last_day_won": daily.calendar.day_id(last)}))
+    streaks.sort(key=lambda row: row[0])
+    assert 10 < len(weekly) < len(streaks) == 32
+    assert any(row["current"] == 0 for _key, row in streaks)
+    assert any(row["current"] not in (0, row["longest"]) for _key, row in streaks)
+    for k in (0, 2):
+        for _key, row in weekly:
+            player = row["player_id"]
+            response = client.get(f"/v1/daily/clock/weeks/{week}/board/players/{player}",
+                                  query_string={"around": k})
+            assert response.status_code == 200, response.get_data(as_text=True)
+            rows = _around_rows(weekly, player, k)
+            assert response.get_json() == {
+                "variant": "clock", "week": week, "player_id": player,
+                "rank": next(r["rank"] for r in rows if r["player_id"] == player),
+                "count": len(weekly), "entries": rows}
+        for _key, row in streaks:
+            player = row["player_id"]
+            response = client.get(f"/v1/daily/clock/streaks/players/{player}?around={k}")
+            assert response.status_code == 200, response.get_data(as_text=True)
+            rows = _around_rows(streaks, player, k)
+            assert response.get_json() == {
+                "variant": "clock", "player_id": player,
+                "rank": next(r["rank"] for r in rows if r["player_id"] == player),
+                "count": len(streaks), "entries": rows}
+    # The pages of both boards give the same rows.
+    assert client.get(f"/v1/daily/clock/weeks/{week}/board?limit=100").get_json()[
+        "entries"] == [{"rank": rank, **row} for rank, (_key, row) in enumerate(weekly, 1)]
+    assert client.get("/v1/daily/clock/streaks?limit=100").get_json()["entries"] == \
+        [{"rank": rank, **row} for rank, (_key, row) in enumerate(streaks, 1)]
+    # No entry: a player of no win (n % 16 == 0), a week of none, a variant of none.
+    missing = [player for player in players if not won[player]]
+    unseen = next(row["player_id"] for _key, row in streaks
+                  if row["player_id"] not in {r["player_id"] for _k, r in weekly})
+    for path in (f"/v1/daily/clock/weeks/{week}/board/players/{missing[0]}",
+                 f"/v1/daily/clock/weeks/{week}/board/players/{unseen}",
+                 f"/v1/daily/clock/weeks/2001-W01/board/players/{players[1]}",
+                 f"/v1/daily/clock/streaks/players/{missing[1]}",
+                 f"/v1/daily/salic-law/streaks/players/{players[1]}",
+                 "/v1/daily/clock/streaks/players/not-a-player",
+                 f"/v1/daily/clock/weeks/{week}/board/players/{'a' * 27}"):
+        response = client.get(path, query_string={"around": 1})
+        assert (response.status_code, response.get_json()["code"]) == \
+            (404, "not_on_board"), path
+    for bad in ("2026-49", "2026-W4", "W49-2026"):
+        response = client.get(f"/v1/daily/clock/weeks/{bad}/board/players/{players[1]}")
+        assert (response.status_code, response.get_json()["code"]) == (404, "not_found")
+    assert client.get(f"/v1/daily/nope/streaks/players/{players[1]}").status_code == 404
+
+
+@pytest.mark.parametrize("path", ["weeks/{week}/board/players/{player}",
+                                  "streaks/players/{player}"])
+@pytest.mark.parametrize(("query", "around"), [
+    ("", 5), ("around=0", 0), ("around=07", 7), ("around=50", 50), ("around=51", None),
+    ("around=%35", 5), ("x=1&around=6", 6), ("around=", None), ("around=-1", None),
+    ("around=5.0", None)])
+def test_an_around_query_of_the_week_s_and_the_streaks_boards(daily_app, path, query, around):
+    """The week's and the streaks' boards read ``around`` as a day's board does: the k
+    entries either side, or 400."""
+    app = daily_app()
+    client = app.test_client()
+    daily, players = app.services.daily, player_ids(120)
+    index = daily.today()
+    daily.store.project_many([daily._end(f"g{number}", {
+        "player": player, "variant": "clock", "day": daily.calendar.day_id(index),
+        "index": index, "outcome": "won", "moves": number, "time_ms": 7,
+        "cards_home": 104, "score": 1000, "ended_ms": 1764900000123}, f"P{number}")
+        for number, player in enumerate(players)], live_top=3)
+    url = "/v1/daily/clock/" + path.format(week=daily.calendar.week_id(index),
+                                          player=players[59])
+    response = client.get(f"{url}?{query}")
+    if around is None:
+        assert (response.status_code, response.get_json()["code"]) == \
+            (400, "invalid_request"), response.get_data(as_text=True)
+        return
+    assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.get_json()["rank"] == 60
+    assert [row["rank"] for row in response.get_json()["entries"]] == \
+        list(range(60 - around, 61 + around))

@@ -23,6 +23,7 @@ import importlib
 import os
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,7 @@ class _Api:
         "get_player_stats": "players",
         "get_daily": "daily", "get_daily_day": "daily", "start_daily_attempt": "daily",
         "get_daily_board": "daily", "get_daily_board_around": "daily",
+        "get_weekly_board_around": "daily", "get_streaks_board_around": "daily",
     }
 
     def __init__(self, package):
@@ -369,3 +371,12 @@ def test_a_generated_client_plays_the_daily_deal_and_reads_the_board(client_pack
         nobody = client.get_daily_board_around.sync_detailed(variant, day, "a" * 26,
                                                              client=stranger)
         assert (nobody.status_code, nobody.parsed.code) == (404, m.ProblemCode.NOT_ON_BOARD)
+        # Resigned games win no day: no entry on the week's board nor on the streaks'.
+        year, number, _ = date.fromisoformat(day[:10]).isocalendar()
+        week = client.get_weekly_board_around.sync_detailed(
+            variant, f"{year}-W{number:02d}", ada_id, client=stranger, around=1)
+        streak = client.get_streaks_board_around.sync_detailed(variant, ada_id,
+                                                               client=stranger, around=1)
+        for missing in (week, streak):
+            assert (missing.status_code, missing.parsed.code) == \
+                (404, m.ProblemCode.NOT_ON_BOARD)
