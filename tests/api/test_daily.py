@@ -852,7 +852,7 @@ def board_player(number: int) -> str:
 def lost_ends(daily, day: str, index: int, scores: list[int]) -> list[str]:
     """One lost ranked end per score onto the day's Clock board, by the board's
     projection (player ``n`` named ``P<n>``, with the n-th score): their players."""
-    players = [board_player(number) for number in range(len(scores))]
+    players = player_ids(len(scores))
     daily.store.project_many([daily._end(f"g{number}", {
         "player": player, "variant": "clock", "day": day, "index": index,
         "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
@@ -928,8 +928,7 @@ def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
 
 def player_ids(count: int) -> list[str]:
     """``count`` player ids in the order of their numbers."""
-    return ["".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
-            for number in range(count)]
+    return [board_player(number) for number in range(count)]
 
 
 def _wins(daily, players: list[str], index: int) -> dict[str, list[int]]:
