@@ -399,6 +399,8 @@ def test_yesterday_s_board_shows_the_deal_and_opens_its_games(pages, live_server
     # The day's deal, shown once the day is over, with the game anyone may open now.
     page.wait_for_selector("#daily-deal-shown:not([hidden])")
     assert f"deal {CLOCK_SEED} " in page.text_content("#daily-deal-shown")
+    # My rank is read after the board: the rank of today's board (none) until it is.
+    wait_until(page, "document.querySelector('#daily-rank').dataset.rank === '1'")
     assert page.text_content("#daily-rank") == "You are ranked 1 of 1."
     page.click(f'#daily-board-body a[href="#game={game["id"]}"]')
     page.wait_for_selector(f'#table[data-game="{game["id"]}"][data-status="resigned"]',
