@@ -156,7 +156,9 @@ def test_another_guest_watches_the_board_change_live(pages, live_server):
     watcher = pages.new()
     open_daily(watcher, base, "clock")
     assert watcher.is_visible("#daily-board-empty")
-    assert "not on this board" in watcher.text_content("#daily-rank")
+    # My rank is read after the board.
+    wait_until(watcher,
+               "document.querySelector('#daily-rank').textContent.includes('not on this board')")
     wait_until(watcher, "document.querySelector('#daily-live').dataset.state !== undefined")
 
     player = pages.new()
