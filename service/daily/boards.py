@@ -42,7 +42,7 @@ from service.players.accounts import OIDC
 from service.players.projection import Projector
 from service.storage import keys
 from service.storage.backend import Call
-from service.storage.daily_store import DailyStore
+from service.storage.daily_store import BODIES, ROWS, DailyStore
 from service.storage.player_store import PlayerStore
 from service.storage.solver import SolverStore
 
@@ -358,10 +358,9 @@ class Daily:
         if cursor is not None:
             score, _, player = cursor.partition(":")
             position = (score, player)
-        count, offset, stored, following, answered = self.store.board(
+        count, offset, entries, following, form = self.store.board(
             variant_id, name, position, limit, SEPARATOR)
-        return BoardPage({**head, "count": count},
-                         stored if answered else answer_entries(offset, stored),
+        return BoardPage({**head, "count": count}, board_rows(offset, entries, form),
                          {"next_cursor": None if following is None
                           else ":".join(following)})
 
@@ -391,10 +390,9 @@ class Daily:
         if found is None:
             raise GameError(404, "not_on_board",
                             f"the player has no entry on the board of {day_id}")
-        rank, count, offset, stored, answered = found
+        rank, count, offset, entries, form = found
         return BoardPage({"variant": variant.id, "day": day_id, "player_id": player,
-                          "rank": rank, "count": count},
-                         stored if answered else answer_entries(offset, stored), {})
+                          "rank": rank, "count": count}, board_rows(offset, entries, form), {})
 
     def week_around(self, variant_id: str, week_id: str, player: str, k: int) -> BoardPage:
         variant = _variant(variant_id)
@@ -493,6 +491,23 @@ _GAME_URL = b'"game_url":"'
 _RANKED = b'{"rank":%d,%b'.__mod__
 
 
+def board_rows(offset: int, entries: bytes | list[bytes], form: str) -> bytes:
+    """The entries of a board's answer from a board read's (the first's rank is
+    ``offset`` + 1), in the store's form: the rows as they are, the bodies ranked
+    (:func:`ranked_rows`), the stored JSON made the answer's (:func:`answer_entries`)."""
+    if form == ROWS:
+        return entries
+    if form == BODIES:
+        return ranked_rows(offset, entries)
+    return answer_entries(offset, entries)
+
+
+def ranked_rows(offset: int, bodies) -> bytes:
+    """The answer's rows of entries in their answer's form given without their opening
+    brace (the first's rank is ``offset`` + 1): ``{"rank":<n>,`` before each."""
+    return b",".join(map(_RANKED, zip(itertools.count(offset + 1), bodies)))
+
+
 def answer_entries(offset: int, stored: bytes) -> bytes:
     """The entries of a board's answer (:func:`_entry`'s, joined by commas) made of
     their stored JSON (``stored``: joined by :data:`SEPARATOR`; the first's rank is
@@ -505,7 +520,7 @@ def answer_entries(offset: int, stored: bytes) -> bytes:
         return b""
     fields = stored[1:].split(SEPARATOR + b"{")  # each entry without its opening brace
     if stored.count(_GAME_URL) == len(fields):
-        return b",".join(map(_RANKED, zip(itertools.count(offset + 1), fields)))
+        return ranked_rows(offset, fields)
     return b",".join([_answer_entry(rank, entry) for rank, entry
                       in enumerate(stored.split(SEPARATOR), offset + 1)])
 

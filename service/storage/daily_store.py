@@ -56,7 +56,11 @@ _BOARD_AROUND = Script(BOARD_AROUND)
 TOP_PAGE_LIMIT = 100
 #: Entries of a day's feed kept (about: MAXLEN ~).
 FEED_LENGTH = 1000
-_RANKED = b'{"rank":%d,%b'.__mod__
+#: How a board read gives its entries: the answer's rows already (each with its rank,
+#: joined by commas), the entries' bodies (a list: each entry in its answer's form
+#: without its opening brace), or their stored JSON joined by the separator (``{}`` for
+#: one missing).
+ROWS, BODIES, STORED = "rows", "bodies", "stored"
 
 
 def _text(value) -> str:
@@ -79,26 +83,21 @@ def _pairs(found) -> list[tuple]:
 
 
 def _page_reply(reply, separator: bytes
-                ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
+                ) -> tuple[int, int, bytes | list[bytes], tuple[str, str] | None, str]:
     following = (_text(reply[0]), _text(reply[1])) if _text(reply[0]) else None
-    count, offset, stored, form = int(reply[2]), int(reply[3]), bytes(reply[4]), _form(reply, 5)
-    if form == b"m":
-        return count, offset, _member_rows(offset, stored, separator), following, True
-    return count, offset, stored, following, form == b"1"
+    entries, form = _board_entries(reply, 4, separator)
+    return int(reply[2]), int(reply[3]), entries, following, form
 
 
-def _form(reply, at: int) -> bytes:
-    """The form of a board script's entries (``DAY_BOARD_LUA``'s ``rows_of``): '1' the
-    answer's rows, 'm' a day's board members, '' their stored JSON."""
-    return bytes(reply[at]) if len(reply) > at else b""
-
-
-def _member_rows(offset: int, members: bytes, separator: bytes) -> bytes:
-    """The answer's rows of a day's board members (each the player's id, then the entry
-    from its opening brace, joined by ``separator``; the first's rank is ``offset`` +
-    1): each entry's rank before its fields."""
-    return b",".join([_RANKED((rank, member.partition(b"{")[2])) for rank, member
-                      in enumerate(members.split(separator), offset + 1)])
+def _board_entries(reply, at: int, separator: bytes) -> tuple[bytes | list[bytes], str]:
+    """The entries of a board script's reply at ``at`` and their form (:data:`ROWS`,
+    :data:`BODIES`, :data:`STORED`), as the flag after them gives it (``DAY_BOARD_LUA``'s
+    ``rows_of``: '1' the answer's rows, 'm' a day's board members, each the player's id
+    then the entry; none or '' their stored JSON)."""
+    flag = bytes(reply[at + 1]) if len(reply) > at + 1 else b""
+    if flag == b"m":
+        return [member.partition(b"{")[2] for member in reply[at].split(separator)], BODIES
+    return bytes(reply[at]), ROWS if flag == b"1" else STORED
 
 
 def _board_keys(variant: str, day: str, week: str) -> list[str]:
@@ -219,13 +218,14 @@ class DailyStore:
     @storage_errors
     def board(self, variant: str, name: str, cursor: tuple[str, str] | None, limit: int,
               separator: bytes = b"\n"
-              ) -> tuple[int, int, bytes, tuple[str, str] | None, bool]:
+              ) -> tuple[int, int, bytes | list[bytes], tuple[str, str] | None, str]:
         """A page of a board (``name``: ``<day>``, ``week:<week>`` or ``streaks``) in
         one round trip: the board's size, the rank of its first entry less one, its
-        entries, the cursor of the next page (None: the end), and whether the entries
-        are the answer's already (each with its rank, joined by commas: a day's pages,
-        :data:`~.scripts.DAY_PAGE`, :data:`~.scripts.BOARD_TOP`) or their stored JSON
-        (``{}`` for one missing) joined by ``separator``."""
+        entries, the cursor of the next page (None: the end), and the entries' form:
+        :data:`ROWS` (a day's kept first page, :data:`~.scripts.BOARD_TOP`),
+        :data:`BODIES` (a day's page, :data:`~.scripts.DAY_PAGE`) or :data:`STORED`
+        (a week's or the streaks', or a day's holding an entry of the oldest form;
+        joined by ``separator``)."""
         args = ("", "") if cursor is None else cursor
         if name.startswith("week:") or name == "streaks":
             reply = _PAGE.run(self._fast, [keys.daily(variant, f"{name}:board"),
@@ -243,21 +243,16 @@ class DailyStore:
 
     @storage_errors
     def around(self, variant: str, day: str, player: str, k: int, separator: bytes = b"\n"
-               ) -> tuple[int, int, int, bytes, bool] | None:
+               ) -> tuple[int, int, int, bytes | list[bytes], str] | None:
         """The player's rank on the day's board, the board's size, the rank of the
-        first entry either side less one, the k entries either side and whether they
-        are the answer's (as :meth:`board` gives them), in one round trip (None: no
-        entry of the player)."""
+        first entry either side less one, the k entries either side and their form (as
+        :meth:`board` gives them), in one round trip (None: no entry of the player)."""
         reply = _AROUND.run(self._fast, [keys.daily(variant, f"{day}:board"),
                                          keys.daily(variant, f"{day}:entries")],
                             (player, k, separator))
         if not reply:
             return None
-        offset, stored, form = int(reply[2]), bytes(reply[3]), _form(reply, 4)
-        if form == b"m":
-            return int(reply[0]), int(reply[1]), offset, \
-                _member_rows(offset, stored, separator), True
-        return int(reply[0]), int(reply[1]), offset, stored, form == b"1"
+        return int(reply[0]), int(reply[1]), int(reply[2]), *_board_entries(reply, 3, separator)
 
     @storage_errors
     def board_around(self, variant: str, name: str, player: str, k: int,
