@@ -16,36 +16,15 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from service.app import close_app
 from service.game.pipeline import ENDED, RANKED_ENDED
 from service.game.ranked import LOSS_BASE, score
 from service.game.record import now_ms
 from service.storage import keys
 from service.storage.game_store import StorageUnavailable
-from tests.api.support import auth, make_app, play
+from tests.api.support import auth, play
 from tests.four_corners_won import SEED, moves
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def daily_app(clean_redis, redis_url):
-    """An app whose daily deal takes any player (``DAILY_ACCOUNT_RULE`` any), with no
-    inline search for a winnable deal (the tests fill the pools)."""
-    apps = []
-
-    def make(**config):
-        settings = {"DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
-                    "DAILY_CLOSE_GRACE_SECONDS": 0}
-        settings.update(config)
-        app = make_app(redis_url, **settings)
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        close_app(app)
-        assert 500 not in app.statuses
 
 
 def register(client, name: str) -> tuple[str, str]:
