@@ -308,6 +308,12 @@ SETTINGS: dict[str, Setting] = {
         env_int, 400, APP,
         "days a daily board is kept; the solver's worker deletes older ones (their "
         "games expire with `GAME_TTL_SECONDS`)"),
+    "DAILY_BOARD_FORM": Setting(
+        env_str, "entries", APP,
+        "the form a day's board's entries are written in: `entries` (each in the board "
+        "itself: a player's rank read fast) or `players` (the player in the board, the "
+        "entry beside it: the form versions before it read; for a rolling upgrade from "
+        "one, docs/deployment.md); either reads both"),
     "DAILY_LIVE_TOP": Setting(
         env_int, 10, APP,
         "the top of a day's board whose changes are events of its feed "

@@ -558,7 +558,8 @@ def daily_of(config, games: Games, projector: Projector, pools: SolverStore, *,
     app's, and the solver's worker's, which closes the days); its boards follow the
     ranked games' ends through ``projector``, which it is registered with."""
     store = DailyStore(games.store.backend, wait_replicas=games.store.wait_replicas,
-                       wait_timeout_ms=games.store.wait_timeout_ms)
+                       wait_timeout_ms=games.store.wait_timeout_ms,
+                       board_form=config["DAILY_BOARD_FORM"])
     daily = Daily(store, games, projector.players, pools,
                   DailySettings.from_config(config), search, projector)
     projector.handlers.update(daily.handlers())

@@ -12,7 +12,9 @@ Per variant and day ``<day>`` (its id):
   score (lower is better), and ``<day>:entries`` HASH: player -> the entry's score,
   written together once by :data:`~.scripts.PROJECT_BOARD`
   (:data:`~.scripts.DAY_BOARD_LUA` says why, and how a board of the older form, the
-  player alone in the board and the entry in the hash, still reads);
+  player alone in the board and the entry in the hash, still reads; ``board_form``
+  :data:`PLAYERS` writes that form, for a rolling upgrade from a version that reads
+  only it);
 - ``<day>:top`` HASH: the board's first pages as their answers give their entries,
   per limit, their next cursors and the board's size they were made at
   (:data:`~.scripts.BOARD_TOP` writes them when read and answers them while they are
@@ -46,11 +48,17 @@ from service.storage.scripts import (
     PROJECT_BOARD,
 )
 
-__all__ = ["DailyStore"]
+__all__ = ["BOARD_FORMS", "DailyStore"]
 
 _PROJECT, _PAGE, _TOP = Script(PROJECT_BOARD), Script(BOARD_PAGE), Script(BOARD_TOP)
 _DAY_PAGE, _AROUND = Script(DAY_PAGE), Script(DAY_AROUND)
 _BOARD_AROUND = Script(BOARD_AROUND)
+#: The forms a day's board's entries are written in (:data:`~.scripts.PROJECT_BOARD`):
+#: each its player's id then its JSON as the board's member, the score in the entries
+#: hash; or the older form every earlier version reads, the player's id as the member
+#: and the entry in the hash.  The reads read both, and a board holding both.
+ENTRIES, PLAYERS = "entries", "players"
+BOARD_FORMS = (ENTRIES, PLAYERS)
 #: The largest first page of a day's board kept as its answer (``<day>:top``): the
 #: largest ``limit`` a board's query takes.  A larger one is read from the board.
 TOP_PAGE_LIMIT = 100
@@ -113,11 +121,17 @@ def _board_keys(variant: str, day: str, week: str) -> list[str]:
 class DailyStore:
     """The daily deals and boards in the Redis of ``backend``."""
 
-    def __init__(self, backend: Backend, *, wait_replicas: int, wait_timeout_ms: int):
+    def __init__(self, backend: Backend, *, wait_replicas: int, wait_timeout_ms: int,
+                 board_form: str = ENTRIES):
+        """``board_form``: the form a day's board's entries are written in,
+        :data:`ENTRIES` or :data:`PLAYERS` (:data:`BOARD_FORMS`)."""
+        if board_form not in BOARD_FORMS:
+            raise ValueError(f"a board's form is one of {BOARD_FORMS}, not {board_form!r}")
         self.backend = backend
         self._fast = backend.connections
         self.wait_replicas = wait_replicas
         self.wait_timeout_ms = wait_timeout_ms
+        self.board_form = board_form
 
     def _write(self, key: str, commands: list[tuple]) -> list:
         """``commands`` (of ``key``'s slot) in one round trip, followed by a WAIT when
@@ -195,7 +209,8 @@ class DailyStore:
         ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
         return Call(_PROJECT, _board_keys(variant, day, week),
                     (player, entry, str(score), "1" if won else "", moves, index, live_top,
-                     FEED_LENGTH, day, keys.board_channel(variant, day), TOP_PAGE_LIMIT))
+                     FEED_LENGTH, day, keys.board_channel(variant, day), TOP_PAGE_LIMIT,
+                     self.board_form))
 
     @storage_errors
     def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
@@ -210,7 +225,7 @@ class DailyStore:
             items.append(script_call(_PROJECT, names, (
                 end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
                 end["moves"], end["index"], live_top, FEED_LENGTH, day,
-                keys.board_channel(variant, day), TOP_PAGE_LIMIT)))
+                keys.board_channel(variant, day), TOP_PAGE_LIMIT, self.board_form)))
         wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]

@@ -469,11 +469,16 @@ end
 # ARGV: 1 player, 2 entry (JSON), 3 score, 4 '1' when won, 5 moves, 6 the day's index,
 #       7 the top whose changes are events (DAILY_LIVE_TOP), 8 the feed's length kept,
 #       9 the day's id, 10 the board's channel, 11 the ranks the top pages hold (the
-#       largest page's limit)
+#       largest page's limit), 12 the form the entry is written in: 'entries' or
+#       'players' (DailyStore's board_form)
 # Answers 'done' (this player's entry is there: nothing written) or 'applied'.  The
-# player's score in the entries hash is the marker: a player has one ranked game a
+# player's field in the entries hash is the marker: a player has one ranked game a
 # day, so its end is written once however often it is applied.  The entry goes on the
-# board as its member (the player's id, then the entry: DAY_BOARD_LUA).  An entry that
+# board as its member (the player's id, then the entry: DAY_BOARD_LUA) with its score
+# in the hash; in the form 'players', the older form, the player's id alone is the
+# member and the entry is in the hash, as the scripts of older versions write and
+# read it (every version's reads read it: a rolling upgrade from one of those writes
+# it until no process of theirs is left).  An entry that
 # lands within the top pages (or right after the largest: its next cursor) deletes
 # them, in the same script.  A win also counts in the week (days won, then their moves:
 # score -won * 10^9 + moves) and the streaks (consecutive days won).  An entry that lands
@@ -481,8 +486,9 @@ end
 # and its id published on the board's channel, in the same script (its followers,
 # :mod:`service.live.board`).
 PROJECT_BOARD = """
-if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[3]) == 0 then return 'done' end
-local member = ARGV[1] .. ARGV[2]
+local member, marker = ARGV[1] .. ARGV[2], ARGV[3]
+if ARGV[12] == 'players' then member, marker = ARGV[1], ARGV[2] end
+if redis.call('HSETNX', KEYS[1], ARGV[1], marker) == 0 then return 'done' end
 redis.call('ZADD', KEYS[2], ARGV[3], member)
 redis.call('ZADD', KEYS[8], ARGV[6], ARGV[9])
 if ARGV[4] == '1' then

@@ -23,6 +23,26 @@ def app(clean_redis, redis_url):
 
 
 @pytest.fixture
+def daily_app(clean_redis, redis_url):
+    """An app whose daily deal takes any player (``DAILY_ACCOUNT_RULE`` any), with no
+    inline search for a winnable deal (the tests fill the pools)."""
+    apps = []
+
+    def make(**config):
+        settings = {"DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
+                    "DAILY_CLOSE_GRACE_SECONDS": 0}
+        settings.update(config)
+        app = make_app(redis_url, **settings)
+        apps.append(app)
+        return app
+
+    yield make
+    for app in apps:
+        close_app(app)
+        assert 500 not in app.statuses
+
+
+@pytest.fixture
 def client(app):
     return app.test_client()
 

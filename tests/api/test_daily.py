@@ -16,36 +16,15 @@ import orjson
 import pytest
 from flask.testing import FlaskClient
 
-from service.app import close_app
 from service.game.pipeline import ENDED, RANKED_ENDED
 from service.game.ranked import LOSS_BASE, score
 from service.game.record import now_ms
 from service.storage import keys
 from service.storage.game_store import StorageUnavailable
-from tests.api.support import auth, make_app, play
+from tests.api.support import auth, play
 from tests.four_corners_won import SEED, moves
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture
-def daily_app(clean_redis, redis_url):
-    """An app whose daily deal takes any player (``DAILY_ACCOUNT_RULE`` any), with no
-    inline search for a winnable deal (the tests fill the pools)."""
-    apps = []
-
-    def make(**config):
-        settings = {"DAILY_ACCOUNT_RULE": "any", "WINNABLE_SEARCH_SECONDS": 0,
-                    "DAILY_CLOSE_GRACE_SECONDS": 0}
-        settings.update(config)
-        app = make_app(redis_url, **settings)
-        apps.append(app)
-        return app
-
-    yield make
-    for app in apps:
-        close_app(app)
-        assert 500 not in app.statuses
 
 
 def register(client, name: str) -> tuple[str, str]:
@@ -924,6 +903,88 @@ def test_a_page_an_older_version_kept_is_never_answered(daily_app, redis_db):
     page = board(client, "clock", day, limit=5)
     assert [(row["rank"], row["name"]) for row in page["entries"]] == \
         [(1, "P0"), (2, "P1"), (3, "P2")]
+
+
+def _board_reads(client, day: str, players: list[str]) -> list:
+    """Every read of a day's Clock board: its first page twice (made, then kept), its
+    pages of 2 by cursor, and each player's rank with the 2 players either side; the
+    day's id left out of each."""
+    def read(path: str, **query) -> dict:
+        response = client.get(path, query_string=query)
+        assert response.status_code == 200, response.get_data(as_text=True)
+        body = response.get_json()
+        assert body.pop("day") == day
+        return body
+
+    reads = [read(f"/v1/daily/clock/{day}/board", limit=100) for _read in range(2)]
+    cursor = None
+    while True:
+        page = read(f"/v1/daily/clock/{day}/board", limit=2,
+                    **({"cursor": cursor} if cursor else {}))
+        reads.append(page)
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    return reads + [read(f"/v1/daily/clock/{day}/board/players/{player}", around=2)
+                    for player in players]
+
+
+def test_a_board_written_in_the_older_form_for_an_upgrade(daily_app, redis_db):
+    """``DAILY_BOARD_FORM`` 'players' (for a rolling upgrade from a version that reads
+    only the older form) writes each entry as those versions did: the player alone as
+    the board's member, its entry's JSON in the entries hash, the same bytes the form
+    'entries' puts in the member after the player's id.  The board answers its pages,
+    kept pages and ranks as it does the same ends written in the form 'entries'; and an
+    end written in either form is on the board once: a process of the other form that
+    applies it again (the sweeper, a retry) changes nothing.  An unknown form is
+    refused when the app is made."""
+    newer, older = daily_app(), daily_app(DAILY_BOARD_FORM="players")
+    client = newer.test_client()
+    index = newer.services.daily.today()
+    new_day, old_day = (newer.services.daily.calendar.day_id(day) for day in (index,
+                                                                                index - 1))
+    scores = [5, 3, 3, 9, 3, 1, 7, 7]
+    players = lost_ends(newer.services.daily, new_day, index, scores)
+    assert lost_ends(older.services.daily, old_day, index - 1, scores) == players
+    new_board, old_board = (board_keys(redis_db, "clock", day) for day in (new_day, old_day))
+    entries = {member[:26].decode(): member[26:] for member, _score in new_board[0]}
+    assert {player: float(score_) for player, score_ in zip(players, scores, strict=True)} \
+        == {member.decode(): score_ for member, score_ in old_board[0]}
+    assert old_board[1] == {player.encode(): entries[player] for player in players}
+    assert new_board[1] == {player.encode(): str(score_).encode()
+                            for player, score_ in zip(players, scores, strict=True)}
+    assert _board_reads(client, new_day, players) == _board_reads(client, old_day, players)
+    assert redis_db.hexists(keys.daily("clock", f"{old_day}:top"), "m100")
+
+    def end(daily, day: int, player: int, score_: int) -> dict:
+        return daily._end(f"g{player}", {
+            "player": board_player(player), "variant": "clock",
+            "day": daily.calendar.day_id(day), "index": day, "outcome": "lost",
+            "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
+            "ended_ms": 1764900000123}, f"P{player}")
+
+    for first, then, day in ((newer, older, index), (older, newer, index - 1)):
+        before = board_keys(redis_db, "clock", first.services.daily.calendar.day_id(day))
+        again = [end(then.services.daily, day, number, score_)
+                 for number, score_ in enumerate(scores)]
+        assert then.services.daily.store.project_many(again, live_top=3) == \
+            ["done"] * len(scores)
+        assert board_keys(redis_db, "clock", first.services.daily.calendar.day_id(day)) \
+            == before
+    # A ranked game played through the API to its end, in the older form.
+    older.services.solver_store.add_seed("clock", 42)
+    player, token = register(older.test_client(), "Upgrader")
+    game, token = start(older.test_client(), token)
+    resign(older.test_client(), game["id"], token)
+    members = [member for member, _score in board_keys(redis_db, "clock", new_day)[0]]
+    assert player.encode() in members
+    assert orjson.loads(board_keys(redis_db, "clock", new_day)[1][player.encode()]) \
+        ["game_id"] == game["id"]
+    around = client.get(f"/v1/daily/clock/{new_day}/board/players/{player}")
+    assert around.status_code == 200
+    assert around.get_json()["count"] == len(players) + 1
+    with pytest.raises(ValueError, match="rows"):
+        daily_app(DAILY_BOARD_FORM="rows")
 
 
 def player_ids(count: int) -> list[str]:
