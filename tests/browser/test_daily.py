@@ -17,10 +17,9 @@ import re
 import time
 from datetime import datetime
 
+import orjson
 import pytest
 import requests
-
-import orjson
 
 from service.app import close_app, create_app
 from service.game.ranked import score
@@ -466,7 +465,7 @@ def won_ends(server, day: str, players: list[tuple[str, str, int]]):
 
 
 def test_a_player_who_won_today_s_deal_sees_their_rank_on_the_week_s_and_the_streaks_boards(
-        pages, live_server):
+        pages, live_server, artifacts):
     base = live_server.url
     live_server.app.services.solver_store.add_seed("four-corners", SEED)
     page = pages.new()
@@ -508,6 +507,7 @@ def test_a_player_who_won_today_s_deal_sees_their_rank_on_the_week_s_and_the_str
     assert page.text_content("#daily-week-rank") == "You are ranked 1 of 1."
     assert rows_shown(page, "daily-week-around-body") == [[me["id"], "1", name, "1", "304"]]
     assert page.get_attribute("#daily-week-around-body tr", "class") == "me"
+    page.screenshot(path=str(artifacts / "daily-week.png"))
 
     open_tab(page, "streaks", 1)
     assert rows_shown(page, "daily-streaks-body") == \
