@@ -107,13 +107,14 @@ const S = {
   // way ({seq, again, quiet, done}: done, a promise of whether it went through; again,
   // another asked for after it). boardDay: the day whose board is shown (today's, or
   // the day before, whose deal and games anyone may see). tab: the board shown ("day",
-  // "week" or "streaks"); ranks: per board of another tab, the variant shown, its cursor
-  // and the number of its last first read (an answer of an older read is dropped).
+  // "week" or "streaks"); ranks: per board of another tab, the title of the board shown
+  // (its variant, its week), its cursor and the number of its last first read (an
+  // answer of an older read is dropped).
   daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
            pages: 0, follower: null, refresher: null, aborter: null, reading: null,
            boardDay: null, tab: "day",
-           ranks: { week: { variant: null, seq: 0, cursor: null },
-                    streaks: { variant: null, seq: 0, cursor: null } } },
+           ranks: { week: { shown: null, seq: 0, cursor: null },
+                    streaks: { shown: null, seq: 0, cursor: null } } },
 };
 
 const api = new Api({
@@ -1858,11 +1859,12 @@ async function loadRankBoard(kind, { more = false } = {}) {
   const { variant } = S.daily;
   if (!variant || !S.daily.start) return;
   const seq = more ? board.seq : (board.seq += 1);
-  setText($(`daily-${kind}-title`), spec.title(variant));
+  const title = spec.title(variant);
+  setText($(`daily-${kind}-title`), title);
   const body = $(`daily-${kind}-body`);
   const button = $(`daily-${kind}-more`);
-  if (board.variant !== variant) { // another variant's board: none of it stays meanwhile
-    board.variant = variant;
+  if (board.shown !== title) { // another variant's (or week's) board: none of it stays
+    board.shown = title;
     board.cursor = null;
     button.hidden = true;
     body.replaceChildren();
