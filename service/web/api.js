@@ -70,6 +70,13 @@ export const paths = {
   dailyBoard: (variant, day, query) => `/v1/daily/${enc(variant)}/${enc(day)}/board?${query}`,
   dailyAround: (variant, day, player, around) =>
     `/v1/daily/${enc(variant)}/${enc(day)}/board/players/${enc(player)}?around=${enc(String(around))}`,
+  weekBoard: (variant, week, query) =>
+    `/v1/daily/${enc(variant)}/weeks/${enc(week)}/board?${query}`,
+  weekAround: (variant, week, player, around) =>
+    `/v1/daily/${enc(variant)}/weeks/${enc(week)}/board/players/${enc(player)}?around=${enc(String(around))}`,
+  streaks: (variant, query) => `/v1/daily/${enc(variant)}/streaks?${query}`,
+  streaksAround: (variant, player, around) =>
+    `/v1/daily/${enc(variant)}/streaks/players/${enc(player)}?around=${enc(String(around))}`,
   dailyEvents: (variant, day, after) =>
     `/v1/daily/${enc(variant)}/${enc(day)}/events?after=${enc(String(after))}`,
 };
@@ -285,6 +292,28 @@ export class Api {
   // A player's rank and the entries around it; 404 not_on_board before their entry.
   dailyAround(variant, day, playerId, around = 2, { signal } = {}) {
     return this.get(paths.dailyAround(variant, day, playerId, around), { signal });
+  }
+
+  // A page of an ISO week's board (YYYY-Www), most days won first:
+  // {count, entries: [{rank, player_id, name, won, moves}], next_cursor}.
+  weekBoard(variant, week, { limit, cursor, signal } = {}) {
+    return this.get(paths.weekBoard(variant, week, boardQuery({ limit, cursor })), { signal });
+  }
+
+  // A player's rank on a week's board and the entries around it; 404 not_on_board.
+  weekAround(variant, week, playerId, around = 2, { signal } = {}) {
+    return this.get(paths.weekAround(variant, week, playerId, around), { signal });
+  }
+
+  // A page of the streaks' board, longest first:
+  // {count, entries: [{rank, player_id, name, current, longest, last_day_won}], next_cursor}.
+  streaks(variant, { limit, cursor, signal } = {}) {
+    return this.get(paths.streaks(variant, boardQuery({ limit, cursor })), { signal });
+  }
+
+  // A player's rank on the streaks' board and the entries around it; 404 not_on_board.
+  streaksAround(variant, playerId, around = 2, { signal } = {}) {
+    return this.get(paths.streaksAround(variant, playerId, around), { signal });
   }
 
   // The board's feed after an event id ("0": from the first): {events, last_event_id}.

@@ -106,10 +106,15 @@ const S = {
   // controller that aborts their re-reads when the board is left), the re-read under
   // way ({seq, again, quiet, done}: done, a promise of whether it went through; again,
   // another asked for after it). boardDay: the day whose board is shown (today's, or
-  // the day before, whose deal and games anyone may see).
+  // the day before, whose deal and games anyone may see). tab: the board shown ("day",
+  // "week" or "streaks"); ranks: per board of another tab, the title of the board shown
+  // (its variant, its week), its cursor and the number of its last first read (an
+  // answer of an older read is dropped).
   daily: { day: null, start: null, end: null, variant: null, cursor: null, shown: 0,
            pages: 0, follower: null, refresher: null, aborter: null, reading: null,
-           boardDay: null },
+           boardDay: null, tab: "day",
+           ranks: { week: { shown: null, seq: 0, cursor: null },
+                    streaks: { shown: null, seq: 0, cursor: null } } },
 };
 
 const api = new Api({
@@ -1416,6 +1421,7 @@ function dailyFailed(text) {
 async function loadDaily(variant) {
   const seq = (S.listSeq += 1);
   stopBoard();
+  for (const board of Object.values(S.daily.ranks)) board.seq += 1;
   $("daily-error").hidden = true;
   const token = saved.playerToken();
   let today;
@@ -1467,6 +1473,7 @@ async function loadDaily(variant) {
   list.replaceChildren(...described.map(({ day, mine }) => dailyItem(day, mine)));
   list.dataset.loaded = "1";
   loadBoard(seq);
+  if (S.daily.tab !== "day") loadRankBoard(S.daily.tab);
 }
 
 function dailyItem(day, mine) {
@@ -1794,6 +1801,152 @@ function followBoard(seq, day) {
   S.daily.refresher.start();
 }
 
+// --- the week's board and the streaks' board of the variant chosen -----------------------
+// Each is read when its tab is opened (again) or the variant changes while it is open,
+// not followed live: an entry lands there only when a game is won, at most one a player
+// and day.
+
+// The id of the ISO week of a day, YYYY-Www, as the server names the week of a day: that
+// of the UTC date of the day's start (no answer of the server names today's week).
+function isoWeekId(start) {
+  const begun = new Date(Date.parse(start));
+  const date = new Date(Date.UTC(begun.getUTCFullYear(), begun.getUTCMonth(), begun.getUTCDate()));
+  date.setUTCDate(date.getUTCDate() + 4 - (date.getUTCDay() || 7)); // the week's Thursday
+  const year = date.getUTCFullYear();
+  const week = Math.floor((date - Date.UTC(year, 0, 1)) / 86400000 / 7) + 1;
+  return `${year}-W${String(week).padStart(2, "0")}`;
+}
+
+// Per board: its title, its reads (a page, my rank with the entries around it), the
+// figures of an entry after its rank and name, and what a player without an entry reads.
+const RANK_BOARDS = {
+  week: {
+    title: (variant) => `This week's board of ${variantName(variant)} (${isoWeekId(S.daily.start)})`,
+    page: (variant, options) => api.weekBoard(variant, isoWeekId(S.daily.start), options),
+    around: (variant, player) => api.weekAround(variant, isoWeekId(S.daily.start), player, AROUND),
+    figures: (entry) => [entry.won, entry.moves],
+    absent: "You are not on this board: a day's deal you win this week puts you on it.",
+  },
+  streaks: {
+    title: (variant) => `The streaks of ${variantName(variant)}`,
+    page: (variant, options) => api.streaks(variant, options),
+    around: (variant, player) => api.streaksAround(variant, player, AROUND),
+    figures: (entry) => [entry.current, entry.longest, entry.last_day_won],
+    absent: "You are not on this board: a day's deal you win puts you on it.",
+  },
+};
+const BOARD_TABS = ["day", ...Object.keys(RANK_BOARDS)];
+
+function rankRow(kind, entry) {
+  const tr = document.createElement("tr");
+  tr.dataset.player = entry.player_id;
+  tr.dataset.rank = String(entry.rank);
+  const me = entry.player_id === S.playerId;
+  if (me) tr.className = "me";
+  const name = `${entry.name || "A player"}${me ? " (you)" : ""}`;
+  for (const value of [entry.rank, name, ...RANK_BOARDS[kind].figures(entry)]) {
+    const cell = document.createElement("td");
+    cell.textContent = String(value);
+    tr.append(cell);
+  }
+  return tr;
+}
+
+// The board of a tab: its first page (more: the page after those shown), then my rank.
+async function loadRankBoard(kind, { more = false } = {}) {
+  const board = S.daily.ranks[kind];
+  const spec = RANK_BOARDS[kind];
+  const { variant } = S.daily;
+  if (!variant || !S.daily.start) return;
+  const seq = more ? board.seq : (board.seq += 1);
+  const title = spec.title(variant);
+  setText($(`daily-${kind}-title`), title);
+  const body = $(`daily-${kind}-body`);
+  const button = $(`daily-${kind}-more`);
+  if (board.shown !== title) { // another variant's (or week's) board: none of it stays
+    board.shown = title;
+    board.cursor = null;
+    button.hidden = true;
+    body.replaceChildren();
+    delete body.dataset.count;
+    delete body.dataset.loaded;
+  }
+  button.disabled = more;
+  try {
+    const { data } = await spec.page(variant, {
+      limit: BOARD_PAGE, cursor: more ? board.cursor : null,
+    });
+    if (seq !== board.seq) return;
+    const rows = data.entries.map((entry) => rankRow(kind, entry));
+    if (more) body.append(...rows);
+    else syncRows(body, rows);
+    board.cursor = data.next_cursor;
+    button.hidden = !data.next_cursor;
+    $(`daily-${kind}-empty`).hidden = data.count > 0;
+    body.dataset.count = String(data.count);
+    body.dataset.loaded = "1";
+  } catch (error) {
+    if (seq === board.seq) dailyFailed(`The board could not be read: ${error.message}`);
+    return;
+  } finally {
+    button.disabled = false;
+  }
+  if (!more) await loadRankAround(kind, seq);
+}
+
+async function loadRankAround(kind, seq) {
+  const board = S.daily.ranks[kind];
+  const spec = RANK_BOARDS[kind];
+  const text = $(`daily-${kind}-rank`);
+  const around = $(`daily-${kind}-around`);
+  const body = $(`daily-${kind}-around-body`);
+  let data = null;
+  let failure = null;
+  if (saved.playerToken() && S.playerId) {
+    try {
+      ({ data } = await spec.around(S.daily.variant, S.playerId));
+    } catch (error) {
+      failure = error;
+    }
+    if (seq !== board.seq) return;
+  }
+  if (data) {
+    setText(text, `You are ranked ${data.rank} of ${data.count}.`);
+    text.dataset.rank = String(data.rank);
+    syncRows(body, data.entries.map((entry) => rankRow(kind, entry)));
+    around.hidden = false;
+    return;
+  }
+  delete text.dataset.rank;
+  around.hidden = true;
+  // No entry (or no account yet) is a plain sentence, not an error.
+  setText(text, !failure || (failure instanceof ApiError && failure.code === "not_on_board")
+    ? spec.absent : `Your rank could not be read: ${failure.message}`);
+}
+
+// A tab chosen (a click, or the arrow keys, Home and End on the tabs): its board is
+// shown, and read again unless it is the day's (which is followed live).
+function chooseBoardTab(kind, { focus = false } = {}) {
+  S.daily.tab = kind;
+  for (const tab of BOARD_TABS) {
+    const chosen = tab === kind;
+    const button = $(`daily-tab-${tab}`);
+    button.setAttribute("aria-selected", String(chosen));
+    button.tabIndex = chosen ? 0 : -1;
+    $(`daily-${tab}-panel`).hidden = !chosen;
+  }
+  if (focus) $(`daily-tab-${kind}`).focus();
+  if (kind !== "day") loadRankBoard(kind);
+}
+
+function boardTabKey(event) {
+  const at = BOARD_TABS.indexOf(S.daily.tab);
+  const next = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: BOARD_TABS.length - 1 }[event.key];
+  if (next === undefined) return;
+  event.preventDefault();
+  chooseBoardTab(BOARD_TABS[(next + BOARD_TABS.length) % BOARD_TABS.length], { focus: true });
+}
+
 // --- the account view: take it to another device ------------------------------------------
 function showAccount() {
   leaveGame();
@@ -1867,6 +2020,11 @@ function wireAccount() {
   $("daily-more").addEventListener("click", () => loadBoard(S.listSeq, { more: true }));
   $("daily-today").addEventListener("click", () => chooseBoardDay(false));
   $("daily-yesterday").addEventListener("click", () => chooseBoardDay(true));
+  for (const tab of BOARD_TABS) $(`daily-tab-${tab}`).addEventListener("click", () => chooseBoardTab(tab));
+  $("daily-tabs").addEventListener("keydown", boardTabKey);
+  for (const kind of Object.keys(RANK_BOARDS)) {
+    $(`daily-${kind}-more`).addEventListener("click", () => loadRankBoard(kind, { more: true }));
+  }
   $("account-create").addEventListener("submit", createAccount);
   $("account-take").addEventListener("submit", takeAccount);
   $("account-show").addEventListener("click", () => {

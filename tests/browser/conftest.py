@@ -35,20 +35,27 @@ DESKTOP = {"width": 1280, "height": 900}
 #: What the page may ask for: the documented /v1 paths (openapi.yaml), /healthz, / and /web/.
 GAME = r"/v1/games/[A-Za-z0-9_-]+"
 DAY = r"/v1/daily/[a-z-]+/[0-9]{4}-[0-9]{2}-[0-9]{2}(?:T[0-9]{6})?"
+WEEK = r"/v1/daily/[a-z-]+/weeks/[0-9]{4}-W[0-9]{2}/board"
+STREAKS = r"/v1/daily/[a-z-]+/streaks"
+PLAYER = r"/players/[a-z0-9-]+"
 ALLOWED_PATHS = [re.compile(f"^{pattern}$") for pattern in (
     r"/", r"/web/[A-Za-z0-9_-][A-Za-z0-9._-]*", r"/healthz", r"/v1/variants",
     r"/v1/games", GAME, GAME + r"/(moves|undo|history|hint|autoplay|events|analysis)", r"/v1/stats",
     r"/v1/openapi\.yaml", r"/v1/players", r"/v1/players/me", r"/v1/players/me/(games|stats)",
-    r"/v1/daily", DAY, DAY + r"/(board|events)", DAY + r"/board/players/[a-z0-9-]+",
+    r"/v1/daily", DAY, DAY + r"/(board|events)", DAY + r"/board" + PLAYER,
+    WEEK, WEEK + PLAYER, STREAKS, STREAKS + PLAYER,
 )]
 #: Query strings: the events feed (?after=<version>), a page of the player's games, a
-#: page of a day's board and the entries around a player on it.
+#: page of a day's, a week's or the streaks' board and the entries around a player on it.
+BOARD_QUERY = re.compile(r"^limit=\d+(&cursor=[A-Za-z0-9_.%:-]+)?$")
+AROUND_QUERY = re.compile(r"^around=\d+$")
 ALLOWED_QUERY = {
     GAME + "/events": re.compile(r"^after=\d+$"),
     "/v1/players/me/games": re.compile(
         r"^limit=\d+(&variant=[a-z-]+)?(&status=[a-z]+)?(&cursor=\d+)?$"),
-    DAY + "/board": re.compile(r"^limit=\d+(&cursor=[A-Za-z0-9_.%:-]+)?$"),
-    DAY + "/board/players/[a-z0-9-]+": re.compile(r"^around=\d+$"),
+    DAY + "/board": BOARD_QUERY, WEEK: BOARD_QUERY, STREAKS: BOARD_QUERY,
+    DAY + "/board" + PLAYER: AROUND_QUERY, WEEK + PLAYER: AROUND_QUERY,
+    STREAKS + PLAYER: AROUND_QUERY,
     DAY + "/events": re.compile(r"^after=(0|\d+-\d+)$"),
 }
 
@@ -99,6 +106,7 @@ class LiveServer:
     def __init__(self, app):
         from werkzeug.serving import make_server
 
+        self.app = app
         self.server = make_server("127.0.0.1", 0, app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.thread = threading.Thread(target=self.server.serve_forever, name="live-server",

@@ -17,12 +17,15 @@ import re
 import time
 from datetime import datetime
 
+import orjson
 import pytest
 import requests
 
 from service.app import close_app, create_app
+from service.game.ranked import score
 from tests.browser.conftest import LiveServer
 from tests.browser.test_players import TOKEN_KEY, as_player, settle, stored_token, wait_until
+from tests.four_corners_won import SEED, moves
 
 #: The seed that the Clock's pool deals as today's deal: "draw" is among its first moves.
 CLOCK_SEED = 42
@@ -425,3 +428,176 @@ def test_a_guest_made_today_is_told_that_ranked_play_opens_tomorrow(pages, live_
     token = stored_token(page)
     mine = requests.get(f"{base}/v1/players/me/games", headers=as_player(token), timeout=5)
     assert mine.json()["games"] == []
+
+
+# --- this week's board and the streaks' board ---------------------------------------------
+def rows_shown(page, body: str) -> list[list[str]]:
+    """The cells of a board's rows (its rank, name, then its figures), each with the
+    row's player: [player, rank, name, figures...]."""
+    return page.eval_on_selector_all(f"#{body} tr", """rows => rows.map(tr => [
+        tr.dataset.player, ...[...tr.cells].map(td => td.textContent)])""")
+
+
+def open_tab(page, kind: str, count: int):
+    """The tab of a board chosen (a click), its first page read with ``count`` entries."""
+    page.click(f"#daily-tab-{kind}")
+    page.wait_for_selector(f'#daily-{kind}-panel:not([hidden]) #daily-{kind}-body'
+                           f'[data-count="{count}"]', state="attached")
+
+
+def week_of(today: dict) -> str:
+    """The ISO week of today's start (docs/daily.md)."""
+    year, week, _ = datetime.fromisoformat(today["start"].replace("Z", "+00:00")).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def won_ends(server, day: str, players: list[tuple[str, str, int]]):
+    """Each (player id, name, moves) a won ranked game of today's Clock deal, written by
+    the board's projection from the event that the game's end writes (as
+    tests/api/test_daily.py writes its boards): a win through the API is 304 moves."""
+    daily = server.app.services.daily
+    for number, (player, name, moves_made) in enumerate(players):
+        daily.apply_ended(f"won-{number}", orjson.dumps({
+            "player": player, "name": name, "variant": "clock", "day": day,
+            "index": daily.today(), "ended_ms": int(time.time() * 1000), "outcome": "won",
+            "moves": moves_made, "time_ms": 60_000, "cards_home": 104,
+            "score": score("won", moves_made, 60_000, 104)}))
+
+
+def test_a_player_who_won_today_s_deal_sees_their_rank_on_the_week_s_and_the_streaks_boards(
+        pages, live_server, artifacts):
+    base = live_server.url
+    live_server.app.services.solver_store.add_seed("four-corners", SEED)
+    page = pages.new()
+    open_daily(page, base, "four-corners")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    token = stored_token(page)
+    me = requests.get(f"{base}/v1/players/me", headers=as_player(token), timeout=5).json()
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    made = requests.post(f"{base}/v1/daily/four-corners/{today['day']}",
+                         headers=as_player(token), timeout=5)
+    assert made.status_code == 201, made.text
+    game_id = made.json()["game"]["id"]
+    http = requests.Session()
+    for move, _card in moves():
+        answer = http.post(f"{base}/v1/games/{game_id}/moves", json=move.to_dict(),
+                           headers=as_player(token), timeout=10)
+        assert answer.status_code == 200, answer.text
+    assert answer.json()["game"]["status"] == "won"
+
+    open_daily(page, base, "four-corners")
+    assert page.get_attribute("#daily-tab-day", "aria-selected") == "true"
+    assert page.is_hidden("#daily-week-panel")
+    # The tabs with the keyboard: the arrow moves the focus to "This week" and opens it.
+    page.focus("#daily-tab-day")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector('#daily-week-panel:not([hidden]) #daily-week-body[data-count="1"]',
+                           state="attached")
+    assert page.evaluate("document.activeElement.id") == "daily-tab-week"
+    assert page.get_attribute("#daily-tab-week", "aria-selected") == "true"
+    assert page.is_hidden("#daily-day-panel")
+    week = week_of(today)
+    assert week in page.text_content("#daily-week-title")
+    name = f"{me['name']} (you)"
+    assert rows_shown(page, "daily-week-body") == [[me["id"], "1", name, "1", "304"]]
+    weekly = requests.get(f"{base}/v1/daily/four-corners/weeks/{week}/board", timeout=5).json()
+    assert [(e["player_id"], e["rank"], e["won"], e["moves"]) for e in weekly["entries"]] == \
+        [(me["id"], 1, 1, 304)]
+    wait_until(page, "document.querySelector('#daily-week-rank').dataset.rank === '1'")
+    assert page.text_content("#daily-week-rank") == "You are ranked 1 of 1."
+    assert rows_shown(page, "daily-week-around-body") == [[me["id"], "1", name, "1", "304"]]
+    assert page.get_attribute("#daily-week-around-body tr", "class") == "me"
+    page.screenshot(path=str(artifacts / "daily-week.png"))
+
+    open_tab(page, "streaks", 1)
+    assert rows_shown(page, "daily-streaks-body") == \
+        [[me["id"], "1", name, "1", "1", today["day"]]]
+    wait_until(page, "document.querySelector('#daily-streaks-rank').dataset.rank === '1'")
+    assert page.text_content("#daily-streaks-rank") == "You are ranked 1 of 1."
+    assert rows_shown(page, "daily-streaks-around-body") == \
+        [[me["id"], "1", name, "1", "1", today["day"]]]
+    streaks = requests.get(f"{base}/v1/daily/four-corners/streaks", timeout=5).json()
+    assert [(e["player_id"], e["current"], e["longest"], e["last_day_won"])
+            for e in streaks["entries"]] == [(me["id"], 1, 1, today["day"])]
+
+    # Back to today's board: the day's entry, linked to its game, as before.
+    page.click("#daily-tab-day")
+    assert page.is_visible("#daily-board-body")
+    assert page.get_attribute("#daily-board-body", "data-count") == "1"
+    assert page.get_attribute(f'#daily-board-body tr a[href="#game={game_id}"]', "href")
+    assert not page.is_visible("#daily-error")
+
+
+def test_a_guest_without_an_entry_is_told_so_in_a_plain_sentence(pages, live_server):
+    base = live_server.url
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    others = [(player_id(base, new_player(base, name)), name, 120) for name in ("Ada", "Bo")]
+    won_ends(live_server, day, others)
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    open_daily(page, base, "clock")  # with the guest's account known
+    for kind in ("week", "streaks"):
+        open_tab(page, kind, 2)
+        assert sorted(row[0] for row in rows_shown(page, f"daily-{kind}-body")) == \
+            sorted(player for player, _name, _moves in others)
+        wait_until(page, f"document.querySelector('#daily-{kind}-rank')"
+                         ".textContent.includes('not on this board')")
+        assert page.text_content(f"#daily-{kind}-rank").startswith(
+            "You are not on this board: a day's deal you win")
+        assert page.get_attribute(f"#daily-{kind}-rank", "data-rank") is None
+        assert page.is_hidden(f"#daily-{kind}-around")
+        assert page.is_hidden("#daily-error")  # a 404 not_on_board, never shown as an error
+    me = player_id(base, stored_token(page))
+    refused = requests.get(f"{base}/v1/daily/clock/streaks/players/{me}?around=2", timeout=5)
+    assert (refused.status_code, refused.json()["code"]) == (404, "not_on_board")
+
+
+def test_this_week_s_board_pages_and_is_read_again_when_its_tab_is_opened(pages, live_server):
+    # Twelve players won today's Clock deal in 100..111 moves, the guest in 105 (tied
+    # with one of them: the order expected is the board's own, read through the API).
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    guest = stored_token(page)
+    me = player_id(base, guest)
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    players = [(player_id(base, new_player(base, f"W{i}")), f"W{i}", 100 + i) for i in range(12)]
+    won_ends(live_server, today["day"], players + [(me, "Guest", 105)])
+    week = week_of(today)
+    board = requests.get(f"{base}/v1/daily/clock/weeks/{week}/board?limit=50", timeout=5).json()
+    ids = [e["player_id"] for e in board["entries"]]
+    assert len(ids) == board["count"] == 13
+    rank = ids.index(me) + 1
+
+    open_daily(page, base, "clock")
+    open_tab(page, "week", 13)
+    shown = rows_shown(page, "daily-week-body")
+    assert [row[0] for row in shown] == ids[:10]
+    assert [row[1] for row in shown] == [str(n) for n in range(1, 11)]
+    assert [row[4] for row in shown] == [str(e["moves"]) for e in board["entries"][:10]]
+    assert page.is_visible("#daily-week-more")
+    page.focus("#daily-week-more")
+    page.keyboard.press("Enter")
+    wait_until(page, "document.querySelectorAll('#daily-week-body tr').length === 13")
+    assert [row[0] for row in rows_shown(page, "daily-week-body")] == ids
+    assert page.is_hidden("#daily-week-more")
+    wait_until(page, f"document.querySelector('#daily-week-rank').dataset.rank === '{rank}'")
+    assert page.text_content("#daily-week-rank") == f"You are ranked {rank} of 13."
+    around = page.eval_on_selector_all("#daily-week-around-body tr",
+                                       "rows => rows.map(tr => [tr.dataset.player, tr.className])")
+    assert [player for player, _ in around] == ids[rank - 3:rank + 2]
+    assert [player for player, css in around if css == "me"] == [me]
+
+    # A player wins meanwhile (in 1 move: first); the tab opened again reads the board
+    # again: its first page, the count and my rank as they are now.
+    late = player_id(base, new_player(base, "Late"))
+    won_ends(live_server, today["day"], [(late, "Late", 1)])
+    page.click("#daily-tab-day")
+    open_tab(page, "week", 14)
+    shown = rows_shown(page, "daily-week-body")
+    assert [row[0] for row in shown] == [late] + ids[:9]
+    assert page.is_visible("#daily-week-more")
+    wait_until(page, f"document.querySelector('#daily-week-rank').dataset.rank === '{rank + 1}'")
+    assert page.text_content("#daily-week-rank") == f"You are ranked {rank + 1} of 14."

@@ -89,7 +89,9 @@ def test_the_files_load_nothing_from_the_internet_and_call_only_the_v1_api():
                          r"autoplay|analysis|events\?after=\$\{enc\(String\(after\)\)\}))?)?$"
                          r"|^/v1/players(/me(/stats|/games\?\$\{query\})?)?$"
                          r"|^/v1/daily(/\$\{enc\(variant\)\}/\$\{enc\(day\)\}(/events\?after=\$\{enc\(String\(after\)\)\}|/board\?\$\{query\}"
-                         r"|/board/players/\$\{enc\(player\)\}\?around=\$\{enc\(String\(around\)\)\})?)?$")
+                         r"|/board/players/\$\{enc\(player\)\}\?around=\$\{enc\(String\(around\)\)\})?)?$"
+                         r"|^/v1/daily/\$\{enc\(variant\)\}(/weeks/\$\{enc\(week\)\}/board|/streaks)"
+                         r"(\?\$\{query\}|/players/\$\{enc\(player\)\}\?around=\$\{enc\(String\(around\)\)\})$")
     assert paths
     assert [p for p in paths if not allowed.match(p)] == []
 
