@@ -47,7 +47,9 @@ def test_the_worker_keeps_within_its_cpu_share(own_url, tmp_path):
     # ticks).  Without a share the worker would use every CPU second the machine gives
     # it: 1 s in the time these five searches take back to back.
     assert used <= share * elapsed + deal + 0.3, (used, elapsed)
-    assert used >= 4 * deal * 0.9, used  # it did search, five times
+    # It did search, five times: /proc counts at least the CPU the worker logged for them
+    # (less than five budgets when a deal is proved lost early).
+    assert used >= 0.9 * sum(line["cpu_ms"] for line in searches[:5]) / 1000, (used, searches)
     # Between two searches it rested as long as it said: its CPU over the share, less
     # the wall-clock time the search took (on a busy machine a search of 0.2 s of CPU
     # takes longer, and that time counts towards the share already).
@@ -83,11 +85,13 @@ def test_an_analysis_does_not_wait_for_the_share(own_url, tmp_path):
         done = wait_for(lambda: (answer := client.get(url)).status_code == 200 and answer,
                         seconds=30, what="the analysis", step=0.2)
         assert done.get_json()["winnable"] is True
-        # Within the rest the worker gave after its first search (its CPU over the share),
-        # and before the pools' next search, which waits for the share.
+        # Started within the rest the worker gave after its first search (its CPU over the
+        # share: the rest ends no sooner, the CPU of its looks at the job list only adds
+        # to it), and done before the pools' next search started.
         analysed = [line for line in worker.lines() if line.get("message") == "analysis"]
         assert [line["outcome"] for line in analysed] == ["stored"]
-        assert _when(analysed[0]) - _when(first) < first["rest_s"], (first, analysed)
+        started = _when(analysed[0]) - analysed[0]["duration_ms"] / 1000
+        assert started - _when(first) < first["rest_s"], (first, analysed)
         assert all(_when(later) - later["duration_ms"] / 1000 > _when(analysed[0])
                    for later in pool_searches(worker)[1:])
         app.services.backend.close()
