@@ -553,6 +553,37 @@ def test_a_guest_without_an_entry_is_told_so_in_a_plain_sentence(pages, live_ser
     assert (refused.status_code, refused.json()["code"]) == (404, "not_on_board")
 
 
+def test_another_game_chosen_while_the_week_s_tab_is_open_shows_that_game_s_week(
+        pages, live_server):
+    """With "This week" open, choosing another game's board shows that game's week
+    (none of the first game's rows stays), and choosing the first again reads it."""
+    base = live_server.url
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    players = [(player_id(base, new_player(base, f"V{i}")), f"V{i}", 100 + i) for i in range(3)]
+    won_ends(live_server, today["day"], players)
+    open_daily(page, base, "clock")
+    open_tab(page, "week", 3)
+    assert "Clock" in page.text_content("#daily-week-title")
+    page.click('#daily-deals li[data-variant="salic-law"] .daily-show-board')
+    page.wait_for_selector('#daily-week-panel:not([hidden]) #daily-week-body[data-count="0"]',
+                           state="attached")
+    assert "Salic Law" in page.text_content("#daily-week-title")
+    assert rows_shown(page, "daily-week-body") == []
+    assert page.is_visible("#daily-week-empty")
+    wait_until(page, "document.querySelector('#daily-week-rank').textContent.includes("
+                     "'not on this board')")
+    assert page.is_hidden("#daily-week-around")
+    page.click('#daily-deals li[data-variant="clock"] .daily-show-board')
+    page.wait_for_selector('#daily-week-panel:not([hidden]) #daily-week-body[data-count="3"]',
+                           state="attached")
+    assert [row[0] for row in rows_shown(page, "daily-week-body")] == \
+        [player for player, _name, _moves in players]
+    assert page.is_hidden("#daily-error")
+
+
 def test_this_week_s_board_pages_and_is_read_again_when_its_tab_is_opened(pages, live_server):
     # Twelve players won today's Clock deal in 100..111 moves, the guest in 105 (tied
     # with one of them: the order expected is the board's own, read through the API).
