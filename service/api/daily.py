@@ -14,7 +14,7 @@ from service.api.errors import BadRequest
 from service.api.events import feed, serve, too_many_streams
 from service.api.http import JSON, bearer_token, json_response, send, viewer
 from service.api.identity import current_player
-from service.api.schemas import load_around_query, load_board_query
+from service.api.schemas import load_around_query, load_board_query, quick_around
 from service.daily.boards import BoardPage, Daily
 from service.game.errors import GameError
 from service.live.negotiation import stream_wire
@@ -24,8 +24,6 @@ bp = Blueprint("daily", __name__, url_prefix="/v1/daily")
 _WEEK = re.compile(r"[0-9]{4}-W[0-9]{2}")
 _PLAYER = re.compile(r"(?:oidc-)?[a-z2-7]{26}")
 _EVENT_ID = re.compile(r"[0-9]{1,19}-[0-9]{1,19}")
-#: A query of ``around`` alone, as clients send it: read without parsing the query.
-_AROUND_ONLY = re.compile(r"around=([0-9]{1,2})")
 
 
 def daily() -> Daily:
@@ -73,12 +71,12 @@ def around_query(player_id: str) -> int:
     """The ``around`` of a board's read of a player and the k players either side
     (a query of ``around`` alone read without parsing the query); 404 ``not_on_board``
     for a player id that is none."""
-    quick = _AROUND_ONLY.fullmatch(request.environ.get("QUERY_STRING", ""))
-    query = {"around": int(quick[1])} if quick and int(quick[1]) <= 50 \
-        else load_around_query(request.args.to_dict())
+    k = quick_around(request.environ.get("QUERY_STRING", ""))
+    if k is None:
+        k = load_around_query(request.args.to_dict())["around"]
     if not _PLAYER.fullmatch(player_id):
         raise GameError(404, "not_on_board", "there is no player with this id")
-    return query["around"]
+    return k
 
 
 @bp.get("/<variant>/<day>/events")

@@ -155,13 +155,19 @@ class BoardQuerySchema(Schema):
     cursor = fields.String(validate=validate.Regexp(_BOARD_CURSOR), load_default=None)
 
 
+#: The entries either side of a player that a board's read of them answers: unless
+#: asked, and at most.
+AROUND_DEFAULT, AROUND_MAX = 5, 50
+
+
 class AroundQuerySchema(Schema):
     """``GET .../board/players/{player_id}``'s query: the entries either side."""
 
     class Meta:
         unknown = EXCLUDE
 
-    around = fields.Integer(strict=False, validate=validate.Range(0, 50), load_default=5)
+    around = fields.Integer(strict=False, validate=validate.Range(0, AROUND_MAX),
+                            load_default=AROUND_DEFAULT)
 
 
 board_query_schema = BoardQuerySchema()
@@ -217,13 +223,24 @@ def load_board_query(args: dict[str, str]) -> dict:
     return query
 
 
+_AROUND_ONLY = re.compile(r"around=([0-9]{1,3})")
+
+
 def load_around_query(args: dict[str, str]) -> dict:
     """What ``around_query_schema.load(args)`` answers, read as :func:`load_board_query`
     reads a board's."""
-    query = {"around": 5}
+    query = {"around": AROUND_DEFAULT}
     for name, value in args.items():
-        if name == "around" and (around := _small(value, 0, 50)) is not None:
+        if name == "around" and (around := _small(value, 0, AROUND_MAX)) is not None:
             query["around"] = around
         elif name in query:
             return around_query_schema.load(args)
     return query
+
+
+def quick_around(query_string: str) -> int | None:
+    """The ``around`` of a raw query string that is ``around=<digits>`` alone, within
+    the schema's range, as clients send it (no query parsed); else None (read the query
+    with :func:`load_around_query`)."""
+    found = _AROUND_ONLY.fullmatch(query_string)
+    return _small(found[1], 0, AROUND_MAX) if found else None

@@ -627,6 +627,24 @@ def test_the_quick_reading_of_an_around_query_answers_what_the_schema_does(query
     assert _answer(load_around_query, query) == _answer(around_query_schema.load, query)
 
 
+@pytest.mark.parametrize("raw", [
+    "", "around=0", "around=7", "around=07", "around=007", "around=50", "around=050",
+    "around=51", "around=999", "around=1000", "around=", "around=%35", "around=5&x=1",
+    "x=1", "around=-1", "around=5.0", "around=٣"])
+def test_the_raw_reading_of_an_around_query_answers_what_the_schema_does(raw):
+    """A query string of ``around`` alone is read as the schema reads it, or left to
+    it: never another answer."""
+    from urllib.parse import parse_qsl
+
+    from service.api.schemas import around_query_schema, quick_around
+
+    quick = quick_around(raw)
+    if quick is not None:
+        assert {"around": quick} == around_query_schema.load(dict(parse_qsl(raw)))
+    assert (quick is not None) == (raw in ("around=0", "around=7", "around=07",
+                                            "around=007", "around=50", "around=050"))
+
+
 def member_entry(redis_db, entries_key: str, member: bytes) -> tuple[str, dict]:
     """A day's board member's player and entry: the entry itself after the player's id,
     or (the older form) the player alone, the entry in the entries hash."""
