@@ -207,10 +207,15 @@ class DailyStore:
         """A ranked game's end written to its day's board, week and streaks, once, as a
         call to send with others (:meth:`.PlayerStore.run_calls`): its reply is
         ``applied`` or ``done`` (:data:`~.scripts.PROJECT_BOARD`)."""
-        return Call(_PROJECT, _board_keys(variant, day, week),
-                    (player, entry, str(score), "1" if won else "", moves, index, live_top,
-                     FEED_LENGTH, day, keys.board_channel(variant, day), TOP_PAGE_LIMIT,
-                     self.board_form))
+        return Call(_PROJECT, _board_keys(variant, day, week), self._project_args(
+            variant, day, index, player, entry, score, won, moves, live_top))
+
+    def _project_args(self, variant: str, day: str, index: int, player: str, entry: bytes,
+                      score: int, won: bool, moves: int, live_top: int) -> tuple:
+        """:data:`~.scripts.PROJECT_BOARD`'s arguments for a ranked game's end."""
+        return (player, entry, str(score), "1" if won else "", moves, index, live_top,
+                FEED_LENGTH, day, keys.board_channel(variant, day), TOP_PAGE_LIMIT,
+                self.board_form)
 
     @storage_errors
     def project_many(self, ends: list[dict], *, live_top: int) -> list[str]:
@@ -222,10 +227,9 @@ class DailyStore:
         for end in ends:
             variant, day = end["variant"], end["day"]
             names = _board_keys(variant, day, end["week"])
-            items.append(script_call(_PROJECT, names, (
-                end["player"], end["entry"], str(end["score"]), "1" if end["won"] else "",
-                end["moves"], end["index"], live_top, FEED_LENGTH, day,
-                keys.board_channel(variant, day), TOP_PAGE_LIMIT, self.board_form)))
+            items.append(script_call(_PROJECT, names, self._project_args(
+                variant, day, end["index"], end["player"], end["entry"], end["score"],
+                end["won"], end["moves"], live_top)))
         wait = (self.wait_replicas, self.wait_timeout_ms) if self.wait_replicas else None
         return [_text(reply) for reply in run_many(self._fast, items, wait=wait,
                                                    scripts=(_PROJECT,))]

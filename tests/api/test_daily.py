@@ -694,10 +694,7 @@ def test_the_board_answers_its_stored_entries_as_they_decode(daily_app, redis_db
     player_ids = [f"{chr(97 + n) * 26}" for n in range(len(names))]
     for player, name, game_id, score_ in zip(player_ids, names, game_ids, scores,
                                              strict=True):
-        end = daily._end(game_id, {"player": player, "variant": "clock", "day": day,
-                                   "index": index, "outcome": "lost", "moves": 2,
-                                   "time_ms": 7, "cards_home": 3, "score": score_,
-                                   "ended_ms": 1764900000123}, name)
+        end = lost_end(daily, index, player, score_, game_id, name)
         daily.store.project_many([end], live_top=3)
     board_key, entries_key = (keys.daily("clock", f"{day}:{part}")
                               for part in ("board", "entries"))
@@ -764,11 +761,9 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
                                    for part in ("board", "entries", "top"))
 
     def ends(*scores: tuple[int, int]) -> None:
-        daily.store.project_many([daily._end(f"g{number}", {
-            "player": f"{number:026d}", "variant": "clock", "day": day, "index": index,
-            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
-            "ended_ms": 1764900000123}, f"Player {number}") for number, score_ in scores],
-            live_top=3)
+        daily.store.project_many([lost_end(daily, index, f"{number:026d}", score_,
+                                           f"g{number}", f"Player {number}")
+                                  for number, score_ in scores], live_top=3)
 
     def read(limit: int) -> dict:
         page = board(client, "clock", day, limit=limit)
@@ -802,10 +797,8 @@ def test_the_board_s_first_pages_are_kept_until_an_entry_lands_within_them(daily
     for number, score_, limit in ((203, 2, 5), (204, 1505, 100)):
         read(limit)  # kept
         player = f"{number:026d}"
-        redis_db.hset(entries_key, player, daily._end(f"g{number}", {
-            "player": player, "variant": "clock", "day": day, "index": index,
-            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
-            "ended_ms": 1764900000123}, "Bypass")["entry"])
+        redis_db.hset(entries_key, player,
+                      lost_end(daily, index, player, score_, f"g{number}", "Bypass")["entry"])
         redis_db.zadd(board_key, {player: score_})
         assert redis_db.hexists(top, f"m{limit}")
         assert player in [row["player_id"] for row in read(limit)["entries"]]
@@ -823,10 +816,7 @@ def test_a_kept_page_of_a_whole_board_follows_its_size(daily_app, redis_db):
                               for part in ("board", "entries"))
     for number in range(4):
         player = f"{number:026d}"
-        entry = daily._end(f"g{number}", {
-            "player": player, "variant": "clock", "day": day, "index": index,
-            "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3,
-            "score": 10 - number, "ended_ms": 1764900000123}, "P")
+        entry = lost_end(daily, index, player, 10 - number, f"g{number}", "P")
         if number < 3:
             daily.store.project_many([entry], live_top=3)
             page = board(client, "clock", day, limit=5)
@@ -846,16 +836,28 @@ def board_player(number: int) -> str:
     return "".join("abcdefghij"[int(digit)] for digit in f"{number:026d}")
 
 
+def lost_payload(calendar, index: int, player: str, score: int) -> dict:
+    """The ``ranked-ended`` event's data of a lost ranked game of the day ``index``'s
+    Clock deal, with ``score``."""
+    return {"player": player, "variant": "clock", "day": calendar.day_id(index),
+            "index": index, "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3,
+            "score": score, "ended_ms": 1764900000123}
+
+
+def lost_end(daily, index: int, player: str, score: int, game_id: str, name: str | None
+             ) -> dict:
+    """What the board's script takes of that game's end (``Daily._end``)."""
+    return daily._end(game_id, lost_payload(daily.calendar, index, player, score), name)
+
+
 def lost_ends(daily, day: str, index: int, scores: list[int]) -> list[str]:
     """One lost ranked end per score onto the day's Clock board, by the board's
     projection (player ``n`` named ``P<n>``, with the n-th score): their players."""
+    assert day == daily.calendar.day_id(index)
     players = player_ids(len(scores))
-    daily.store.project_many([daily._end(f"g{number}", {
-        "player": player, "variant": "clock", "day": day, "index": index,
-        "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
-        "ended_ms": 1764900000123}, f"P{number}")
-        for number, (player, score_) in enumerate(zip(players, scores, strict=True))],
-        live_top=3)
+    daily.store.project_many([lost_end(daily, index, player, score_, f"g{number}", f"P{number}")
+                              for number, (player, score_)
+                              in enumerate(zip(players, scores, strict=True))], live_top=3)
     return players
 
 
@@ -974,17 +976,10 @@ def test_a_board_written_in_the_older_form_for_an_upgrade(daily_app, redis_db):
     assert _board_reads(client, new_day, players) == _board_reads(client, old_day, players)
     assert redis_db.hexists(keys.daily("clock", f"{old_day}:top"), "m100")
 
-    def end(daily, day: int, player: int, score_: int) -> dict:
-        return daily._end(f"g{player}", {
-            "player": board_player(player), "variant": "clock",
-            "day": daily.calendar.day_id(day), "index": day, "outcome": "lost",
-            "moves": 2, "time_ms": 7, "cards_home": 3, "score": score_,
-            "ended_ms": 1764900000123}, f"P{player}")
-
     for first, then, day in ((newer, older, index), (older, newer, index - 1)):
         before = board_keys(redis_db, "clock", first.services.daily.calendar.day_id(day))
-        again = [end(then.services.daily, day, number, score_)
-                 for number, score_ in enumerate(scores)]
+        again = [lost_end(then.services.daily, day, board_player(number), score_,
+                          f"g{number}", f"P{number}") for number, score_ in enumerate(scores)]
         assert then.services.daily.store.project_many(again, live_top=3) == \
             ["done"] * len(scores)
         assert board_keys(redis_db, "clock", first.services.daily.calendar.day_id(day)) \

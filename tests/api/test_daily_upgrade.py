@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.api.test_daily import board_keys, board_player, lost_ends
+from tests.api.test_daily import board_keys, board_player, lost_ends, lost_payload
 
 pytestmark = pytest.mark.cluster
 
@@ -91,10 +91,10 @@ def newer_reads(client, reads: list) -> list:
 
 
 def lost(daily, day: int, number: int, score: int) -> tuple[str, dict, str]:
-    return (f"g{number}", {"player": board_player(number), "variant": "clock",
-                           "day": daily.calendar.day_id(day), "index": day,
-                           "outcome": "lost", "moves": 2, "time_ms": 7, "cards_home": 3,
-                           "score": score, "ended_ms": 1764900000123}, f"P{number}")
+    """A lost ranked end as the older version's ``Daily._end`` takes it: the game's id,
+    the event's data, the player's name (player ``n`` as :func:`lost_ends` makes it)."""
+    return f"g{number}", lost_payload(daily.calendar, day, board_player(number), score), \
+        f"P{number}"
 
 
 def test_the_older_version_reads_the_older_form_this_version_writes(
