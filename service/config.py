@@ -194,8 +194,8 @@ SETTINGS: dict[str, Setting] = {
     "PROMETHEUS_MULTIPROC_DIR": Setting(
         env_str, None, (APP, GROUPS),
         "an empty writable directory where the processes of the gunicorn groups add their "
-        "Prometheus metrics up for `/metrics`; unset: each group's arbiter makes one when "
-        "it starts"),
+        "Prometheus metrics up for `/metrics`; unset: each group's arbiter makes one in the "
+        "temporary folder when it starts and removes it when it stops"),
 
     # --- the rate limiter (per client address) -----------------------------------------
     "RATELIMIT_ENABLED": Setting(env_bool, True, APP, "per-client rate limits on or off"),
@@ -495,7 +495,7 @@ def process_settings(part: str) -> dict[str, Any]:
     return _read(part)
 
 
-def prepare_process_environment(settings: dict[str, Any]) -> None:
+def prepare_process_environment(settings: dict[str, Any]) -> str | None:
     """What a gunicorn group's arbiter passes on to its processes through the environment,
     once, before it starts any of them (``settings``: :data:`GROUPS`' settings, as read
     when the group started).
@@ -505,11 +505,14 @@ def prepare_process_environment(settings: dict[str, Any]) -> None:
     prometheus-client, which reads that variable itself.  Unless one is given, this makes
     an empty one, names it in ``settings`` and in this process's environment, which the
     processes inherit (their app reads it from there too).  The one write to the
-    environment; a second call keeps the directory."""
-    if not settings["PROMETHEUS_MULTIPROC_DIR"]:
-        made = tempfile.mkdtemp(prefix="patience-metrics-")
-        settings["PROMETHEUS_MULTIPROC_DIR"] = made
-        os.environ[variable("PROMETHEUS_MULTIPROC_DIR")] = made
+    environment; a second call keeps the directory.  The directory it made (None: one
+    was given, or made by an earlier call), for its maker to remove when it exits."""
+    if settings["PROMETHEUS_MULTIPROC_DIR"]:
+        return None
+    made = tempfile.mkdtemp(prefix="patience-metrics-")
+    settings["PROMETHEUS_MULTIPROC_DIR"] = made
+    os.environ[variable("PROMETHEUS_MULTIPROC_DIR")] = made
+    return made
 
 
 def shown_default(setting: Setting) -> str:

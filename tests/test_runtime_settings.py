@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -236,14 +237,19 @@ def test_the_arbiter_makes_the_metrics_directory_when_it_starts(monkeypatch):
         assert shared.settings["PROMETHEUS_MULTIPROC_DIR"] == str(made)
         shared.on_starting(None)  # once: a second call keeps it
         assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(made)
+        (made / "counter_1.db").write_bytes(b"")
+        shared.on_exit(SimpleNamespace(reexec_pid=4321))  # handed over to a new arbiter
+        assert made.is_dir()
+        shared.on_exit(SimpleNamespace(reexec_pid=0))
+        assert not made.exists()
     finally:
-        made.rmdir()
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def test_a_given_metrics_directory_is_kept(monkeypatch, tmp_path):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))
     settings = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
-    config.prepare_process_environment(settings)
+    assert config.prepare_process_environment(settings) is None  # not made: never removed
     assert settings == {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
     assert os.environ["PROMETHEUS_MULTIPROC_DIR"] == str(tmp_path)
 

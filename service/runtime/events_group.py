@@ -117,6 +117,8 @@ def worker_exit(server, worker):
 
 
 def on_exit(server):
+    """The hand-off's socket file and the metrics directory removed."""
+    shared.on_exit(server)
     path = _handoff.get("path")
     if path:
         with contextlib.suppress(OSError):

@@ -6,6 +6,7 @@ settings come from the configuration's table (:mod:`service.config`, :data:`sett
 read once, when gunicorn loads the group's settings)."""
 
 import os
+import shutil
 import signal
 from collections.abc import Callable
 
@@ -14,7 +15,7 @@ from service.config import GROUPS, prepare_process_environment, process_settings
 #: What both groups take: the settings and hooks gunicorn reads.  (The helpers of their
 #: own hooks, :func:`events_feed` and :func:`on_sigterm`, they call as ``shared.<name>``.)
 __all__ = ["accesslog", "child_exit", "control_socket_disable", "errorlog",
-           "graceful_timeout", "keepalive", "loglevel", "on_starting", "timeout",
+           "graceful_timeout", "keepalive", "loglevel", "on_exit", "on_starting", "timeout",
            "worker_tmp_dir"]
 
 #: The settings both groups read (:data:`service.config.GROUPS`).
@@ -36,14 +37,31 @@ worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 # by every instance of the user, and nothing here uses it.
 control_socket_disable = True
 
+#: The metrics directory this arbiter made (none if one was given).
+_made_metrics_folder: list[str] = []
+
 
 def on_starting(server):
     """Prometheus metrics summed over every process of the group: prometheus-client's
     multiprocess mode needs one empty directory shared by the processes, named in
     ``PROMETHEUS_MULTIPROC_DIR`` before any of them imports the client.  Unless one is
     given, the arbiter makes it here, once, before it starts any process
-    (:func:`service.config.prepare_process_environment`)."""
-    prepare_process_environment(settings)
+    (:func:`service.config.prepare_process_environment`), and removes it when it exits
+    (:func:`on_exit`)."""
+    made = prepare_process_environment(settings)
+    if made is not None:
+        _made_metrics_folder.append(made)
+
+
+def on_exit(server):
+    """Remove the metrics directory the arbiter made, its processes all gone: a restart
+    makes a new one, so none is left behind per start.  Kept when the arbiter hands over
+    to a new one (``USR2``: the new arbiter inherits the directory and its processes
+    use it)."""
+    if server.reexec_pid == 0:
+        for folder in _made_metrics_folder:
+            shutil.rmtree(folder, ignore_errors=True)
+        _made_metrics_folder.clear()
 
 
 def child_exit(server, worker):

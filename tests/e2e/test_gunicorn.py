@@ -151,3 +151,20 @@ def test_request_lines_wait_in_batches_and_a_worker_that_stops_writes_them(redis
              if line.startswith('{"level": "INFO", "logger": "patience.request"')]
     assert sorted(line["request_id"] for line in lines if line["request_id"] in ids) == \
         sorted(ids)  # written as the workers stopped
+
+
+@pytest.mark.parametrize("events", [False, True], ids=["request group", "events group"])
+def test_the_metrics_directory_a_group_made_is_removed_when_it_stops(redis_server, tmp_path,
+                                                                      events):
+    """Without PROMETHEUS_MULTIPROC_DIR, a group's arbiter makes the directory of its
+    processes' metrics (in the temporary folder) and removes it when it stops: a restart
+    leaves none behind."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    with Gunicorn(redis_server.url, tmp_path / "gunicorn.log", events=events,
+                  TMPDIR=str(folder)) as server:
+        assert requests.get(f"{server.base}/healthz", timeout=5).status_code == 200
+        made = list(folder.glob("patience-metrics-*"))
+        assert len(made) == 1, made
+        assert any(made[0].glob("*.db"))  # the processes' metrics files
+    assert list(folder.iterdir()) == []
