@@ -553,10 +553,12 @@ def test_a_guest_without_an_entry_is_told_so_in_a_plain_sentence(pages, live_ser
     assert (refused.status_code, refused.json()["code"]) == (404, "not_on_board")
 
 
-def test_another_game_chosen_while_the_week_s_tab_is_open_shows_that_game_s_week(
-        pages, live_server):
-    """With "This week" open, choosing another game's board shows that game's week
-    (none of the first game's rows stays), and choosing the first again reads it."""
+@pytest.mark.parametrize("kind", ["week", "streaks"])
+def test_another_game_chosen_while_a_board_s_tab_is_open_shows_that_game_s_board(
+        pages, live_server, kind):
+    """With "This week" or "Streaks" open, choosing another game's board shows that
+    game's board (none of the first game's rows stays), and choosing the first again
+    reads it."""
     base = live_server.url
     page = pages.new()
     open_daily(page, base, "clock")
@@ -565,22 +567,26 @@ def test_another_game_chosen_while_the_week_s_tab_is_open_shows_that_game_s_week
     players = [(player_id(base, new_player(base, f"V{i}")), f"V{i}", 100 + i) for i in range(3)]
     won_ends(live_server, today["day"], players)
     open_daily(page, base, "clock")
-    open_tab(page, "week", 3)
-    assert "Clock" in page.text_content("#daily-week-title")
+    open_tab(page, kind, 3)
+    assert "Clock" in page.text_content(f"#daily-{kind}-title")
     page.click('#daily-deals li[data-variant="salic-law"] .daily-show-board')
-    page.wait_for_selector('#daily-week-panel:not([hidden]) #daily-week-body[data-count="0"]',
-                           state="attached")
-    assert "Salic Law" in page.text_content("#daily-week-title")
-    assert rows_shown(page, "daily-week-body") == []
-    assert page.is_visible("#daily-week-empty")
-    wait_until(page, "document.querySelector('#daily-week-rank').textContent.includes("
+    page.wait_for_selector(f'#daily-{kind}-panel:not([hidden]) #daily-{kind}-body'
+                           '[data-count="0"]', state="attached")
+    assert "Salic Law" in page.text_content(f"#daily-{kind}-title")
+    assert rows_shown(page, f"daily-{kind}-body") == []
+    assert page.is_visible(f"#daily-{kind}-empty")
+    wait_until(page, f"document.querySelector('#daily-{kind}-rank').textContent.includes("
                      "'not on this board')")
-    assert page.is_hidden("#daily-week-around")
+    assert page.is_hidden(f"#daily-{kind}-around")
     page.click('#daily-deals li[data-variant="clock"] .daily-show-board')
-    page.wait_for_selector('#daily-week-panel:not([hidden]) #daily-week-body[data-count="3"]',
-                           state="attached")
-    assert [row[0] for row in rows_shown(page, "daily-week-body")] == \
-        [player for player, _name, _moves in players]
+    page.wait_for_selector(f'#daily-{kind}-panel:not([hidden]) #daily-{kind}-body'
+                           '[data-count="3"]', state="attached")
+    path = f"weeks/{week_of(today)}/board" if kind == "week" else "streaks"
+    board = requests.get(f"{base}/v1/daily/clock/{path}", timeout=5).json()
+    assert sorted(e["player_id"] for e in board["entries"]) == \
+        sorted(player for player, _name, _moves in players)
+    assert [row[0] for row in rows_shown(page, f"daily-{kind}-body")] == \
+        [e["player_id"] for e in board["entries"]]
     assert page.is_hidden("#daily-error")
 
 
