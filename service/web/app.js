@@ -1794,7 +1794,11 @@ function followBoard(seq, day) {
       if (seq !== S.listSeq) return false;
       const counted = await recountDeals(seq, signal);
       if (seq !== S.listSeq) return false;
-      return (await rereadBoard(seq, { quiet: true })) && counted;
+      const read = await rereadBoard(seq, { quiet: true });
+      if (seq === S.listSeq && S.daily.tab !== "day") {
+        await loadRankBoard(S.daily.tab, { quiet: true, signal });
+      }
+      return read && counted;
     },
   });
   S.daily.follower.start();
@@ -1803,8 +1807,8 @@ function followBoard(seq, day) {
 
 // --- the week's board and the streaks' board of the variant chosen -----------------------
 // Each is read when its tab is opened (again) or the variant changes while it is open,
-// not followed live: an entry lands there only when a game is won, at most one a player
-// and day.
+// and by the day's refresher while it is open; not followed live: an entry lands there
+// only when a game is won, at most one a player and day.
 
 // The id of the ISO week of a day, YYYY-Www, as the server names the week of a day: that
 // of the UTC date of the day's start (no answer of the server names today's week).
@@ -1822,15 +1826,19 @@ function isoWeekId(start) {
 const RANK_BOARDS = {
   week: {
     title: (variant) => `This week's board of ${variantName(variant)} (${isoWeekId(S.daily.start)})`,
-    page: (variant, options) => api.weekBoard(variant, isoWeekId(S.daily.start), options),
-    around: (variant, player) => api.weekAround(variant, isoWeekId(S.daily.start), player, AROUND),
+    page: (client, variant, options) => client.weekBoard(variant, isoWeekId(S.daily.start), options),
+    around: (client, variant, player, options) => client.weekAround(
+      variant, isoWeekId(S.daily.start), player, AROUND, options,
+    ),
     figures: (entry) => [entry.won, entry.moves],
     absent: "You are not on this board: a day's deal you win this week puts you on it.",
   },
   streaks: {
     title: (variant) => `The streaks of ${variantName(variant)}`,
-    page: (variant, options) => api.streaks(variant, options),
-    around: (variant, player) => api.streaksAround(variant, player, AROUND),
+    page: (client, variant, options) => client.streaks(variant, options),
+    around: (client, variant, player, options) => client.streaksAround(
+      variant, player, AROUND, options,
+    ),
     figures: (entry) => [entry.current, entry.longest, entry.last_day_won],
     absent: "You are not on this board: a day's deal you win puts you on it.",
   },
@@ -1853,11 +1861,15 @@ function rankRow(kind, entry) {
 }
 
 // The board of a tab: its first page (more: the page after those shown), then my rank.
-async function loadRankBoard(kind, { more = false } = {}) {
+// In the background (quiet: the day's refresher, while the tab is open) as many entries
+// as are shown are read again, and a failed read shows no error; a read of "More" under
+// way is left to finish, not re-read over.
+async function loadRankBoard(kind, { more = false, quiet = false, signal } = {}) {
   const board = S.daily.ranks[kind];
   const spec = RANK_BOARDS[kind];
   const { variant } = S.daily;
   if (!variant || !S.daily.start) return;
+  if (quiet && $(`daily-${kind}-more`).disabled) return;
   const seq = more ? board.seq : (board.seq += 1);
   const title = spec.title(variant);
   setText($(`daily-${kind}-title`), title);
@@ -1872,9 +1884,11 @@ async function loadRankBoard(kind, { more = false } = {}) {
     delete body.dataset.loaded;
   }
   button.disabled = more;
+  const limit = quiet && board.shown === title
+    ? Math.min(BOARD_MAX, Math.max(BOARD_PAGE, body.children.length)) : BOARD_PAGE;
   try {
-    const { data } = await spec.page(variant, {
-      limit: BOARD_PAGE, cursor: more ? board.cursor : null,
+    const { data } = await spec.page(quiet ? quietApi : api, variant, {
+      limit, cursor: more ? board.cursor : null, signal,
     });
     if (seq !== board.seq) return;
     const rows = data.entries.map((entry) => rankRow(kind, entry));
@@ -1886,15 +1900,17 @@ async function loadRankBoard(kind, { more = false } = {}) {
     body.dataset.count = String(data.count);
     body.dataset.loaded = "1";
   } catch (error) {
-    if (seq === board.seq) dailyFailed(`The board could not be read: ${error.message}`);
+    if (seq === board.seq && !quiet && !aborted(error)) {
+      dailyFailed(`The board could not be read: ${error.message}`);
+    }
     return;
   } finally {
     button.disabled = false;
   }
-  if (!more) await loadRankAround(kind, seq);
+  if (!more) await loadRankAround(kind, seq, { quiet, signal });
 }
 
-async function loadRankAround(kind, seq) {
+async function loadRankAround(kind, seq, { quiet = false, signal } = {}) {
   const board = S.daily.ranks[kind];
   const spec = RANK_BOARDS[kind];
   const text = $(`daily-${kind}-rank`);
@@ -1904,11 +1920,16 @@ async function loadRankAround(kind, seq) {
   let failure = null;
   if (saved.playerToken() && S.playerId) {
     try {
-      ({ data } = await spec.around(S.daily.variant, S.playerId));
+      ({ data } = await spec.around(quiet ? quietApi : api, S.daily.variant, S.playerId,
+        { signal }));
     } catch (error) {
       failure = error;
     }
     if (seq !== board.seq) return;
+    // In the background, a read that failed (but for no entry) leaves what is shown.
+    if (quiet && failure && !(failure instanceof ApiError && failure.code === "not_on_board")) {
+      return;
+    }
   }
   if (data) {
     setText(text, `You are ranked ${data.rank} of ${data.count}.`);

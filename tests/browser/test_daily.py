@@ -638,3 +638,35 @@ def test_this_week_s_board_pages_and_is_read_again_when_its_tab_is_opened(pages,
     assert page.is_visible("#daily-week-more")
     wait_until(page, f"document.querySelector('#daily-week-rank').dataset.rank === '{rank + 1}'")
     assert page.text_content("#daily-week-rank") == f"You are ranked {rank + 1} of 14."
+
+
+def test_the_open_week_s_tab_follows_a_new_win_in_the_background(pages, live_server):
+    """While "This week" is open, the Daily view's background reads (every second on this
+    device) read its board again: as many entries as it shows, its count and my rank."""
+    base = live_server.url
+    page = pages.new()
+    page.context.add_init_script(f"localStorage.setItem('{REFRESH_KEY}', '1');")
+    open_daily(page, base, "clock")
+    wait_until(page, f"localStorage.getItem('{TOKEN_KEY}') !== null")
+    me = player_id(base, stored_token(page))
+    today = requests.get(f"{base}/v1/daily", timeout=5).json()
+    players = [(player_id(base, new_player(base, f"B{i}")), f"B{i}", 100 + i) for i in range(11)]
+    won_ends(live_server, today["day"], players + [(me, "Guest", 200)])
+    open_daily(page, base, "clock")
+    open_tab(page, "week", 12)
+    page.click("#daily-week-more")
+    wait_until(page, "document.querySelectorAll('#daily-week-body tr').length === 12")
+    wait_until(page, "document.querySelector('#daily-week-rank').dataset.rank === '12'")
+    assert page.is_hidden("#daily-week-more")
+
+    late = player_id(base, new_player(base, "Late"))
+    won_ends(live_server, today["day"], [(late, "Late", 1)])  # first, in 1 move
+    page.wait_for_selector('#daily-week-body[data-count="13"]', state="attached")
+    wait_until(page, "document.querySelector('#daily-week-rank').dataset.rank === '13'")
+    assert page.text_content("#daily-week-rank") == "You are ranked 13 of 13."
+    # The twelve entries shown read again (not the first page alone), the new one first.
+    shown = [row[0] for row in rows_shown(page, "daily-week-body")]
+    assert shown == [late] + [player for player, _name, _moves in players]
+    assert page.is_visible("#daily-week-more")  # the thirteenth, mine, is on the next page
+    assert page.get_attribute("#daily-tab-week", "aria-selected") == "true"
+    assert page.is_hidden("#daily-error")
