@@ -273,7 +273,8 @@ SETTINGS: dict[str, Setting] = {
         env_float, 0.02, APP,
         "the solver's worker's CPU share, a fraction of one core (0 < share <= 1): after "
         "each search for a pool it rests until its average is back within it; an analysis "
-        "never waits for it"),
+        "never waits for it.  All its CPU counts, its idle looks at its work too (about "
+        "0.001 of a core): a share below that leaves the pools no search"),
     "WINNABLE_SEARCH_SECONDS": Setting(
         env_float, 1.5, APP,
         "seconds a creation with `\"winnable\": true` searches itself when the pool is "
