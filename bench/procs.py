@@ -5,6 +5,7 @@ processes themselves are read by :mod:`devtools.processes`."""
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -79,12 +80,18 @@ class WorkerWatch:
     """Whether the solver's worker (any ``python -m service.solver.worker`` on this machine: the
     benchmark's own, ``make run``'s, a container's) ran while a benchmark measured, and
     the CPU it used meanwhile.  ``with WorkerWatch() as watch:`` around the measurement,
-    then :meth:`summary`."""
+    then :meth:`summary`.  The workers are looked for as it starts and ends and every
+    :attr:`every` seconds between (a thread of its own), so one started and stopped
+    within the measurement is seen too, unless it lived less than that; one that ended
+    counts its CPU up to the last look that saw it."""
 
+    #: Each worker's CPU seconds (by pid and start) as it started, and at the last look
+    #: that saw it.
     before: dict[tuple[int, int], float] = field(default_factory=dict)
     after: dict[tuple[int, int], float] = field(default_factory=dict)
     started: float = 0.0
     ended: float = 0.0
+    every: float = 5.0
 
     @staticmethod
     def _workers() -> dict[tuple[int, int], float]:
@@ -93,11 +100,21 @@ class WorkerWatch:
 
     def __enter__(self) -> WorkerWatch:
         self.before = self._workers()
+        self.after = dict(self.before)
         self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._looking = threading.Thread(target=self._look, name="worker-watch", daemon=True)
+        self._looking.start()
         return self
 
+    def _look(self) -> None:
+        while not self._stop.wait(self.every):
+            self.after.update(self._workers())
+
     def __exit__(self, *_exc_info) -> None:
-        self.after = self._workers()
+        self._stop.set()
+        self._looking.join()
+        self.after.update(self._workers())
         self.ended = time.monotonic()
 
     @property
@@ -113,7 +130,8 @@ class WorkerWatch:
         """One sentence for the report."""
         if not self.ran:
             return (f"The solver's worker did not run during {during} (no "
-                    "`python -m service.solver.worker` process on the machine).")
+                    "`python -m service.solver.worker` process on the machine, looked for "
+                    f"every {self.every:g} s).")
         seconds = max(self.ended - self.started, 1e-9)
         count = len(set(self.before) | set(self.after))
         return (f"The solver's worker ran during {during}: {count} "

@@ -1,12 +1,17 @@
 """`python -m bench engine` keeps working (a tiny run; times are never checked)."""
 
 import json
+import os
 import re
+import time
 
 import pytest
 
 from bench.__main__ import main as bench_main
 from bench.engine import main as engine_main
+from bench.procs import WorkerWatch
+from devtools.launch import start_worker, stop_gunicorn
+from devtools.redis_server import free_port
 from service.engine import variants
 
 
@@ -216,3 +221,20 @@ def test_idle_benchmark_reads_the_cpu_of_every_part_of_make_run(tmp_path, monkey
     assert abs(sum(parts.values()) - 2 * parts["total"]) < 0.05
     assert [pool.split()[0] for pool in cells[2].split(", ")] == ["clock", "salic-law",
                                                                    "four-corners"]
+
+
+def test_the_worker_watch_sees_a_worker_started_and_stopped_within_it():
+    """A benchmark's own worker, started after the watch and stopped before its end (as
+    `python -m bench idle` and `winnable` run theirs), is seen with its CPU."""
+    env = dict(os.environ, REDIS_URL=f"redis://127.0.0.1:{free_port()}", LOG_LEVEL="WARNING")
+    with WorkerWatch(every=0.2) as watch:
+        worker = start_worker(env)  # it waits for a Redis that never answers
+        time.sleep(2.0)
+        stop_gunicorn(worker, 10)
+    seen = [cpu for (pid, _started), cpu in watch.after.items() if pid == worker.pid]
+    assert len(seen) == 1, watch.after
+    assert seen[0] > 0
+    assert worker.pid not in {pid for pid, _started in watch.before}
+    assert watch.ran
+    assert watch.cpu >= seen[0]
+    assert "The solver's worker ran during the measurements" in watch.summary()
