@@ -215,17 +215,24 @@ export class Follower {
 
 // Following a day's board: its events feed, one event for each entry that lands in the
 // board's top (with its rank). As Server-Sent Events where the server streams the feed
-// (resumed with Last-Event-ID, as a game's); where it answers the feed as JSON only, the
-// feed is asked for the events after the last one seen every few seconds. Each event
-// that comes makes the page re-read the board.
+// (resumed with Last-Event-ID, as a game's); while the stream is refused or cannot be
+// reached (a server at its cap of streams, a proxy that serves the feed as JSON only, a
+// lost connection), the feed is asked for the events after the last one seen every few
+// seconds, and the stream is tried again after 2 s, then twice as long each time it
+// fails again, up to a minute. Each event that comes makes the page re-read the board.
 const BOARD_POLL_SECONDS = 2;
+const BOARD_STREAM_RETRY_SECONDS = 2;
+const BOARD_STREAM_RETRY_MAX = 60;
 
 export class BoardFollower {
   // api: Api; onChange(): the board changed; onStatus(state, text) as for a game.
   constructor({ api, variant, day, onChange, onStatus }) {
     Object.assign(this, { api, variant, day, onChange, onStatus });
     this.es = null;
-    this.timer = null;
+    this.timer = null; // the next read of the JSON feed, while the stream is not open
+    this.retryTimer = null; // the next try of the stream
+    this.retrySeconds = BOARD_STREAM_RETRY_SECONDS;
+    this.live = false; // the stream is open
     this.stopped = false;
     this.failures = 0;
     this.last = null; // the id of the last event seen
@@ -246,6 +253,7 @@ export class BoardFollower {
     if (this.es) this.es.close();
     this.es = null;
     clearTimeout(this.timer);
+    clearTimeout(this.retryTimer);
   }
 
   // The JSON feed after the last event seen; true when it answered.
@@ -264,6 +272,8 @@ export class BoardFollower {
 
   openStream() {
     if (this.stopped) return;
+    clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     const es = new EventSource(paths.dailyEvents(this.variant, this.day, this.last || "0"));
     this.es = es;
     let opened = false;
@@ -275,7 +285,11 @@ export class BoardFollower {
     es.onopen = () => {
       if (es !== this.es) return;
       opened = true;
+      this.live = true;
       this.failures = 0;
+      this.retrySeconds = BOARD_STREAM_RETRY_SECONDS;
+      clearTimeout(this.timer); // no more reads of the JSON feed: the stream tells
+      this.timer = null;
       this.onStatus("live", "Live: the board changes as players finish.");
     };
     es.onmessage = changed;
@@ -287,20 +301,30 @@ export class BoardFollower {
         this.onStatus("reconnecting", "Connection to the board's feed lost: reconnecting\u2026");
         return;
       }
-      // Refused, or not a stream at all (a feed served as JSON only): ask it instead.
+      // Refused, or not a stream at all (a feed served as JSON only), or failing again:
+      // ask the JSON feed meanwhile, and try the stream again later.
       es.close();
       this.es = null;
+      this.live = false;
       this.startPolling();
+      this.retryStream();
     };
   }
 
+  retryStream() {
+    clearTimeout(this.retryTimer);
+    const seconds = this.retrySeconds;
+    this.retrySeconds = Math.min(this.retrySeconds * 2, BOARD_STREAM_RETRY_MAX);
+    this.retryTimer = setTimeout(() => this.openStream(), seconds * 1000);
+  }
+
   startPolling() {
-    if (this.stopped) return;
+    if (this.stopped || this.live) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(async () => {
-      if (this.stopped) return;
+      if (this.stopped || this.live) return;
       const answered = await this.read(true);
-      if (this.stopped) return;
+      if (this.stopped || this.live) return;
       this.failures = answered ? 0 : this.failures + 1;
       this.onStatus(answered ? "polling" : "reconnecting", answered
         ? `Following: the board's feed is read every ${BOARD_POLL_SECONDS} s.`

@@ -175,13 +175,14 @@ def test_another_guest_watches_the_board_change_live(pages, live_server):
                               timeout=15_000)
     assert [(r["player"], r["rank"]) for r in board_shown(watcher)] == [(first, 1)]
     assert watcher.evaluate("performance.getEntriesByType('navigation').length") == 1
-    # It came by the board's stream (Server-Sent Events), opened after the last event
-    # the page had read (none: 0): the page never fell back to reading the feed again.
-    assert watcher.get_attribute("#daily-live", "data-state") == "live"
+    # It follows the board's stream (Server-Sent Events), opened after the last event
+    # the page had read (none: 0).  (A stream that failed is tried again after 2 s,
+    # the feed read meanwhile: test_a_refused_board_stream_is_tried_again.)
+    wait_until(watcher, "document.querySelector('#daily-live').dataset.state === 'live'")
     feed_reads = [url for url in pages.requests
                   if re.search(r"/v1/daily/clock/[^/?]+/events\?after=", url)]
     assert feed_reads
-    assert all(url.endswith("?after=0") for url in feed_reads), feed_reads
+    assert feed_reads[0].endswith("?after=0"), feed_reads
 
     # The watcher plays too (resigning at once): both boards show two entries, each
     # guest's rank as the board has it.
@@ -669,4 +670,37 @@ def test_the_open_week_s_tab_follows_a_new_win_in_the_background(pages, live_ser
     assert shown == [late] + [player for player, _name, _moves in players]
     assert page.is_visible("#daily-week-more")  # the thirteenth, mine, is on the next page
     assert page.get_attribute("#daily-tab-week", "aria-selected") == "true"
+    assert page.is_hidden("#daily-error")
+
+
+@pytest.mark.parametrize("live_server", [{"SSE_MAX_STREAMS": 1, "SSE_HEARTBEAT_SECONDS": 0.5}],
+                         indirect=True)
+def test_a_refused_board_stream_is_tried_again(pages, live_server):
+    """A stream of the board refused (the server holds its cap of streams, one here):
+    the page reads the feed every 2 s meanwhile, so an entry still shows, and tries the
+    stream again, after 2 s and then twice as long each time, until it opens."""
+    base = live_server.url
+    day = requests.get(f"{base}/v1/daily", timeout=5).json()["day"]
+    feed = f"{base}/v1/daily/clock/{day}/events"
+    held = requests.get(feed, headers={"Accept": "text/event-stream"}, stream=True, timeout=10)
+    assert held.status_code == 200
+    refused = requests.get(feed, headers={"Accept": "text/event-stream"}, timeout=10)
+    assert (refused.status_code, refused.json()["code"]) == (503, "too_many_streams")
+
+    page = pages.new()
+    open_daily(page, base, "clock")
+    wait_until(page, "document.querySelector('#daily-live').dataset.state === 'polling'")
+    first = player_id(base, new_player(base, "Polled"))
+    won_ends(live_server, day, [(first, "Polled", 120)])
+    page.wait_for_selector('#daily-board-body[data-count="1"]', state="attached")
+    assert page.get_attribute("#daily-live", "data-state") == "polling"
+
+    held.close()  # the server notices at the stream's next heartbeat, and frees its slot
+    wait_until(page, "document.querySelector('#daily-live').dataset.state === 'live'",
+               timeout=20)
+    second = player_id(base, new_player(base, "Streamed"))
+    won_ends(live_server, day, [(second, "Streamed", 60)])
+    page.wait_for_selector('#daily-board-body[data-count="2"]', state="attached")
+    assert [row["player"] for row in board_shown(page)] == [second, first]
+    assert page.get_attribute("#daily-live", "data-state") == "live"
     assert page.is_hidden("#daily-error")
