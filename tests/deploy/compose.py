@@ -162,9 +162,33 @@ class Deployment:
 
     def remove(self) -> None:
         """Everything of the project gone, volumes included, at once (SIGKILL first: the
-        tests are over, nothing is left to end gracefully)."""
+        tests are over, nothing is left to end gracefully).  A ``down`` that fails (the
+        engine busy with another project's containers) is tried again, and what it
+        still leaves of the project (networks, volumes: compose labels them) is removed
+        by ``docker`` itself; :class:`DeployError` if anything is left after that."""
         self.compose("kill", check=False)
-        self.down()
+        failures = []
+        for _attempt in range(3):
+            self._containers.clear()
+            result = self.compose("down", "-v", "--remove-orphans", "-t", "10", check=False)
+            if result.returncode == 0 and not any(self.leftovers().values()):
+                return
+            failures.append(f"down ({result.returncode}): {result.stderr[-1000:]}")
+            time.sleep(2)
+        for kind, names in self.leftovers().items():
+            for name in names:
+                docker(kind, "rm", *([] if kind == "network" else ["-f"]), name,
+                       check=False)
+        left = self.leftovers()
+        if any(left.values()):
+            raise DeployError(f"{self.project} left {left} after:\n" + "\n".join(failures))
+
+    def leftovers(self) -> dict[str, list[str]]:
+        """The project's containers, networks and volumes the engine still holds."""
+        label = f"label=com.docker.compose.project={self.project}"
+        return {kind: docker(kind, "ls", *(["-a"] if kind == "container" else []), "-q",
+                             "--filter", label, check=False).stdout.split()
+                for kind in ("container", "network", "volume")}
 
     def container(self, service: str) -> str:
         """The id of the service's (first) container, running or not."""

@@ -309,6 +309,9 @@ def test_redis_1_lost_for_good_and_replaced_by_an_empty_node(cluster):
     assert init["Status"] == "exited", init
     assert init["ExitCode"] == 0, deployment.logs("cluster-init")
     assert "joining" in deployment.logs("cluster-init"), deployment.logs("cluster-init")
+    # Recreated, cluster-init holds no volume that `down -v` would leave behind.
+    assert [mount for mount in deployment.inspect("cluster-init")["Mounts"]
+            if mount["Type"] == "volume"] == []
 
     def rejoined() -> bool:
         try:
