@@ -2,6 +2,7 @@
 
 import os
 import re
+import shutil
 import signal
 import socket
 import time
@@ -183,6 +184,10 @@ def test_devserver_uses_redis_url_and_leaves_no_orphan_when_killed(tmp_path, red
         assert _healthz(server) is None
     finally:
         _cleanup(server, pids)
+        # Killed outright, it could not remove its run directory (the sockets, the
+        # metrics): the test does.
+        for run_dir in re.findall(r"unix:(\S*/patience-run-[^/\s]+)/", server.log()):
+            shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def _hold(port: int) -> socket.socket:
