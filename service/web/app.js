@@ -1830,6 +1830,7 @@ const RANK_BOARDS = {
     around: (client, variant, player, options) => client.weekAround(
       variant, isoWeekId(S.daily.start), player, AROUND, options,
     ),
+    name: "This week's board",
     figures: (entry) => [entry.won, entry.moves],
     absent: "You are not on this board: a day's deal you win this week puts you on it.",
   },
@@ -1839,6 +1840,7 @@ const RANK_BOARDS = {
     around: (client, variant, player, options) => client.streaksAround(
       variant, player, AROUND, options,
     ),
+    name: "The streaks' board",
     figures: (entry) => [entry.current, entry.longest, entry.last_day_won],
     absent: "You are not on this board: a day's deal you win puts you on it.",
   },
@@ -1899,9 +1901,15 @@ async function loadRankBoard(kind, { more = false, quiet = false, signal } = {})
     $(`daily-${kind}-empty`).hidden = data.count > 0;
     body.dataset.count = String(data.count);
     body.dataset.loaded = "1";
+    $(`daily-${kind}-error`).hidden = true;
   } catch (error) {
     if (seq === board.seq && !quiet && !aborted(error)) {
-      dailyFailed(`The board could not be read: ${error.message}`);
+      // In the tab's own panel: the day's board and the deals above are not concerned.
+      const failed = $(`daily-${kind}-error`);
+      const said = error.message.replace(/[.\s]*$/, ".");
+      failed.textContent = `${spec.name} could not be read: ${said} `
+        + "It is read again while this tab stays open.";
+      failed.hidden = false;
     }
     return;
   } finally {

@@ -673,6 +673,45 @@ def test_the_open_week_s_tab_follows_a_new_win_in_the_background(pages, live_ser
     assert page.is_hidden("#daily-error")
 
 
+def test_a_failed_read_of_the_week_s_board_shows_in_its_own_panel(pages, live_server):
+    """The week's board not answered when its tab is opened (here: the answer of a server
+    that lacks the route, as one of an older version would give): the failure shows in
+    the tab's panel, not in the Daily view's own line; once the board answers, the day's
+    background read shows it and the failure goes."""
+    base = live_server.url
+    lacking = requests.get(f"{base}/v1/no-such-route", timeout=5)
+    assert lacking.status_code == 404
+    page = pages.new()
+    page.context.add_init_script(f"localStorage.setItem('{REFRESH_KEY}', '1');")
+    open_daily(page, base, "clock")
+    refusing = [True]
+    refused: list[str] = []
+
+    def as_a_server_without_the_route(route):
+        if refusing[0]:
+            refused.append(route.request.url)
+            route.fulfill(status=404, body=lacking.content,
+                          content_type=lacking.headers["Content-Type"])
+        else:
+            route.continue_()
+
+    page.route("**/v1/daily/clock/weeks/*/board?*", as_a_server_without_the_route)
+    page.click("#daily-tab-week")
+    page.wait_for_selector("#daily-week-error:not([hidden])", state="attached")
+    failure = page.text_content("#daily-week-error")
+    assert failure.startswith("This week's board could not be read: "), failure
+    assert failure.endswith(" It is read again while this tab stays open."), failure
+    assert page.is_hidden("#daily-error")
+    assert page.is_visible("#daily-week-error")
+    assert refused
+
+    refusing[0] = False
+    page.wait_for_selector("#daily-week-error", state="hidden")
+    page.wait_for_selector('#daily-week-body[data-count="0"]', state="attached")
+    assert page.is_visible("#daily-week-empty")
+    assert page.is_hidden("#daily-error")
+
+
 @pytest.mark.parametrize("live_server", [{"SSE_MAX_STREAMS": 1, "SSE_HEARTBEAT_SECONDS": 0.5}],
                          indirect=True)
 def test_a_refused_board_stream_is_tried_again(pages, live_server):
