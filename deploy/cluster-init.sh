@@ -114,6 +114,7 @@ fi
 
 # Empty nodes (knowing no other node) join the cluster as replicas.
 assigned=""
+unjoined=0
 for host in $alive; do
     [ "$(info_field "$host" cluster_known_nodes)" = "1" ] || continue
     echo "joining $host to the cluster"
@@ -146,6 +147,7 @@ for host in $alive; do
     done
     if [ -z "$master" ]; then
         echo "$host did not join within 30 s"
+        unjoined=$((unjoined + 1))
         continue
     fi
     assigned="$assigned $master"
@@ -156,10 +158,16 @@ for host in $alive; do
     done
 done
 
-# Every slot served, or the reason why not.
+# Every slot served, or the reason why not; and the seed's view holding every node that
+# answered and is in the cluster (a node joined is known to the others by gossip, a
+# moment after its replication is up).
 deadline=$(($(now) + 30))
 until [ "$(info_field "$seed" cluster_state)" = "ok" ] || [ "$(now)" -ge "$deadline" ]; do
     sleep 0.5
+done
+until [ "$(info_field "$seed" cluster_known_nodes)" -ge $((count - unjoined)) ] 2>/dev/null \
+        || [ "$(now)" -ge "$deadline" ]; do
+    sleep 0.2
 done
 cli "$seed" cluster info | grep -E '^cluster_(state|slots_ok|known_nodes)'
 if [ "$(info_field "$seed" cluster_state)" != "ok" ]; then
