@@ -323,7 +323,9 @@ SETTINGS: dict[str, Setting] = {
     # --- the solver's worker (service/solver/worker.py) -----------------------------------
     "WORKER_NICE": Setting(
         env_int, 10, SOLVER_WORKER,
-        "how much lower the solver's worker's CPU priority is than the API's (`0`: the same)"),
+        "how much lower the CPU priority of the solver's worker's searches and analyses is "
+        "than the API's (`0`: the same); its sweeps and the daily deal's work (a day's "
+        "close) run at the API's"),
     "WORKER_HEARTBEAT_FILE": Setting(
         env_str, None, SOLVER_WORKER,
         "a file the solver's worker touches after each turn of its loop that reached Redis "

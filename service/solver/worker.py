@@ -38,8 +38,13 @@ gets its seconds of one core however busy the machine is (a busy machine makes i
 longer, not search less).
 
 With nothing to do it looks at the job list (and, when it may search, the pools) again
-every half second.  It runs at a lower CPU priority (``WORKER_NICE``) than the API, so
-that a search never slows requests down.  Any number of workers may run against one
+every half second.  Its searches and analyses run on a thread of their own
+(:class:`LowPriority`) at a lower CPU priority (``WORKER_NICE``) than the API, so that a
+search never slows requests down; the rest of its work (the sweeps, the daily deal: a
+day's close of every game still in play) runs at the API's, so that a busy API does not
+starve it (on Linux, where a priority is a thread's; elsewhere the whole process runs at
+the lower one).  One thing runs at a time: the loop waits for the thread's search.  Any
+number of workers may run against one
 Redis, each with its own share: a job is taken by one of them, and a seed popped once.
 A lost Redis is waited for; a stop signal ends the process at once (an analysis cut
 short is queued again by the next request once its claim lapses; a search cut short
@@ -59,10 +64,14 @@ from __future__ import annotations
 
 import logging
 import os
+import queue
 import signal
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from service.config import SOLVER_WORKER, process_settings, read_config
 from service.daily.boards import Daily, daily_of
@@ -81,6 +90,49 @@ IDLE_WAIT = 0.5
 SWEEP_EVERY = 2.0
 
 log = logging.getLogger("patience.worker")
+T = TypeVar("T")
+
+
+class LowPriority:
+    """Calls made one at a time on a thread of its own, whose CPU priority is ``nice``
+    lower than the caller's (Linux sets a thread's own; elsewhere the process's).  The
+    thread is a daemon: a stop signal ends the process at once, a search under way or
+    not."""
+
+    def __init__(self, nice: int):
+        self.nice = nice
+        self._calls: queue.SimpleQueue = queue.SimpleQueue()
+        self._started = threading.Event()
+        self.thread = threading.Thread(target=self._serve, name="worker-searches",
+                                       daemon=True)
+        self.thread.start()
+        self._started.wait()
+
+    def _serve(self) -> None:
+        if self.nice:
+            os.nice(self.nice)
+        self._started.set()
+        while True:
+            call, done, answer = self._calls.get()
+            try:
+                answer.append((True, call()))
+            except BaseException as error:  # whatever it is, the caller raises it
+                answer.append((False, error))
+            done.set()
+
+    def __call__(self, call: Callable[[], T]) -> T:
+        """``call()``'s result (or its exception), computed on the thread."""
+        done, answer = threading.Event(), []
+        self._calls.put((call, done, answer))
+        done.wait()
+        ok, value = answer[0]
+        if not ok:
+            raise value
+        return value
+
+
+def _inline(call: Callable[[], T]) -> T:
+    return call()
 
 
 class CpuShare:
@@ -121,8 +173,12 @@ class Worker:
     """One worker's loop over the analyses and the pools of :class:`Analyses`' stores."""
 
     def __init__(self, analyses: Analyses, projector: Projector | None = None,
-                 heartbeat: str | None = None, daily: Daily | None = None):
+                 heartbeat: str | None = None, daily: Daily | None = None,
+                 searches: Callable[[Callable[[], T]], T] = _inline):
+        """``searches``: what runs the searches and analyses (a :class:`LowPriority`, or
+        in this thread)."""
         self.analyses = analyses
+        self.searches = searches
         self.projector = projector
         self.daily = daily
         self._swept = 0.0
@@ -159,7 +215,7 @@ class Worker:
     def _analyse(self, game_id: str) -> str:
         owed = self.share.update()
         started, cpu = time.monotonic(), time.process_time()
-        outcome = self.analyses.run(game_id, clock=CPU_CLOCK)
+        outcome = self.searches(lambda: self.analyses.run(game_id, clock=CPU_CLOCK))
         # A user waited for it: it counts, but delays the pools by one search at most.
         self.share.cap(max(owed, self.settings.deal_seconds))
         log.info("analysis", extra={"game_id": game_id, "outcome": outcome,
@@ -182,8 +238,9 @@ class Worker:
 
     def _fill(self, variant_id: str) -> str:
         started, cpu = time.monotonic(), time.process_time()
-        seed = try_deal(get_variant(variant_id), seconds=self.settings.deal_seconds,
-                        positions=self.settings.deal_positions, clock=CPU_CLOCK)
+        seed = self.searches(lambda: try_deal(
+            get_variant(variant_id), seconds=self.settings.deal_seconds,
+            positions=self.settings.deal_positions, clock=CPU_CLOCK))
         if seed is not None:
             self.store.add_seed(variant_id, seed)
             self.found[variant_id] += 1
@@ -245,13 +302,13 @@ def main() -> int:
         log.error("bad configuration", extra={"error": str(error)})
         return 2
     configure_logging(config["LOG_LEVEL"])
-    if nice:
-        os.nice(nice)
+    searches = LowPriority(nice)
     log.info("worker started", extra={"pool": analyses.settings.pool, "pid": os.getpid(),
-                                      "cpu_share": analyses.settings.cpu_share})
+                                      "cpu_share": analyses.settings.cpu_share,
+                                      "nice": nice})
     try:
         projector, daily = daily_worker_parts(config, analyses)
-        Worker(analyses, projector, own["WORKER_HEARTBEAT_FILE"], daily).run()
+        Worker(analyses, projector, own["WORKER_HEARTBEAT_FILE"], daily, searches).run()
     except (KeyboardInterrupt, SystemExit):
         log.info("worker stopped")
     finally:
