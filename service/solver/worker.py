@@ -41,10 +41,10 @@ With nothing to do it looks at the job list (and, when it may search, the pools)
 every half second.  Its searches and analyses run on a thread of their own
 (:class:`LowPriority`) at a lower CPU priority (``WORKER_NICE``) than the API, so that a
 search never slows requests down; the rest of its work (the sweeps, the daily deal: a
-day's close of every game still in play) runs at the API's, so that a busy API does not
-starve it (on Linux, where a priority is a thread's; elsewhere the whole process runs at
-the lower one).  One thing runs at a time: the loop waits for the thread's search.  Any
-number of workers may run against one
+day's close of every game still in play) runs at the API's, so that its deadlines do
+not depend on the CPU the API leaves (on Linux, where a priority is a thread's;
+elsewhere the whole process runs at the lower one).  One thing runs at a time: the loop
+waits for the thread's search.  Any number of workers may run against one
 Redis, each with its own share: a job is taken by one of them, and a seed popped once.
 A lost Redis is waited for; a stop signal ends the process at once (an analysis cut
 short is queued again by the next request once its claim lapses; a search cut short
