@@ -34,23 +34,37 @@ def die_with_parent():
 
 @dataclass(frozen=True, slots=True)
 class Stat:
-    """What ``/proc/<pid>/stat`` says of a process: its parent, the CPU seconds it has
-    used (user + system) and when it started (clock ticks since boot: with the pid, it
-    tells a process from a later one that got the same pid)."""
+    """What ``/proc/<pid>/stat`` says of a process (or ``/proc/<pid>/task/<tid>/stat`` of
+    one of its threads): its parent, the CPU seconds it has used (user + system), when it
+    started (clock ticks since boot: with the pid, it tells a process from a later one
+    that got the same pid) and its nice value."""
 
     pid: int
     ppid: int
     cpu: float
     started: int
+    nice: int = 0
 
 
-def stat(pid: int) -> Stat | None:
-    """The :class:`Stat` of ``pid``, None if it is gone."""
+def stat(pid: int, path: str | None = None) -> Stat | None:
+    """The :class:`Stat` of ``pid`` (read from ``path``, ``/proc/<pid>/stat`` unless
+    given), None if it is gone."""
     with contextlib.suppress(OSError, IndexError, ValueError):
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        text = Path(path or f"/proc/{pid}/stat").read_text()
+        fields = text.rsplit(")", 1)[1].split()
         return Stat(pid, int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS,
-                    int(fields[19]))
+                    int(fields[19]), int(fields[16]))
     return None
+
+
+def threads(pid: int) -> dict[int, Stat]:
+    """The :class:`Stat` of each thread of the process ``pid``, by thread id (Linux)."""
+    found = {}
+    with contextlib.suppress(OSError):
+        for entry in os.listdir(f"/proc/{pid}/task"):
+            if (info := stat(int(entry), f"/proc/{pid}/task/{entry}/stat")) is not None:
+                found[info.pid] = info
+    return found
 
 
 def every_process() -> dict[int, Stat]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
 from devtools.launch import start_worker
+from devtools.processes import threads
 from tests.api.support import auth, create, make_app
 from tests.solver_worker import WorkerProcess, cpu_seconds, quickly_won_seed, wait_for
 
@@ -61,16 +61,6 @@ def test_the_worker_keeps_within_its_cpu_share(own_url, tmp_path):
         assert started - _when(before) >= before["rest_s"] - 0.2, (before, after)
 
 
-def _tasks(pid: int) -> dict[int, tuple[int, float]]:
-    """Each thread of the process: its nice value and its CPU seconds (Linux /proc)."""
-    found = {}
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
-        found[int(task.name)] = (int(fields[16]),
-                                 (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK"))
-    return found
-
-
 def test_the_worker_searches_at_its_lower_priority_and_does_the_rest_at_the_api_s(
         own_url, tmp_path):
     """``WORKER_NICE`` lowers the priority of the thread that searches, not of the loop
@@ -83,12 +73,12 @@ def test_the_worker_searches_at_its_lower_priority_and_does_the_rest_at_the_api_
 
         searches = wait_for(enough, seconds=120, what="pool searches of 0.5 s of CPU",
                             step=0.1)
-        tasks = _tasks(worker.pid)
+        tasks = threads(worker.pid)
     started = next(line for line in worker.lines() if line.get("message") == "worker started")
     assert started["nice"] == 7
-    main_nice, _main_cpu = tasks[worker.pid]
+    main_nice = tasks[worker.pid].nice
     assert main_nice == os.getpriority(os.PRIO_PROCESS, 0)  # the API's, as started
-    niced = [cpu for nice, cpu in tasks.values() if nice == min(main_nice + 7, 19)]
+    niced = [task.cpu for task in tasks.values() if task.nice == min(main_nice + 7, 19)]
     assert len(niced) == 1, tasks
     # The searches' CPU was the niced thread's (the main thread's is the start's, the
     # loop's looks and its sweeps).
