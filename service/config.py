@@ -373,6 +373,18 @@ SETTINGS: dict[str, Setting] = {
         "(`gc.freeze()`), so that full collections leave the app's own objects alone; "
         "`false`: Python's default"),
 
+    # Which thread of a busy process runs next is a race some requests lose again and
+    # again; in turn, the slowest percent of the reads at 32 connections answered in a
+    # third less time (docs/performance.md, "The tail").
+    "REQUEST_SLOTS": Setting(
+        env_int, 1, REQUEST_GROUP,
+        "requests a request process runs through the app at once, the others let in first "
+        "come, first served (`0`: no turns, every thread runs whenever it can)"),
+    "REQUEST_SLOT_WAIT_SECONDS": Setting(
+        env_float, 0.02, REQUEST_GROUP,
+        "seconds a request waits for its turn through the app before it goes in without "
+        "one (a turn held that long waits on Redis rather than works)"),
+
     # --- both gunicorn groups (service/runtime/shared.py) --------------------------------
     "GUNICORN_TIMEOUT": Setting(
         env_int, 30, GROUPS,

@@ -40,11 +40,12 @@ print(json.dumps({"max_streams": settings.get("max_streams"),
                   "next_request_wait": settings.get("next_request_wait"),
                   "environment": dict(set(os.environ.items()) - set(before.items())),
                   "made": sorted(set(os.listdir(tempfile.gettempdir())) - temporary),
-                  "limit": resource.getrlimit(resource.RLIMIT_NOFILE)}))
+                  "limit": resource.getrlimit(resource.RLIMIT_NOFILE),
+                  "metrics_client": "prometheus_client" in sys.modules}))
 """
 _SETTINGS = ("EVENTS_MAX_STREAMS", "SSE_MAX_STREAMS", "GUNICORN_THREADS",
              "PROMETHEUS_MULTIPROC_DIR", "KEEPALIVE_WAIT_SECONDS", "GC_FREEZE",
-             "ACCEPT_BALANCE", "WEB_CONCURRENCY")
+             "ACCEPT_BALANCE", "WEB_CONCURRENCY", "REQUEST_SLOTS", "REQUEST_SLOT_WAIT_SECONDS")
 
 
 def _load(soft: int, hard: int, wanted: str | None, *,
@@ -62,6 +63,10 @@ def _load(soft: int, hard: int, wanted: str | None, *,
     loaded = json.loads(result.stdout)
     assert loaded["environment"] == {}  # nothing passed on through the environment
     assert loaded["made"] == []  # and no directory made on import
+    # prometheus-client reads PROMETHEUS_MULTIPROC_DIR once, when imported: the arbiter
+    # names the directory when it starts (on_starting), after loading this, and its
+    # processes inherit the client as the arbiter imported it.
+    assert not loaded["metrics_client"], "loading the settings imported prometheus-client"
     return loaded, result.stderr
 
 
@@ -170,22 +175,30 @@ _FREEZE = """
 import gc, json, runpy, types
 settings = runpy.run_module("service.runtime.request_group")
 before = gc.get_freeze_count()
-process = types.SimpleNamespace(wsgi=None)
+app = object()
+process = types.SimpleNamespace(wsgi=app)
 settings["post_worker_init"](process)
+turns = process.wsgi
 print(json.dumps({"before": before, "after": gc.get_freeze_count(),
                   "balance": process.accept_balance,
-                  "slots": None if process.shares is None else len(process.shares.counts)}))
+                  "slots": None if process.shares is None else len(process.shares.counts),
+                  "turns": None if turns is app else
+                  [turns.wsgi_app is app, turns.slots, turns.max_wait]}))
 """
 
 
-@pytest.mark.parametrize(("env", "frozen", "balance", "slots"), [
-    ({}, True, 1, 8), ({"GC_FREEZE": "false", "ACCEPT_BALANCE": "-1"}, False, -1, None),
-    ({"ACCEPT_BALANCE": "0", "WEB_CONCURRENCY": "6"}, True, 0, 12)])
+@pytest.mark.parametrize(("env", "frozen", "balance", "slots", "turns"), [
+    ({}, True, 1, 8, [True, 1, 0.02]),
+    ({"GC_FREEZE": "false", "ACCEPT_BALANCE": "-1", "REQUEST_SLOTS": "0"}, False, -1, None,
+     None),
+    ({"ACCEPT_BALANCE": "0", "WEB_CONCURRENCY": "6", "REQUEST_SLOTS": "3",
+      "REQUEST_SLOT_WAIT_SECONDS": "0.5"}, True, 0, 12, [True, 3, 0.5])])
 def test_a_request_process_freezes_what_the_app_made_and_shares_its_counts(
-        env, frozen, balance, slots):
+        env, frozen, balance, slots, turns):
     """GC_FREEZE: a request process freezes what exists when it starts serving (the
     app's objects: full collections leave them alone).  ACCEPT_BALANCE: the process gets
-    the group's connection counts, a slot per process and as many again (none: -1)."""
+    the group's connection counts, a slot per process and as many again (none: -1).
+    REQUEST_SLOTS: its app is let through in turns (service/runtime/slots.py; 0: not)."""
     environ = {key: value for key, value in os.environ.items() if key not in _SETTINGS}
     result = subprocess.run([sys.executable, "-c", _FREEZE], cwd=ROOT,
                             env={**environ, **env}, capture_output=True, text=True,
@@ -195,6 +208,18 @@ def test_a_request_process_freezes_what_the_app_made_and_shares_its_counts(
     assert found["before"] == 0
     assert (found["after"] > 1000) == frozen, found
     assert (found["balance"], found["slots"]) == (balance, slots)
+    assert found["turns"] == turns
+
+
+@pytest.mark.parametrize("env", [{"REQUEST_SLOTS": "-1"},
+                                 {"REQUEST_SLOT_WAIT_SECONDS": "-0.1"}])
+def test_negative_turns_are_refused_when_the_group_loads(env):
+    environ = {key: value for key, value in os.environ.items() if key not in _SETTINGS}
+    result = subprocess.run([sys.executable, "-c", _FREEZE], cwd=ROOT,
+                            env={**environ, **env}, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0
+    assert "REQUEST_SLOTS and REQUEST_SLOT_WAIT_SECONDS cannot be negative" in result.stderr
 
 
 def test_only_the_configuration_reads_the_environment():

@@ -46,6 +46,11 @@ GAMES_FINISHED = Counter(
     "patience_games_finished_total", "Games that ended, by variant and final status.",
     ["variant", "status"],
 )
+SLOT_WAITS_GIVEN_UP = Counter(
+    "patience_request_slot_waits_given_up_total",
+    "Requests that waited REQUEST_SLOT_WAIT_SECONDS for their turn through the app and went "
+    "in without one.",
+)
 EVENT_STREAMS = Gauge(
     "patience_event_streams", "Events streams (Server-Sent Events) open now.",
     multiprocess_mode="livesum",

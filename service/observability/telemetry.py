@@ -203,6 +203,10 @@ def _new_request_id() -> str:
 
 #: What a request leaves in its WSGI environ for :class:`RequestTelemetry`.
 _ID, _CODE, _RETRY_AFTER = "patience.request_id", "patience.code", "patience.retry_after"
+#: The environ key of when a layer outside this one received the request
+#: (``time.perf_counter()``; :mod:`service.runtime.slots`): an answer's time counts from
+#: there, the wait for its turn included.
+ARRIVED = "patience.arrived"
 
 
 def note_problem(code: str) -> None:
@@ -239,7 +243,7 @@ class RequestTelemetry:
         self.limiter = limiter
 
     def __call__(self, environ, start_response):
-        started = time.perf_counter()
+        started = environ.get(ARRIVED) or time.perf_counter()
         given = environ.get("HTTP_X_REQUEST_ID")
         request_id = environ[_ID] = (given if given and _REQUEST_ID.fullmatch(given)
                                      else _new_request_id())

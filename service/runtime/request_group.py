@@ -45,6 +45,14 @@ handoff_socket = shared.settings["EVENTS_HANDOFF_SOCKET"]
 # slot per process, twice the processes for those a reload or a restart overlaps.
 accept_balance = settings["ACCEPT_BALANCE"]
 shares = ConnectionShares(max(8, 2 * workers)) if accept_balance >= 0 else None
+# Each process lets REQUEST_SLOTS requests through the app at once, the others in the
+# order they arrived, none waiting more than REQUEST_SLOT_WAIT_SECONDS
+# (service/runtime/slots.py); 0: no turns.
+request_slots = settings["REQUEST_SLOTS"]
+slot_wait = settings["REQUEST_SLOT_WAIT_SECONDS"]
+if request_slots < 0 or slot_wait < 0:
+    raise ValueError("REQUEST_SLOTS and REQUEST_SLOT_WAIT_SECONDS cannot be negative "
+                     f"({request_slots}, {slot_wait})")
 # Once the app is made, a process collects and freezes what it holds (gc.freeze): the
 # full collections that follow leave the app's modules and tables alone.
 gc_freeze = settings["GC_FREEZE"]
@@ -67,11 +75,19 @@ def child_exit(server, worker):
 
 
 def post_worker_init(worker):
-    """Give the process what it reads at start: its wait for a kept-alive connection's
-    next request, the events group's hand-off socket and the connection counts; freeze
-    what the app made (``GC_FREEZE``); and on SIGTERM (a graceful
-    stop), end its events streams first: they would hold the shutdown up for
-    `graceful_timeout`; their clients resume elsewhere with Last-Event-ID."""
+    """Give the process what it reads at start: its app in turns (``REQUEST_SLOTS``),
+    its wait for a kept-alive connection's next request, the events group's hand-off
+    socket and the connection counts; freeze what the app made (``GC_FREEZE``); and on
+    SIGTERM (a graceful stop), end its events streams first: they would hold the
+    shutdown up for `graceful_timeout`; their clients resume elsewhere with
+    Last-Event-ID."""
+    # Imported here, in the process: it counts in the metrics, and prometheus-client must
+    # not be imported by the arbiter before it names the metrics directory (on_starting).
+    from service.runtime.slots import RequestSlots
+
+    feed = shared.events_feed(worker)  # the app's, before it is wrapped
+    if request_slots:
+        worker.wsgi = RequestSlots(worker.wsgi, request_slots, slot_wait)
     worker.next_request_wait = next_request_wait
     worker.handoff_socket = handoff_socket
     worker.accept_balance = accept_balance
@@ -79,6 +95,5 @@ def post_worker_init(worker):
     if gc_freeze:
         gc.collect()
         gc.freeze()
-    feed = shared.events_feed(worker)
     if feed is not None:
         shared.on_sigterm(feed.stop_streams)

@@ -128,6 +128,21 @@ def _request_lines(lines, request_id: str) -> list[dict]:
     return [line for line in map(json.loads, lines) if line.get("request_id") == request_id]
 
 
+def test_the_request_line_counts_the_wait_for_the_requests_turn(client, log_lines):
+    """A request's time in the request log (and the latency metric) starts when it
+    arrived at the request process's turns (service/runtime/slots.py), not when its turn
+    came."""
+    arrived = time.perf_counter() - 0.5
+    response = client.get("/v1/variants", headers={"X-Request-ID": "waited-7"},
+                          environ_overrides={telemetry.ARRIVED: arrived})
+    assert response.status_code == 200
+    (line,) = _request_lines(log_lines.lines, "waited-7")
+    assert line["duration_ms"] >= 500
+    client.get("/v1/variants", headers={"X-Request-ID": "waited-8"})
+    (line,) = _request_lines(log_lines.lines, "waited-8")
+    assert line["duration_ms"] < 500
+
+
 def test_the_request_line_names_route_game_status_code_and_request_id(client, log_lines):
     game, token, _ = create(client, "clock", seed=1)
     gid = game["id"]

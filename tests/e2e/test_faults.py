@@ -278,3 +278,45 @@ def test_a_hanging_network_to_redis(http, proxy):
 
     _one_write_through(base, session, hang, unhang)
 
+
+
+@pytest.mark.timeout(60)
+def test_a_request_stuck_on_redis_holds_the_others_up_for_the_turn_s_wait_at_most(
+        proxy, redis_always, tmp_path):
+    """One request process with one turn through the app (REQUEST_SLOTS=1): while Redis
+    hangs, every request that holds the turn waits out its timeout, and those behind it
+    go in after REQUEST_SLOT_WAIT_SECONDS instead of one after the other: 8 requests at
+    once all answer their 503 within about one request's timeouts, not eight's; and the
+    metrics count the waits given up."""
+    if not redis_always.running:
+        redis_always.start()
+    proxy.hang = False
+    with Gunicorn(proxy.url, tmp_path / "gunicorn.log", REDIS_SOCKET_TIMEOUT=str(TIMEOUT),
+                  REDIS_CONNECT_TIMEOUT=str(TIMEOUT), WEB_CONCURRENCY="1",
+                  GUNICORN_THREADS="16", REQUEST_SLOTS="1",
+                  REQUEST_SLOT_WAIT_SECONDS="0.05", RATELIMIT_ENABLED="false") as server:
+        created = requests.post(f"{server.base}/v1/games", json={"variant": "clock"},
+                                timeout=10)
+        assert created.status_code == 201, created.text
+        game_url = f"{server.base}/v1/games/{created.json()['game']['id']}"
+        proxy.hang = True
+        try:
+            def read(_):
+                started = time.monotonic()
+                return requests.get(game_url, timeout=30), started
+
+            with ThreadPoolExecutor(8) as pool:
+                answers = list(pool.map(read, range(8)))
+        finally:
+            proxy.hang = False
+        slowest = max(time.monotonic() - started for _response, started in answers)
+        for response, started in answers:
+            _unavailable(response, started)
+        # One request's storage timeouts, at most twice TIMEOUT each way, and the waits:
+        # eight in a row would be at least 8 * TIMEOUT = 3.2 s.
+        assert slowest < 2.5, f"the slowest 503 took {slowest:.2f} s"
+        _resumed(server.base)
+        text = requests.get(f"{server.base}/metrics", timeout=10).text
+        given_up = next(float(line.split()[-1]) for line in text.splitlines()
+                        if line.startswith("patience_request_slot_waits_given_up_total "))
+        assert given_up >= 1, text
