@@ -379,7 +379,8 @@ SETTINGS: dict[str, Setting] = {
     "REQUEST_SLOTS": Setting(
         env_int, 1, REQUEST_GROUP,
         "requests a request process runs through the app at once, the others let in first "
-        "come, first served (`0`: no turns, every thread runs whenever it can)"),
+        "come, first served; a request with a body goes in without a turn (`0`: no turns, "
+        "every thread runs whenever it can)"),
     "REQUEST_SLOT_WAIT_SECONDS": Setting(
         env_float, 0.02, REQUEST_GROUP,
         "seconds a request waits for its turn through the app before it goes in without "

@@ -120,6 +120,29 @@ def test_a_request_that_waited_its_limit_goes_in_without_a_turn():
     assert slots.state() == (1, 0)
 
 
+@pytest.mark.parametrize("body", [{"CONTENT_LENGTH": "17"},
+                                  {"HTTP_TRANSFER_ENCODING": "chunked"}])
+def test_a_request_with_a_body_goes_in_without_waiting_for_a_turn(body):
+    """Its body comes at its client's pace: in turn, a slow one would hold the others
+    up.  A request without one (or of length 0) waits for its turn."""
+    app, answers = App(), {}
+    slots = RequestSlots(app, 1, max_wait=30)
+    app.gates["first"] = threading.Event()
+    first = _call(slots, "first", answers)
+    _until(lambda: app.entered == ["first"])
+    _call(slots, "with-a-body", answers, **body).join(10)
+    assert answers["with-a-body"] == [b"with-a-body"]
+    assert slots.state() == (0, 0)
+    empty = _call(slots, "empty", answers, CONTENT_LENGTH="0")
+    _until(lambda: slots.state() == (0, 1))
+    assert "empty" not in app.entered
+    app.gates["first"].set()
+    for thread in (first, empty):
+        thread.join(10)
+    assert app.entered == ["first", "with-a-body", "empty"]
+    assert slots.state() == (1, 0)
+
+
 def test_a_failing_request_gives_its_turn_back():
     app, answers = App(), {}
     slots = RequestSlots(app, 1, max_wait=30)

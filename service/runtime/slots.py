@@ -11,7 +11,9 @@ goes in anyway: a turn held that long means its holder waits on something (Redis
 a failover under way) rather than works, and the others are not held up behind it.
 
 Only the app's call is in turn: a streamed answer (an events stream, an export) is
-written after its slot is given back, and so is every answer's writing to the socket."""
+written after its slot is given back, and so is every answer's writing to the socket.
+A request with a body goes in without a turn: the app reads the body as it comes, at
+its client's pace, and a slow one would hold the turn up."""
 
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ from service.observability.telemetry import ARRIVED
 class RequestSlots:
     """A WSGI layer around the app: at most ``slots`` requests in it at once, the
     others let in first come, first served; one that waited ``max_wait`` seconds goes in
-    without a slot (counted in ``patience_request_slot_waits_given_up_total``)."""
+    without a slot (counted in ``patience_request_slot_waits_given_up_total``), and one
+    with a body without waiting."""
 
     def __init__(self, wsgi_app, slots: int, max_wait: float):
         if slots < 1:
@@ -40,7 +43,7 @@ class RequestSlots:
 
     def __call__(self, environ, start_response):
         environ[ARRIVED] = time.perf_counter()  # the request log's time counts the wait
-        held = self._enter()
+        held = not _has_body(environ) and self._enter()
         try:
             return self.wsgi_app(environ, start_response)
         finally:
@@ -79,3 +82,9 @@ class RequestSlots:
         """(free slots, waiting requests) now."""
         with self._lock:
             return self._free, len(self._waiting)
+
+
+def _has_body(environ) -> bool:
+    """Whether the request says it sends a body (a length other than 0, or chunks)."""
+    return environ.get("CONTENT_LENGTH", "") not in ("", "0") \
+        or "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
