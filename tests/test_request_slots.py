@@ -13,6 +13,7 @@ import time
 import pytest
 
 from service.observability import metrics
+from service.observability.telemetry import LEAVE_TURN
 from service.runtime.slots import RequestSlots
 
 
@@ -140,6 +141,36 @@ def test_a_request_with_a_body_goes_in_without_waiting_for_a_turn(body):
     for thread in (first, empty):
         thread.join(10)
     assert app.entered == ["first", "with-a-body", "empty"]
+    assert slots.state() == (1, 0)
+
+
+def test_a_request_that_leaves_its_turn_lets_the_next_one_in_and_goes_on():
+    """A view about to compute for long calls ``LEAVE_TURN``: the first waiter goes in
+    while it goes on; leaving twice, or leaving then ending, gives back one turn."""
+    app, answers = App(), {}
+    slots = RequestSlots(app, 1, max_wait=30)
+    app.gates["searching"] = threading.Event()
+    leave = []
+
+    def leaving_app(environ, start_response):
+        if environ["name"] == "searching":
+            leave.append(environ[LEAVE_TURN])
+        return app(environ, start_response)
+
+    slots.wsgi_app = leaving_app
+    searching = _call(slots, "searching", answers)
+    _until(lambda: app.entered == ["searching"])
+    waiter = _call(slots, "waiter", answers)
+    _until(lambda: slots.state() == (0, 1))
+    leave[0]()
+    leave[0]()
+    waiter.join(10)
+    assert answers["waiter"] == [b"waiter"]  # in while the search goes on
+    assert "searching" not in answers
+    assert slots.state() == (1, 0)
+    app.gates["searching"].set()
+    searching.join(10)
+    assert answers["searching"] == [b"searching"]
     assert slots.state() == (1, 0)
 
 

@@ -2,7 +2,7 @@
 
 from flask import Blueprint
 
-from service.api.http import checked_id, games, read_game, send, write_request
+from service.api.http import checked_id, games, leave_turn, read_game, send, write_request
 from service.api.schemas import undo_schema
 
 bp = Blueprint("help", __name__)
@@ -10,6 +10,7 @@ bp = Blueprint("help", __name__)
 
 @bp.get("/v1/games/<game_id>/hint")
 def hint(game_id):
+    leave_turn()  # a search of up to HINT_SECONDS: the requests behind it go first
     return read_game(games().hint, game_id)
 
 

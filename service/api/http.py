@@ -23,6 +23,7 @@ from service.game.errors import game_not_found
 from service.game.idempotency import Reply, request_hash
 from service.game.pipeline import Write
 from service.game.record import Viewer
+from service.observability import telemetry
 
 JSON = "application/json"
 #: The Content-Type headers clients send, accepted as they are (any other is parsed).
@@ -188,6 +189,15 @@ def viewer() -> Viewer | None:
     token = token.strip() if scheme.lower() == "bearer" and _TOKEN.fullmatch(token.strip()) \
         else None
     return Viewer(request_identity().player, token)
+
+
+def leave_turn() -> None:
+    """Give the request's turn through the app back (service/runtime/slots.py): what
+    follows computes for long, and the requests waiting behind it need not wait for it.
+    Nothing where requests take no turns."""
+    leave = request.environ.get(telemetry.LEAVE_TURN)
+    if leave is not None:
+        leave()
 
 
 def read_game(read: Callable[..., tuple[int, dict]], game_id: str) -> Response:

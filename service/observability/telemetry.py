@@ -207,6 +207,10 @@ _ID, _CODE, _RETRY_AFTER = "patience.request_id", "patience.code", "patience.ret
 #: (``time.perf_counter()``; :mod:`service.runtime.slots`): an answer's time counts from
 #: there, the wait for its turn included.
 ARRIVED = "patience.arrived"
+#: The environ key of a callable that gives the request's turn through the app back
+#: before a long computation (a hint's search), so that the requests behind it need not
+#: wait for it (:mod:`service.runtime.slots`); absent where requests take no turns.
+LEAVE_TURN = "patience.leave_turn"
 
 
 def note_problem(code: str) -> None:

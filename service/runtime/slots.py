@@ -13,7 +13,9 @@ a failover under way) rather than works, and the others are not held up behind i
 Only the app's call is in turn: a streamed answer (an events stream, an export) is
 written after its slot is given back, and so is every answer's writing to the socket.
 A request with a body goes in without a turn: the app reads the body as it comes, at
-its client's pace, and a slow one would hold the turn up."""
+its client's pace, and a slow one would hold the turn up.  A view about to compute for
+long (a hint's search) gives its turn back first (``LEAVE_TURN``, a callable in the
+environ), and goes on without one."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import time
 from collections import deque
 
 from service.observability import metrics
-from service.observability.telemetry import ARRIVED
+from service.observability.telemetry import ARRIVED, LEAVE_TURN
 
 
 class RequestSlots:
@@ -43,12 +45,18 @@ class RequestSlots:
 
     def __call__(self, environ, start_response):
         environ[ARRIVED] = time.perf_counter()  # the request log's time counts the wait
-        held = not _has_body(environ) and self._enter()
+        held = [not _has_body(environ) and self._enter()]
+
+        def leave_turn():
+            if held[0]:
+                held[0] = False
+                self._leave()
+
+        environ[LEAVE_TURN] = leave_turn
         try:
             return self.wsgi_app(environ, start_response)
         finally:
-            if held:
-                self._leave()
+            leave_turn()
 
     def _enter(self) -> bool:
         """Wait for a slot: True once one is this request's, False when it goes in

@@ -11,6 +11,7 @@ import pytest
 from service.engine import Move, State, get_variant
 from service.engine.cards import pile_codes
 from service.engine.hints import autoplay as engine_autoplay
+from service.observability import telemetry
 from service.storage import keys
 from tests.api.support import (
     auth,
@@ -57,6 +58,22 @@ def test_the_hint_of_clock_42_is_the_documented_one(client):
     assert response.get_json()["move"] in legal(client, game["id"])
     cached = client.get(f"/v1/games/{game['id']}/hint", headers={"If-None-Match": '"0"'})
     assert cached.status_code == 304
+
+
+def test_a_hint_gives_its_turn_through_the_app_back_before_its_search(client):
+    """A request process lets its requests through the app in turns
+    (service/runtime/slots.py): a hint, which may search for up to HINT_SECONDS, gives
+    its turn back first so that the requests behind it need not wait for the search."""
+    game, _token, _ = create(client, "clock", seed=42)
+    left = []
+    response = client.get(f"/v1/games/{game['id']}/hint",
+                          environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(1)})
+    assert response.status_code == 200
+    assert left == [1]
+    read = client.get(f"/v1/games/{game['id']}",
+                      environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(2)})
+    assert read.status_code == 200
+    assert left == [1]  # a read keeps its turn to its end
 
 
 def test_with_no_card_move_that_helps_the_hint_is_the_deal(client):
