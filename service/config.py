@@ -374,8 +374,8 @@ SETTINGS: dict[str, Setting] = {
         "`false`: Python's default"),
 
     # Which thread of a busy process runs next is a race some requests lose again and
-    # again; in turn, the slowest percent of the reads at 32 connections answered in a
-    # third less time (docs/performance.md, "The tail").
+    # again; in turn, the slowest percent of the reads at 32 connections answered in
+    # about half the time (docs/performance.md, "The tail").
     "REQUEST_SLOTS": Setting(
         env_int, 1, REQUEST_GROUP,
         "requests a request process runs through the app at once, the others let in first "
