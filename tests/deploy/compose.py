@@ -154,11 +154,12 @@ class Deployment:
         self._containers.clear()
         self.compose("up", "-d", "--no-build")
 
-    def down(self, volumes: bool = True) -> None:
-        """``down`` (graceful stops), with the volumes unless told otherwise."""
+    def down(self, volumes: bool = True) -> subprocess.CompletedProcess:
+        """``down`` (graceful stops), with the volumes unless told otherwise; its result
+        (not checked)."""
         self._containers.clear()
-        self.compose("down", *(["-v"] if volumes else []), "--remove-orphans", "-t", "10",
-                     check=False)
+        return self.compose("down", *(["-v"] if volumes else []), "--remove-orphans",
+                            "-t", "10", check=False)
 
     def remove(self) -> None:
         """Everything of the project gone, volumes included, at once (SIGKILL first: the
@@ -169,8 +170,7 @@ class Deployment:
         self.compose("kill", check=False)
         failures = []
         for _attempt in range(3):
-            self._containers.clear()
-            result = self.compose("down", "-v", "--remove-orphans", "-t", "10", check=False)
+            result = self.down()
             if result.returncode == 0 and not any(self.leftovers().values()):
                 return
             failures.append(f"down ({result.returncode}): {result.stderr[-1000:]}")
