@@ -20,13 +20,21 @@ export class ApiError extends Error {
   }
 }
 
+// No answer at all: the server cannot be reached, or (timedOut) it did not answer
+// within the request's time. Either is retried like a 503 (withRetry).
 export class NetworkError extends Error {
-  constructor(cause) {
-    super("The server cannot be reached.");
+  constructor(cause, { timedOut = false } = {}) {
+    super(timedOut ? "The server did not answer in time." : "The server cannot be reached.");
     this.name = "NetworkError";
     this.cause = cause;
+    this.timedOut = timedOut;
   }
 }
+
+// Milliseconds an exchange may take, from its start to the end of its body, before it is
+// given up (and retried: reads are safe to repeat, writes carry their Idempotency-Key).
+// A request that never gets an answer would otherwise leave the page waiting for good.
+export const REQUEST_TIMEOUT_MS = 10000;
 
 // Game.seed can be up to 2**64-1, beyond what a JS number holds exactly: keep its digits.
 export function parseJson(text) {
@@ -98,7 +106,8 @@ export function myGamesQuery({ limit = 20, variant, status, cursor } = {}) {
 }
 
 // One HTTP exchange. Resolves {status, data, etag, retryAfter}; rejects with ApiError (an answer
-// that is not 2xx/304) or NetworkError (no answer at all).
+// that is not 2xx/304), NetworkError (no answer at all, or none within opts.timeoutMs,
+// REQUEST_TIMEOUT_MS by default) or the AbortError of opts.signal once the caller aborts.
 export async function request(method, path, opts = {}) {
   const headers = { Accept: "application/json" };
   let body;
@@ -115,9 +124,36 @@ export async function request(method, path, opts = {}) {
     headers["If-None-Match"] = `"${opts.ifNoneMatch}"`;
   }
   if (opts.idempotencyKey) headers["Idempotency-Key"] = opts.idempotencyKey;
+  // The exchange's own signal: aborted by the caller's, or when its time is up.
+  const exchange = new AbortController();
+  const caller = opts.signal;
+  const abort = () => exchange.abort();
+  if (caller) {
+    if (caller.aborted) exchange.abort();
+    else caller.addEventListener("abort", abort, { once: true });
+  }
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    exchange.abort();
+  }, opts.timeoutMs || REQUEST_TIMEOUT_MS);
+  try {
+    return await exchangeOnce(method, path, headers, body, exchange.signal);
+  } catch (error) {
+    if (timedOut && error && error.name === "AbortError" && !(caller && caller.aborted)) {
+      throw new NetworkError(error, { timedOut });
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    if (caller) caller.removeEventListener("abort", abort);
+  }
+}
+
+async function exchangeOnce(method, path, headers, body, signal) {
   let response;
   try {
-    response = await fetch(path, { method, headers, body, cache: "no-store", signal: opts.signal });
+    response = await fetch(path, { method, headers, body, cache: "no-store", signal });
   } catch (error) {
     if (error && error.name === "AbortError") throw error;
     throw new NetworkError(error);
@@ -132,6 +168,7 @@ export async function request(method, path, opts = {}) {
   try {
     text = await response.text();
   } catch (error) {
+    if (error && error.name === "AbortError") throw error;
     throw new NetworkError(error);
   }
   let data = null;

@@ -120,11 +120,15 @@ const S = {
 const api = new Api({
   onWait(seconds, error) {
     S.waitText = seconds
-      ? `${error instanceof NetworkError ? "Connection lost" : "The server is busy"}: retrying in ${seconds} s\u2026`
+      ? `${waitReason(error)}: retrying in ${seconds} s\u2026`
       : "";
     showConn();
   },
 });
+function waitReason(error) {
+  if (!(error instanceof NetworkError)) return "The server is busy";
+  return error.timedOut ? "No answer from the server" : "Connection lost";
+}
 // The reads made in the background (the daily board's refresh): retried alike, quietly.
 const quietApi = new Api();
 
@@ -181,7 +185,9 @@ function sayError(error, context) {
     return;
   }
   if (error instanceof NetworkError) {
-    say(`${context || "That"} did not reach the server: it cannot be reached. The table will catch up when the connection is back.`, "error");
+    const what = error.timedOut ? "got no answer from the server in time"
+      : "did not reach the server: it cannot be reached";
+    say(`${context || "That"} ${what}. The table will catch up when the connection is back.`, "error");
     return;
   }
   say(String(error && error.message ? error.message : error), "error");

@@ -20,7 +20,6 @@ from datetime import datetime
 import orjson
 import pytest
 import requests
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from service.app import close_app, create_app
 from service.game.ranked import score
@@ -54,18 +53,12 @@ def open_daily(page, base: str, variant: str | None = None):
         page.reload()
     else:
         page.goto(url)
-    try:
-        page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
-                               state="attached")
-    except PlaywrightTimeoutError:
-        # Seen once in a whole run of the suite (2026-12-06): the page's first reads never
-        # reached the test's server (its log shows the page and its assets, then nothing
-        # for 10 s), cause not found.  A player reloads; so does the test, once, and says so.
-        print(f"the Daily view did not load within 10 s: reloaded ({url})")
-        page.reload()
-        page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
-                               state="attached")
-    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached")
+    # Within the client's own time for a read that gets no answer (REQUEST_TIMEOUT_MS),
+    # then its retry: a read lost on the way is sent again, not waited for.
+    page.wait_for_selector('#daily:not([hidden]) #daily-deals[data-loaded="1"]',
+                           state="attached", timeout=30_000)
+    page.wait_for_selector('#daily-board-body[data-loaded="1"]', state="attached",
+                           timeout=30_000)
 
 
 def board_shown(page) -> list[dict]:

@@ -8,7 +8,9 @@ every table go to tests/artifacts/ (ignored by git).
 from __future__ import annotations
 
 import hashlib
+import re
 import time
+from pathlib import Path
 
 import pytest
 import requests
@@ -16,6 +18,8 @@ import requests
 from service.engine import Move, new_game
 from service.engine.hints import heuristic_hint as engine_hint
 
+#: The web client's files.
+WEB = Path(__file__).resolve().parents[2] / "service" / "web"
 #: Deals where, playing the first listed card move (else the first action), two card
 #: moves and at least one deal / draw / refill come within a few steps (found with the
 #: engine).
@@ -392,6 +396,56 @@ def test_the_page_recovers_after_a_network_drop(pages, api, live_server):
     assert game["version"] == 2
     history = requests.get(f"{live_server.url}/v1/games/{game_id}/history", timeout=5).json()
     assert [entry["move"] for entry in history["moves"]] == [{"type": "deal"}] * 2
+    assert_table_matches(page, game, api.variant("salic-law"))
+
+
+def request_timeout_ms() -> int:
+    """How long the web client waits for an answer before it gives an exchange up."""
+    found = re.search(r"export const REQUEST_TIMEOUT_MS = (\d+);", (WEB / "api.js").read_text())
+    assert found, "api.js sets REQUEST_TIMEOUT_MS"
+    return int(found.group(1))
+
+
+def test_an_answer_that_never_comes_is_given_up_and_the_move_sent_again(
+        pages, api, live_server):
+    """A move the server applied whose answer never comes back (the connection hangs): the
+    page gives the exchange up after REQUEST_TIMEOUT_MS, says so, and sends the move again
+    with the same Idempotency-Key, which answers the first answer: one move, not two.  The
+    page's clock is Playwright's, moved on by the test."""
+    page = pages.new()
+    page.clock.install()
+    game_id = start_from_lobby(page, live_server.url, "salic-law", SEEDS["salic-law"])
+    held = []
+
+    def hold_the_answer(route):
+        if route.request.method == "POST" and not held:
+            # The server applies the move; the page never hears back (the route is left
+            # unanswered).
+            held.append((route.fetch().status, route.request.headers.get("idempotency-key")))
+        else:
+            route.continue_()
+
+    page.route("**/v1/games/*/moves", hold_the_answer)
+    page.click("#deal-btn")
+    deadline = time.monotonic() + 10
+    while not held:
+        assert time.monotonic() < deadline, "the deal never reached the server"
+        page.wait_for_timeout(50)
+    assert held[0][0] == 200
+    assert held[0][1]  # its Idempotency-Key
+    assert api.game(game_id)["version"] == 1  # applied; the page still waits
+    page.wait_for_timeout(300)
+    assert page.evaluate("document.querySelector('#table').dataset.busy") == "1"
+
+    page.clock.fast_forward(request_timeout_ms())
+    wait_until(page, "document.querySelector('#conn').title"
+                     ".startsWith('No answer from the server: retrying')")
+    page.clock.fast_forward(1000)  # the retry's pause
+    settle(page, 1, game_id)
+    game = api.game(game_id)
+    assert game["version"] == 1
+    history = requests.get(f"{live_server.url}/v1/games/{game_id}/history", timeout=5).json()
+    assert [entry["move"] for entry in history["moves"]] == [{"type": "deal"}]
     assert_table_matches(page, game, api.variant("salic-law"))
 
 
