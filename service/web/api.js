@@ -106,8 +106,8 @@ export function myGamesQuery({ limit = 20, variant, status, cursor } = {}) {
 }
 
 // One HTTP exchange. Resolves {status, data, etag, retryAfter}; rejects with ApiError (an answer
-// that is not 2xx/304), NetworkError (no answer at all, or none within opts.timeoutMs,
-// REQUEST_TIMEOUT_MS by default) or the AbortError of opts.signal once the caller aborts.
+// that is not 2xx/304), NetworkError (no answer at all, or none within REQUEST_TIMEOUT_MS)
+// or the AbortError of opts.signal once the caller aborts.
 export async function request(method, path, opts = {}) {
   const headers = { Accept: "application/json" };
   let body;
@@ -136,7 +136,7 @@ export async function request(method, path, opts = {}) {
   const timer = setTimeout(() => {
     timedOut = true;
     exchange.abort();
-  }, opts.timeoutMs || REQUEST_TIMEOUT_MS);
+  }, REQUEST_TIMEOUT_MS);
   try {
     return await exchangeOnce(method, path, headers, body, exchange.signal);
   } catch (error) {
