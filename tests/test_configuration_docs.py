@@ -60,6 +60,8 @@ NOT_SETTINGS = {
     "REDISCLI_AUTH": "deploy/cluster-init.sh",
     # the test runner's (Makefile), and the deploy tests' (set by .ci/run)
     "TEST_PROCESSES": "Makefile", "REQUIRE_DOCKER": "tests/deploy/conftest.py",
+    # the web client's own: a constant of its JavaScript
+    "REQUEST_TIMEOUT_MS": "service/web/api.js",
     # no environment variables: a resource limit and a Linux capability
     "RLIMIT_NOFILE": None, "CAP_SYS_RESOURCE": None,
 }
