@@ -97,17 +97,15 @@ def docker(*args: str, check: bool = True, timeout: float = 120,
     return result
 
 
-def _attached(network: str) -> int | None:
-    """How many containers the engine says are attached to ``network`` (None: no such
-    network any more)."""
-    found = docker("network", "inspect", "--format", "{{len .Containers}}", network,
-                   check=False)
-    return int(found.stdout.strip()) if found.returncode == 0 else None
-
-
-def _network_name(network: str) -> str:
-    found = docker("network", "inspect", "--format", "{{.Name}}", network, check=False)
-    return found.stdout.strip() or network
+def _attached(network: str) -> tuple[str, int] | None:
+    """``network``'s name and how many containers the engine says are attached to it
+    (None: no such network any more)."""
+    found = docker("network", "inspect", "--format", "{{len .Containers}} {{.Name}}",
+                   network, check=False)
+    if found.returncode != 0:
+        return None
+    count, _, name = found.stdout.strip().partition(" ")
+    return name, int(count)
 
 
 def used_subnets() -> list[ipaddress.IPv4Network]:
@@ -204,15 +202,14 @@ class Deployment:
                 docker(kind, "rm", *([] if kind == "network" else ["-f"]), name,
                        check=False)
         left = self.leftovers()
-        attached = {network: count for network in left["network"]
-                    if (count := _attached(network)) is not None}
+        attached = dict(found for network in left["network"]
+                        if (found := _attached(network)) is not None)
         if left["container"] or left["volume"] or any(attached.values()):
             raise DeployError(f"{self.project} left {left} after:\n" + "\n".join(failures))
         if attached:
-            names = {_network_name(network): count for network, count in attached.items()}
             record("engine", detail=failures, **{
                 f"networks_the_engine_would_not_remove_{self.project}": (
-                    names, Bound("no container attached (only restarting dockerd clears "
+                    attached, Bound("no container attached (only restarting dockerd clears "
                                  "the count the engine lost)",
                                  lambda found: not any(found.values())))})
 
