@@ -81,20 +81,31 @@ class _Stderr(logging.StreamHandler):
     Request lines written straight (:func:`_log_request`) wait, with ``flush_seconds``
     set, in a batch that a thread of the process writes every ``flush_seconds`` (or
     sooner, once it holds ``BATCH_BYTES``), in one write: the lines of a busy process
-    cost one system call per batch instead of one per request.  Every other record is
-    written at once, after the batch before it, so the log keeps its order; ``flush()``
-    (which ``logging`` calls at exit) writes what waits.  A process killed outright
-    loses the lines of its last ``flush_seconds``."""
+    cost one system call per batch instead of one per request.  A new ``flush_seconds``
+    takes effect at once: the thread writes what waits and starts the new period.
+    Every other record is written at once, after the batch before it, so the log keeps
+    its order; ``flush()`` (which ``logging`` calls at exit) writes what waits.  A
+    process killed outright loses the lines of its last ``flush_seconds``."""
 
     BATCH_BYTES = 64 * 1024
 
     def __init__(self):
         super().__init__()
-        self.flush_seconds = 0.0
+        self._flush_seconds = 0.0
+        self._period_changed = threading.Event()
         self._batch: list[str] = []
         self._batch_bytes = 0
         self._flusher: threading.Thread | None = None
         os.register_at_fork(after_in_child=self._forked)
+
+    @property
+    def flush_seconds(self) -> float:
+        return self._flush_seconds
+
+    @flush_seconds.setter
+    def flush_seconds(self, seconds: float) -> None:
+        self._flush_seconds = seconds
+        self._period_changed.set()
 
     @property
     def stream(self):
@@ -155,13 +166,16 @@ class _Stderr(logging.StreamHandler):
 
     def _flush_every(self) -> None:
         while True:
-            time.sleep(self.flush_seconds)
+            self._period_changed.clear()
+            period = self._flush_seconds
+            self._period_changed.wait(period if period > 0 else None)
             self.flush()
 
     def _forked(self) -> None:
         """In a new process (a request or events process): no thread yet, and the parent's lines
         are the parent's to write."""
         self._batch, self._batch_bytes, self._flusher = [], 0, None
+        self._period_changed = threading.Event()
 
 
 def _one_line_warning(record: logging.LogRecord) -> bool:

@@ -169,7 +169,9 @@ def test_request_lines_are_written_in_batches_and_any_other_line_at_once(client,
     service_logger = logging.getLogger("patience")
     (handler,) = [h for h in service_logger.handlers if isinstance(h, telemetry._Stderr)]
     monkeypatch.setattr(service_logger, "handlers", [handler])
-    monkeypatch.setattr(handler, "flush_seconds", 0.2)
+    # A period far longer than the test: the lines wait in the batch, however slow the
+    # machine (a new period starts at once, whatever the thread was waiting out).
+    monkeypatch.setattr(handler, "flush_seconds", 3600.0)
     handler.flush()
     capsys.readouterr()
     for n in range(3):
@@ -180,6 +182,7 @@ def test_request_lines_are_written_in_batches_and_any_other_line_at_once(client,
     # The batch first, then the warning: the log keeps its order.
     assert [line.get("request_id") or line["message"] for line in lines] == \
         ["batch-0", "batch-1", "batch-2", "something else"]
+    monkeypatch.setattr(handler, "flush_seconds", 0.2)
     client.get("/v1/games/no-such-game", headers={"X-Request-ID": "batch-3"})
     deadline = time.monotonic() + 10
     written = ""
