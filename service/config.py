@@ -107,7 +107,8 @@ SETTINGS: dict[str, Setting] = {
     "REDIS_SOCKET_TIMEOUT": Setting(
         env_float, 1.0, APP,
         "seconds a Redis command may take before the request answers 503 (a dead or hung "
-        "Redis never holds a thread longer)"),
+        "Redis never holds a thread longer; a write that waits for its replicas may take "
+        "`REDIS_WAIT_TIMEOUT_MS` more)"),
     "REDIS_CONNECT_TIMEOUT": Setting(env_float, 1.0, APP, "seconds to connect to Redis"),
     "BODY_TIMEOUT_SECONDS": Setting(
         env_float, 10.0, APP,

@@ -39,7 +39,7 @@ from redis.exceptions import (
     TryAgainError,
 )
 
-from service.storage.connections import read_replies, ready
+from service.storage.connections import read_replies, ready, wait_of
 
 SCHEME = "redis+cluster"
 #: Redirections (MOVED, ASK) and waits (TRYAGAIN, CLUSTERDOWN) one command may go
@@ -198,16 +198,19 @@ class ClusterConnections:
         exception objects (redirections included)."""
         connection = self._connection(node)
         return self._exchange(node, connection, connection.pack_commands(commands),
-                              len(commands))
+                              len(commands), wait_of(commands))
 
     def send_packed(self, node: ClusterNode, packed, count: int) -> list:
         """:meth:`send` for ``count`` commands packed already."""
         return self._exchange(node, self._connection(node), packed, count)
 
-    def send_each(self, batches: list[tuple[ClusterNode, bytes, int]]) -> list:
+    def send_each(self, batches: list[tuple[ClusterNode, bytes, int]], wait_ms: int = 0
+                  ) -> list:
         """Each node's ``count`` commands, packed already, sent to it, every node's
         before any reply is read (the nodes run them at once): per node its replies (as
-        :meth:`send` gives them), or the exception that its connection raised."""
+        :meth:`send` gives them), or the exception that its connection raised
+        (``wait_ms``: those of the ``WAIT`` that ends each node's commands, if one
+        does)."""
         sent: list = []
         for node, packed, count in batches:
             try:
@@ -230,19 +233,20 @@ class ClusterConnections:
                 continue
             node, connection, count = item
             try:
-                found.append(self._exchange(node, connection, None, count))
+                found.append(self._exchange(node, connection, None, count, wait_ms))
             except (redis.ConnectionError, redis.TimeoutError, OSError) as error:
                 found.append(error)
         return found
 
     def _exchange(self, node: ClusterNode, connection: redis.Connection, packed,
-                  count: int) -> list:
-        """``packed`` sent (None: sent already), then ``count`` replies read; a
-        connection that failed is dropped and its node counted failed."""
+                  count: int, wait_ms: int = 0) -> list:
+        """``packed`` sent (None: sent already), then ``count`` replies read (as
+        :func:`~.connections.read_replies` reads them); a connection that failed is
+        dropped and its node counted failed."""
         try:
             if packed is not None:
                 connection.send_packed_command(packed)
-            replies = read_replies(connection, count)
+            replies = read_replies(connection, count, wait_ms)
         except (redis.ConnectionError, redis.TimeoutError, OSError):
             connection.disconnect()
             self.failed(node)

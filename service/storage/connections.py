@@ -64,10 +64,22 @@ def ready(connection: redis.Connection) -> redis.Connection:
     return connection
 
 
-def read_replies(connection: redis.Connection, count: int) -> list:
+def read_replies(connection: redis.Connection, count: int, wait_ms: int = 0) -> list:
     """The next ``count`` replies on ``connection``; a reply that is an error comes back
-    as its exception object, in place."""
+    as its exception object, in place.  ``wait_ms``: the round trip ends with a ``WAIT``
+    of that timeout, so each reply may take that much longer than the socket's timeout
+    (``REDIS_SOCKET_TIMEOUT``): the replicas' confirmation has its own time
+    (``REDIS_WAIT_TIMEOUT_MS``), and a write is refused for want of it, never for the
+    socket's."""
     replies = []
+    if wait_ms and connection.socket_timeout is not None:
+        timeout = connection.socket_timeout + wait_ms / 1000
+        for _ in range(count):
+            try:
+                replies.append(connection.read_response(timeout=timeout))
+            except ResponseError as error:
+                replies.append(error)
+        return replies
     for _ in range(count):
         try:
             replies.append(connection.read_response())
@@ -76,23 +88,30 @@ def read_replies(connection: redis.Connection, count: int) -> list:
     return replies
 
 
+def wait_of(commands: list[tuple]) -> int:
+    """The timeout (ms) of the ``WAIT`` that ends ``commands``, 0 without one."""
+    last = commands[-1] if commands else ()
+    return int(last[2]) if last and last[0] == "WAIT" else 0
+
+
 def round_trip(connection, commands: list[tuple]) -> list:
     """``commands`` sent together on ``connection`` (one round trip): their replies,
     errors as exception objects.  A connection that failed midway is dropped: replies
     may be left unread on it."""
     try:
         connection.send_packed_command(connection.pack_commands(commands))
-        return read_replies(connection, len(commands))
+        return read_replies(connection, len(commands), wait_of(commands))
     except BaseException:
         connection.disconnect()
         raise
 
 
-def packed_round_trip(connection, packed: bytes, count: int) -> list:
-    """:func:`round_trip` for ``count`` commands packed already."""
+def packed_round_trip(connection, packed: bytes, count: int, wait_ms: int = 0) -> list:
+    """:func:`round_trip` for ``count`` commands packed already (``wait_ms``: those of
+    the ``WAIT`` that ends them, if one does)."""
     try:
         connection.send_packed_command([packed])
-        return read_replies(connection, count)
+        return read_replies(connection, count, wait_ms)
     except BaseException:
         connection.disconnect()
         raise
@@ -158,9 +177,10 @@ class ThreadConnections:
         slot)."""
         return round_trip(self._connection(), commands)
 
-    def run_packed(self, key: str, packed: bytes, count: int) -> list:
-        """:meth:`run` for ``count`` commands packed already."""
-        return packed_round_trip(self._connection(), packed, count)
+    def run_packed(self, key: str, packed: bytes, count: int, wait_ms: int = 0) -> list:
+        """:meth:`run` for ``count`` commands packed already (``wait_ms``: those of the
+        ``WAIT`` that ends them, if one does)."""
+        return packed_round_trip(self._connection(), packed, count, wait_ms)
 
     def close(self) -> None:
         with self._lock:
@@ -214,11 +234,12 @@ class PooledConnections:
         finally:
             self._pool.release(connection)
 
-    def run_packed(self, key: str, packed: bytes, count: int) -> list:
-        """:meth:`run` for ``count`` commands packed already."""
+    def run_packed(self, key: str, packed: bytes, count: int, wait_ms: int = 0) -> list:
+        """:meth:`run` for ``count`` commands packed already (``wait_ms``: those of the
+        ``WAIT`` that ends them, if one does)."""
         connection = self._pool.get_connection()
         try:
-            return packed_round_trip(connection, packed, count)
+            return packed_round_trip(connection, packed, count, wait_ms)
         finally:
             self._pool.release(connection)
 

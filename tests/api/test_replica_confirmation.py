@@ -52,7 +52,7 @@ def _problem(response, status, code):
 
 @pytest.mark.timeout(60)
 def test_an_unconfirmed_write_is_503_and_its_retry_replays_once_confirmed(master, tmp_path):
-    app = make_app(master.url, REDIS_WAIT_REPLICAS=1, REDIS_WAIT_TIMEOUT_MS=100)
+    app = make_app(master.url, REDIS_WAIT_REPLICAS=1, REDIS_WAIT_TIMEOUT_MS=500)
     client = app.test_client()
     db = master.client()
     try:
@@ -116,4 +116,24 @@ def test_without_confirmation_writes_do_not_wait(master):
         created = app.test_client().post("/v1/games", json={"variant": "clock"})
         assert created.status_code == 201
     finally:
+        close_app(app)
+
+
+def test_a_write_waits_out_the_whole_wait_however_short_the_socket_s_timeout(master):
+    """The replicas' confirmation has its own time (``REDIS_WAIT_TIMEOUT_MS``), beyond
+    the socket's (``REDIS_SOCKET_TIMEOUT``, what any other command may take): a write is
+    refused for want of the replicas, never cut short by the socket."""
+    app = make_app(master.url, REDIS_WAIT_REPLICAS=1, REDIS_WAIT_TIMEOUT_MS=2000,
+                   REDIS_SOCKET_TIMEOUT=0.5)
+    db = master.client()
+    try:
+        started = time.monotonic()
+        refused = app.test_client().post("/v1/games", json={"variant": "clock"},
+                                         headers={"Idempotency-Key": "w"})
+        assert time.monotonic() - started >= 2.0
+        _problem(refused, 503, "storage_unavailable")
+        assert db.get(keys.create_target("w")) is not None  # the write the WAIT followed
+        assert 500 not in app.statuses
+    finally:
+        db.close()
         close_app(app)
