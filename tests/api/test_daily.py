@@ -52,6 +52,17 @@ def start(client, token: str, variant: str = "clock") -> tuple[dict, str]:
     return body["game"], body["player_token"]
 
 
+def early_in_a_day(calendar, need_ms: int) -> int:
+    """The index of the day now, once at least ``need_ms`` of it are left (waiting for
+    the next day's start when fewer are): a test's steps that must fit in one short day
+    then do, however the test's start falls."""
+    index = calendar.index(now_ms())
+    if calendar.end_ms(index) - now_ms() < need_ms:
+        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+        index = calendar.index(now_ms())
+    return index
+
+
 def board(client, variant: str, day: str, **query) -> dict:
     response = client.get(f"/v1/daily/{variant}/{day}/board", query_string=query)
     assert response.status_code == 200, response.get_data(as_text=True)
@@ -317,10 +328,7 @@ def test_the_day_s_end_refuses_moves_shows_the_seed_and_closes_the_day(daily_app
     app = daily_app(DAILY_PERIOD_SECONDS=3, DAILY_KEEP_DAYS=2)
     client = app.test_client()
     calendar = app.services.daily.calendar
-    # Start early in a day: the attempts and the first move fit in it.
-    index = calendar.index(now_ms())
-    if calendar.end_ms(index) - now_ms() < 2000:
-        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
+    early_in_a_day(calendar, 2000)  # the attempts and the first move fit in the day
     for variant in ("clock", "salic-law"):
         app.services.solver_store.add_seed(variant, 11)
     _ada, ada_token = register(client, "Ada")
@@ -372,10 +380,11 @@ def test_an_account_made_during_the_day_plays_ranked_from_the_next_day(daily_app
     client = app.test_client()
     for seed in (5, 6, 8):
         app.services.solver_store.add_seed("clock", seed)
+    calendar = app.services.daily.calendar
+    early_in_a_day(calendar, 1500)  # the account and its attempt on the same day
     _player, token = register(client, "Ada")
     refused = attempt(client, token)
     assert (refused.status_code, refused.get_json()["code"]) == (403, "account_too_new")
-    calendar = app.services.daily.calendar
     time.sleep((calendar.end_ms(calendar.index(now_ms())) - now_ms()) / 1000 + 0.05)
     assert attempt(client, token).status_code == 201
 
@@ -412,10 +421,7 @@ def test_the_worker_closes_a_day_s_games_in_batches_once(daily_app, redis_db, mo
     app = daily_app(DAILY_PERIOD_SECONDS=4)
     client = FlaskClient(app)
     calendar = app.services.daily.calendar
-    index = calendar.index(now_ms())
-    if calendar.end_ms(index) - now_ms() < 3000:
-        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
-        index = calendar.index(now_ms())
+    index = early_in_a_day(calendar, 3000)
     app.services.solver_store.add_seed("clock", 13)
     tokens, games = [], []
     for number in range(20):
@@ -457,10 +463,7 @@ def test_closes_of_the_same_games_at_once_abandon_each_once(daily_app):
     client = FlaskClient(app)
     daily = app.services.daily
     calendar = daily.calendar
-    index = calendar.index(now_ms())
-    if calendar.end_ms(index) - now_ms() < 3000:
-        time.sleep((calendar.end_ms(index) - now_ms()) / 1000 + 0.05)
-        index = calendar.index(now_ms())
+    index = early_in_a_day(calendar, 3000)
     app.services.solver_store.add_seed("clock", 13)
     tokens = []
     for number in range(12):
