@@ -139,7 +139,18 @@ def test_the_pool_never_deals_a_seed_twice(worker, redis_url, redis_db):
     app.services.backend.close()
 
 
-def test_a_pool_pops_each_seed_once_under_concurrency(redis_db):
+def own_database(redis_url: str, number: int) -> tuple[str, redis.Redis]:
+    """A database of the session's Redis for the test alone, emptied: no worker of this
+    module reads or fills it (a worker still running from an earlier test takes a seed
+    of a pool for the day's deal, and writes the day's keys)."""
+    url = redis_url.rsplit("/", 1)[0] + f"/{number}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    return url, client
+
+
+def test_a_pool_pops_each_seed_once_under_concurrency(redis_url, clean_redis):
+    _url, redis_db = own_database(redis_url, 4)
     store = SolverStore(SimpleNamespace(client=redis_db))
     redis_db.sadd(keys.pool("clock"), *range(300))
     taken: list[list[int]] = [[] for _ in range(6)]
@@ -156,6 +167,7 @@ def test_a_pool_pops_each_seed_once_under_concurrency(redis_db):
     every = [seed for mine in taken for seed in mine]
     assert sorted(every) == list(range(300))
     assert redis_db.exists(keys.pool("clock")) == 0
+    redis_db.close()
 
 
 def test_with_an_empty_pool_the_creation_searches_itself(redis_url, clean_redis):
@@ -174,12 +186,14 @@ def test_with_an_empty_pool_the_creation_searches_itself(redis_url, clean_redis)
     app.services.backend.close()
 
 
-def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redis_url, redis_db):
-    app = make_app(redis_url, WINNABLE_SEARCH_SECONDS=0.2, WINNABLE_DEAL_POSITIONS=2000)
+def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redis_url,
+                                                                           clean_redis):
+    url, redis_db = own_database(redis_url, 5)
+    app = make_app(url, WINNABLE_SEARCH_SECONDS=0.2, WINNABLE_DEAL_POSITIONS=2000)
     client = app.test_client()
-    def stored_state():  # every key but the pools, which a worker of this module fills
-        return {key: redis_db.dump(key) for key in redis_db.keys("*")
-                if not key.startswith(b"pool:")}
+
+    def stored_state():
+        return {key: redis_db.dump(key) for key in redis_db.keys("*")}
 
     before = stored_state()
     started = time.monotonic()
@@ -194,6 +208,7 @@ def test_four_corners_answers_no_winnable_deal_when_none_is_found_in_budget(redi
     assert took < 0.2 + 1.5  # the budget, and one deal's last stretch of search
     assert stored_state() == before  # no game, no counter, no idempotency record
     app.services.backend.close()
+    redis_db.close()
 
 
 @pytest.mark.parametrize("body", [
