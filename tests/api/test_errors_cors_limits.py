@@ -285,7 +285,8 @@ def test_counters_shared_by_processes_let_a_client_past_its_limit_by_the_stated_
     assert not any(process.hit("c").allowed for process in processes)
 
 
-def test_the_counters_fail_open_and_come_back(redis_server, redis_url, clean_redis):
+def test_the_counters_fail_open_and_come_back(redis_server, redis_url, clean_redis,
+                                              fsync_always):
     counters = RateCounters("2 per minute", make_app(redis_url).services
                             .limiter_connections)
     assert counters.hit("c").allowed
