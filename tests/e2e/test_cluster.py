@@ -219,6 +219,9 @@ def test_a_game_keeps_being_played_while_its_slot_migrates(servers, redis_cluste
         time.sleep(0.3)
         moved_back = _migrate(redis_cluster, slot, pause=0.15, to_port=source)
         time.sleep(0.2)
+        deadline = time.monotonic() + 20  # a few writes more, however slow the machine
+        while len(statuses) < 2 * 11 and player.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.05)
     finally:
         stop.set()
         player.join(30)
