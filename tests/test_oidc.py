@@ -322,18 +322,18 @@ def test_a_signed_token_with_malformed_claims_is_refused(provider):
 def test_the_keys_rotate(provider):
     """The provider publishes a new key and drops the old one: a token of the new key
     fetches the set again and is verified; a token of the old key is refused."""
-    verifying = verifier(provider, refetch_seconds=0.2)
+    verifying = verifier(provider, refetch_seconds=0.5)
     old = provider.token("rsa-1")
     assert verifying.verify(old)[1] == SUBJECT
     assert provider.jwks_fetches == 1
     del provider.keys["rsa-1"]
     provider.keys["rsa-2"] = rsa_key()
-    time.sleep(0.3)
+    time.sleep(0.6)
     assert verifying.verify(provider.token("rsa-2"))[1] == SUBJECT
     assert provider.jwks_fetches == 2
     refused(verifying, old, "token_invalid")
     assert provider.jwks_fetches == 2  # within refetch_seconds of the last fetch
-    time.sleep(0.3)
+    time.sleep(0.6)
     refused(verifying, old, "token_invalid")
     assert provider.jwks_fetches == 3
 
@@ -347,11 +347,11 @@ def test_a_new_key_waits_for_the_refetch_interval(provider):
 
 
 def test_the_kept_key_set_expires(provider):
-    verifying = verifier(provider, jwks_cache_seconds=0.2)
+    verifying = verifier(provider, jwks_cache_seconds=0.5)
     verifying.verify(provider.token("rsa-1"))
     verifying.verify(provider.token("rsa-1"))
     assert provider.jwks_fetches == 1
-    time.sleep(0.3)
+    time.sleep(0.6)
     verifying.verify(provider.token("rsa-1"))
     assert provider.jwks_fetches == 2
 
@@ -395,12 +395,12 @@ def test_an_unreachable_key_set_is_unavailable(provider):
 ])
 def test_a_failing_key_set_is_unavailable_and_not_asked_again_at_once(provider, status, body):
     provider.status, provider.body = status, body
-    verifying = verifier(provider, refetch_seconds=0.3)
+    verifying = verifier(provider, refetch_seconds=0.5)
     refused(verifying, provider.token("rsa-1"), PROVIDER_UNAVAILABLE)
     refused(verifying, provider.token("rsa-1"), PROVIDER_UNAVAILABLE)
     assert provider.jwks_fetches == 1
     provider.status, provider.body = 200, None
-    time.sleep(0.4)
+    time.sleep(0.6)
     assert verifying.verify(provider.token("rsa-1"))[1] == SUBJECT
     assert provider.jwks_fetches == 2
 
