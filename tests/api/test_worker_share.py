@@ -34,7 +34,7 @@ def _when(line: dict) -> float:
 
 
 def test_the_worker_keeps_within_its_cpu_share(own_url, tmp_path):
-    share, deal = 0.05, 0.2     # a search of 0.2 s of CPU, then 4 s of rest
+    share, deal = 0.1, 0.2     # a search of 0.2 s of CPU, then 2 s of rest
     with WorkerProcess(own_url, tmp_path / "worker.log", WORKER_CPU_SHARE=str(share),
                        WINNABLE_DEAL_SECONDS=str(deal), WINNABLE_POOL=MISSING) as worker:
         cpu, wall = cpu_seconds(worker.pid), datetime.now().timestamp()
