@@ -262,7 +262,9 @@ def _init_limiter(app: Flask, services: Services) -> None:
 
 def _rate_limit_headers(response, names: tuple[str, str, str]):
     """The ``RateLimit-*`` headers of a counted request's answer (``names``: the limit's,
-    the remaining's and the reset's), and ``Retry-After`` on a 429 or a 503."""
+    the remaining's and the reset's), and ``Retry-After`` on a 429: when the window
+    ends.  A 503 keeps its own ``Retry-After`` (when its trouble may be over: a storage
+    failover, a deal not ready yet), whatever the client's window."""
     verdict = request.environ.get(_VERDICT)
     if verdict is None:
         return response
@@ -273,7 +275,7 @@ def _rate_limit_headers(response, names: tuple[str, str, str]):
     headers.add(remaining_header, str(verdict.remaining))
     # A timestamp: the telemetry layer turns it into seconds from now.
     headers.add(reset_header, str(reset))
-    if response.status_code in (429, 503):
+    if response.status_code == 429:
         # Retry when the window ends, or later if the answer says so.
         now = time.time()
         retry = headers.get("Retry-After")

@@ -191,6 +191,19 @@ def _limited_app(redis_url, **config):
                                   "RATELIMIT_APPLICATION": "5 per minute", **config})
 
 
+def test_a_503_keeps_its_own_retry_after_whatever_the_client_s_window(redis_url, redis_db):
+    """A 503 says when its own trouble may be over (here: no daily deal ready yet, 5 s),
+    not when the client's rate-limit window ends (up to a minute)."""
+    client = _limited_app(redis_url, RATELIMIT_APPLICATION="100 per minute",
+                          DAILY_ACCOUNT_RULE="any", WINNABLE_SEARCH_SECONDS=0).test_client()
+    token = client.post("/v1/players", json={"name": "Ada"}).get_json()["player_token"]
+    day = client.get("/v1/daily").get_json()["day"]
+    refused = client.post(f"/v1/daily/salic-law/{day}", headers=auth(token))
+    _problem(refused, 503, "daily_deal_unavailable")
+    assert refused.headers["Retry-After"] == "5"
+    assert int(refused.headers["RateLimit-Remaining"]) < 100  # counted all the same
+
+
 @pytest.mark.cluster
 def test_rate_limit_headers_count_down_then_429(redis_url, redis_db):
     client = _limited_app(redis_url).test_client()
