@@ -112,6 +112,25 @@ def test_api_runs_the_devserver_gunicorn_command():
     assert tuple(json.loads(_dockerfile_instruction("CMD"))) == GUNICORN_COMMAND
 
 
+#: What the API's container is given that the worker does not read: it serves no
+#: request (no rate limits, no proxy, no events handed over, no request processes) and
+#: runs no Flask app (no secret key).
+#: The API's container whose settings the worker's are compared with.
+API = "api"
+REQUESTS_ONLY = {"SECRET_KEY_FILE", "WEB_CONCURRENCY", "RATELIMIT_DEFAULT", "TRUST_PROXY",
+                 "EVENTS_HANDOFF_SOCKET"}
+
+
+def test_the_worker_is_given_every_setting_of_the_api_it_reads_too():
+    """The worker writes games (a day's close) and reads the same Redis: an operator's
+    value of any other setting reaches it as it reaches the API."""
+    services = _compose()["services"]
+    api, worker = services[API]["environment"], services["worker"]["environment"]
+    for name, value in api.items():
+        if name not in REQUESTS_ONLY:
+            assert worker.get(name) == value, name
+
+
 def test_the_solver_worker_runs_the_devserver_worker_command_on_the_same_redis():
     services = _compose()["services"]
     worker = services["worker"]
