@@ -12,7 +12,7 @@ from marshmallow import ValidationError
 from service.api.context import services
 from service.api.errors import BadRequest
 from service.api.events import feed, serve, too_many_streams
-from service.api.http import JSON, bearer_token, json_response, send, viewer
+from service.api.http import JSON, bearer_token, json_response, leave_turn, send, viewer
 from service.api.identity import current_player
 from service.api.schemas import load_around_query, load_board_query, quick_around
 from service.daily.boards import BoardPage, Daily
@@ -51,7 +51,9 @@ def get_day(variant, day):
 @bp.post("/<variant>/<day>")
 def attempt(variant, day):
     player = current_player()
-    return send(daily().attempt(variant, day, player, bearer_token()))
+    # A day's first attempt on an empty pool searches: the request's turn goes back first.
+    return send(daily().attempt(variant, day, player, bearer_token(),
+                                before_search=leave_turn))
 
 
 @bp.get("/<variant>/<day>/board")

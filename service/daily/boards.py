@@ -132,15 +132,19 @@ class Daily:
             raise day_not_found(day_id)
         return index
 
-    def _deal(self, variant: Variant, day_id: str, index: int, *, choose: bool
+    def _deal(self, variant: Variant, day_id: str, index: int, *, choose: bool,
+              before_search: Callable[[], None] | None = None
               ) -> tuple[int, str, bool] | None:
         """The day's deal (seed, salt, winnable), chosen now if it has none and
-        ``choose``."""
+        ``choose``; ``before_search`` is called before the wait for a racing attempt's
+        deal and the search that an empty pool calls for."""
         found = self.store.deal(variant.id, day_id)
         if found is not None or not choose:
             return found
         seed = self.pools.take_seed(variant.id)
         pooled = seed is not None
+        if seed is None and before_search is not None:
+            before_search()
         if seed is None and (chosen := self._chosen_meanwhile(variant, day_id)) is not None:
             return chosen
         if seed is None and variant.id != FOUR_CORNERS:
@@ -226,9 +230,11 @@ class Daily:
         }
 
     # --- attempts ----------------------------------------------------------------------
-    def attempt(self, variant_id: str, day_id: str, player: str, bearer: str) -> Reply:
+    def attempt(self, variant_id: str, day_id: str, player: str, bearer: str,
+                before_search: Callable[[], None] | None = None) -> Reply:
         """The player's ranked game of the day's deal: 201 with the game, once; 409
-        ``attempt_taken`` (its Location) after."""
+        ``attempt_taken`` (its Location) after.  ``before_search`` is called before the
+        waits of a day's first attempt when the pool is empty (:meth:`_deal`)."""
         variant = _variant(variant_id)
         index = self._day(day_id)
         today = self.today()
@@ -237,7 +243,8 @@ class Daily:
         if index > today:
             raise GameError(409, "day_not_open", f"the day {day_id} has not begun")
         self._check_account(player, index)
-        seed, salt, winnable = self._deal(variant, day_id, index, choose=True)
+        seed, salt, winnable = self._deal(variant, day_id, index, choose=True,
+                                          before_search=before_search)
         # The first attempt's id (a game there already: 409); one that a failure left
         # without its game is made now.
         game_id = self.store.take_attempt(variant.id, day_id, player,

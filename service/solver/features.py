@@ -189,9 +189,11 @@ class Analyses:
         self.store = store
         self.settings = settings
 
-    def get(self, game_id: str) -> tuple[str, bytes | None]:
+    def get(self, game_id: str, before_search: Callable[[], None] | None = None
+            ) -> tuple[str, bytes | None]:
         """``(READY, answer)`` or ``(PENDING, None)``; 404 ``game_not_found``, and 409
-        ``game_not_over`` while the game is played (the answer would tell the stock)."""
+        ``game_not_over`` while the game is played (the answer would tell the stock).
+        ``before_search`` is called before a search of ``ANALYSIS_INLINE_SECONDS``."""
         game = self.games.load(game_id)
         if game is None:
             raise game_not_found(game_id)
@@ -205,6 +207,8 @@ class Analyses:
             return PENDING, None  # a request or the worker is at it
         try:
             if self.settings.analysis_inline_seconds > 0:
+                if before_search is not None:
+                    before_search()
                 solution, answer = analyse(
                     game.record.game_variant, game.record.seed,
                     seconds=min(self.settings.analysis_inline_seconds,

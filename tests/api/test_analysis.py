@@ -8,6 +8,7 @@ import pytest
 import redis
 
 from service.engine import WON, Move, get_variant
+from service.observability import telemetry
 from service.storage import keys
 from tests.api.support import auth, create, make_app
 from tests.solver_worker import WorkerProcess, quickly_won_seed, wait_for
@@ -63,8 +64,11 @@ def test_a_deal_settled_at_once_is_answered_at_once_and_kept(redis_url, redis_db
     client = app.test_client()
     game, token, _response = create(client, VARIANT, seed=seed)
     resign(client, game["id"], token)
-    response = client.get(f"/v1/games/{game['id']}/analysis")
+    left = []  # the request's turn through the app, given back before the search
+    response = client.get(f"/v1/games/{game['id']}/analysis",
+                          environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(1)})
     assert response.status_code == 200
+    assert left == [1]
     analysis = response.get_json()
     assert analysis["winnable"] is True
     assert analysis["searched"] > 0
@@ -72,8 +76,10 @@ def test_a_deal_settled_at_once_is_answered_at_once_and_kept(redis_url, redis_db
     check_line(VARIANT, seed, analysis["line"])
     assert redis_db.hget(f"game:{{{game['id']}}}", "a") == response.get_data()
     assert redis_db.exists(keys.analysis_claim(game["id"]), keys.ANALYSIS_JOBS) == 0
-    again = client.get(f"/v1/games/{game['id']}/analysis")
+    again = client.get(f"/v1/games/{game['id']}/analysis",
+                       environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(2)})
     assert again.get_data() == response.get_data()
+    assert left == [1]  # a kept answer keeps its turn to its end
     # It goes with the game.
     assert client.delete(f"/v1/games/{game['id']}", headers=auth(token)).status_code == 204
     assert redis_db.exists(f"game:{{{game['id']}}}") == 0

@@ -19,6 +19,7 @@ from flask.testing import FlaskClient
 from service.game.pipeline import ENDED, RANKED_ENDED
 from service.game.ranked import LOSS_BASE, score
 from service.game.record import now_ms
+from service.observability import telemetry
 from service.storage import keys
 from service.storage.game_store import StorageUnavailable
 from tests.api.support import auth, play
@@ -393,8 +394,16 @@ def test_a_day_without_a_deal_ready_is_503_and_four_corners_falls_back(daily_app
     app = daily_app()
     client = app.test_client()
     _player, token = register(client, "Ada")
-    refused = attempt(client, token, "salic-law")
+    left = []  # the request's turn through the app, given back before the waits
+    refused = client.post(f"/v1/daily/salic-law/{today(client)}", headers=auth(token),
+                          environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(1)})
     assert (refused.status_code, refused.get_json()["code"]) == (503, "daily_deal_unavailable")
+    assert left == [1]
+    app.services.solver_store.add_seed("salic-law", 11)
+    made = client.post(f"/v1/daily/salic-law/{today(client)}", headers=auth(token),
+                       environ_overrides={telemetry.LEAVE_TURN: lambda: left.append(2)})
+    assert made.status_code == 201
+    assert left == [1]  # a deal from the pool: no wait, the turn kept to the end
     assert refused.headers["Retry-After"]
     game, _ = start(client, token, "four-corners")
     assert game["winnable"] is None  # a random deal, not proved winnable
