@@ -385,6 +385,7 @@ def test_an_unreachable_key_set_is_unavailable(provider):
     verifying = OidcVerifier(url, AUDIENCE, jwks_url=f"{url}/jwks", timeout=1)
     error = refused(verifying, provider.token("rsa-1", iss=url), PROVIDER_UNAVAILABLE)
     assert error.code == "identity_provider_unavailable"
+    assert error.retry_after == 10  # not asked again before refetch_seconds
     discovering = OidcVerifier(url, AUDIENCE, timeout=1)
     refused(discovering, provider.token("rsa-1", iss=url), PROVIDER_UNAVAILABLE)
 

@@ -148,7 +148,7 @@ def _identity_provider_unavailable(error: IdentityProviderUnavailable) -> Respon
     log.warning("identity provider unavailable: %s", error)
     return problem(503, "identity_provider_unavailable",
                    "the identity provider's keys cannot be read; retry soon",
-                   headers={"Retry-After": "5"})
+                   headers={"Retry-After": str(error.retry_after or 5)})
 
 
 def _http_error(error: HTTPException) -> Response:

@@ -47,7 +47,12 @@ class IdentityVerifier(Protocol):
 
 class IdentityProviderUnavailable(Exception):
     """The identity provider's keys could not be read: the token can be neither taken
-    nor refused now (503, like storage that cannot be reached)."""
+    nor refused now (503, like storage that cannot be reached); ``retry_after``: the
+    seconds before the provider is asked again."""
+
+    def __init__(self, detail: str, retry_after: int | None = None) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +118,8 @@ class Players:
                 issuer, subject = self.verifier.verify(bearer)
             except InvalidIdentity as error:
                 if error.code == PROVIDER_UNAVAILABLE:  # no answer about the token: 503
-                    raise IdentityProviderUnavailable(error.detail) from None
+                    raise IdentityProviderUnavailable(error.detail,
+                                                      error.retry_after) from None
                 return Identity(invalid=error.detail)
             player = oidc_player_id(issuer, subject)
             self.store.create(player, {keys.PLAYER_NAME: "Player", keys.PLAYER_CREATED: now(),

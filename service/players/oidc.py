@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import math
 import threading
 import time
 import urllib.request
@@ -98,12 +99,15 @@ _DISCOVERY_MAX_BYTES = 1024 * 1024
 
 class InvalidIdentity(Exception):
     """A token that proves no identity: ``code`` says why, stable (see the module's
-    docstring), ``detail`` in a sentence; neither holds the token."""
+    docstring), ``detail`` in a sentence; neither holds the token.  ``retry_after``:
+    for :data:`PROVIDER_UNAVAILABLE`, the seconds before the provider is asked again
+    (``refetch_seconds`` after a failed fetch, rounded up)."""
 
-    def __init__(self, code: str, detail: str) -> None:
+    def __init__(self, code: str, detail: str, retry_after: int | None = None) -> None:
         super().__init__(f"{code}: {detail}")
         self.code = code
         self.detail = detail
+        self.retry_after = retry_after
 
 
 def _refused(algorithm: str) -> bool:
@@ -275,7 +279,8 @@ class OidcVerifier:
             return keys.get_signing_key(key_id)
         except (PyJWKClientConnectionError, PyJWKSetError) as error:
             raise InvalidIdentity(PROVIDER_UNAVAILABLE,
-                                  "the identity provider's keys cannot be fetched") from error
+                                  "the identity provider's keys cannot be fetched",
+                                  self._retry_after) from error
         except PyJWKClientError:
             raise InvalidIdentity(TOKEN_INVALID, "the token's signing key is not one of "
                                   "the identity provider's") from None
@@ -289,7 +294,7 @@ class OidcVerifier:
             if failed_at is not None and time.monotonic() - failed_at < self.refetch_seconds:
                 raise InvalidIdentity(PROVIDER_UNAVAILABLE,
                                       "the identity provider's discovery document cannot "
-                                      "be fetched")
+                                      "be fetched", self._retry_after)
             try:
                 document = _fetch_json(self.discovery_url, self.timeout)
                 if not isinstance(document, dict):
@@ -303,9 +308,15 @@ class OidcVerifier:
                 self._discovery_failed_at = time.monotonic()
                 raise InvalidIdentity(PROVIDER_UNAVAILABLE,
                                       "the identity provider's discovery document cannot "
-                                      "be fetched") from error
+                                      "be fetched", self._retry_after) from error
             self._keys = self._key_set(jwks_uri)
             return self._keys
+
+    @property
+    def _retry_after(self) -> int:
+        """A failed fetch is not tried again for ``refetch_seconds``: a client asked to
+        come back sooner would only be refused again."""
+        return max(1, math.ceil(self.refetch_seconds))
 
     def _key_set(self, uri: str) -> _KeySet:
         return _KeySet(uri, lifespan=self.jwks_cache_seconds,
