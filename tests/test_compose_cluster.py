@@ -23,6 +23,7 @@ from tests.test_compose import (
     limited_and_rotated,
     published_on_loopback_only,
     secrets_are_files_never_variables,
+    settings_the_worker_lacks,
     worker_checks_its_heartbeat,
 )
 
@@ -362,23 +363,8 @@ def test_cluster_init_brings_a_replaced_first_node_back_as_a_replica(local_nodes
             assert lost_id not in str(client.execute_command("CLUSTER NODES")), host
 
 
-#: What the API's container is given that the worker does not read: it serves no
-#: request (no rate limits, no proxy, no events handed over, no request processes) and
-#: runs no Flask app (no secret key).
-#: The API's container whose settings the worker's are compared with.
-API = "api-1"
-REQUESTS_ONLY = {"SECRET_KEY_FILE", "WEB_CONCURRENCY", "RATELIMIT_DEFAULT", "TRUST_PROXY",
-                 "EVENTS_HANDOFF_SOCKET"}
-
-
 def test_the_worker_is_given_every_setting_of_the_api_it_reads_too():
-    """The worker writes games (a day's close) and reads the same Redis: an operator's
-    value of any other setting reaches it as it reaches the API."""
-    services = _compose()["services"]
-    api, worker = services[API]["environment"], services["worker"]["environment"]
-    for name, value in api.items():
-        if name not in REQUESTS_ONLY:
-            assert worker.get(name) == value, name
+    assert settings_the_worker_lacks(_compose()["services"], "api-1") == []
 
 
 def test_the_solver_worker_runs_the_worker_command_on_the_cluster():
