@@ -67,22 +67,19 @@ def ready(connection: redis.Connection) -> redis.Connection:
 def read_replies(connection: redis.Connection, count: int, wait_ms: int = 0) -> list:
     """The next ``count`` replies on ``connection``; a reply that is an error comes back
     as its exception object, in place.  ``wait_ms``: the round trip ends with a ``WAIT``
-    of that timeout, so each reply may take that much longer than the socket's timeout
+    of that timeout, whose reply may take that much longer than the socket's timeout
     (``REDIS_SOCKET_TIMEOUT``): the replicas' confirmation has its own time
     (``REDIS_WAIT_TIMEOUT_MS``), and a write is refused for want of it, never for the
-    socket's."""
+    socket's.  The replies before it come as soon as their commands ran (a stalled
+    Redis is still found out within the socket's timeout)."""
     replies = []
-    if wait_ms and connection.socket_timeout is not None:
-        timeout = connection.socket_timeout + wait_ms / 1000
-        for _ in range(count):
-            try:
-                replies.append(connection.read_response(timeout=timeout))
-            except ResponseError as error:
-                replies.append(error)
-        return replies
-    for _ in range(count):
+    for number in range(count):
         try:
-            replies.append(connection.read_response())
+            if wait_ms and number == count - 1 and connection.socket_timeout is not None:
+                replies.append(connection.read_response(
+                    timeout=connection.socket_timeout + wait_ms / 1000))
+            else:
+                replies.append(connection.read_response())
         except ResponseError as error:
             replies.append(error)
     return replies

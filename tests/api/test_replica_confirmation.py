@@ -8,10 +8,13 @@ from __future__ import annotations
 import time
 
 import pytest
+import redis
 
 from devtools.redis_server import RedisServer
 from service.app import close_app
 from service.storage import keys
+from service.storage.backend import Script
+from service.storage.game_store import confirmed
 from tests.api.support import auth, make_app, stored
 
 
@@ -136,4 +139,24 @@ def test_a_write_waits_out_the_whole_wait_however_short_the_socket_s_timeout(mas
         assert 500 not in app.statuses
     finally:
         db.close()
+        close_app(app)
+
+
+
+def test_a_stalled_master_is_found_out_within_the_socket_s_timeout(master):
+    """Only the WAIT's reply has the WAIT's time: a write's own reply comes at once from
+    a master that works, so a master that answers nothing (SIGSTOP, a host gone without
+    closing its connections) is found out within the socket's timeout, not the WAIT's."""
+    app = make_app(master.url, REDIS_WAIT_REPLICAS=1, REDIS_WAIT_TIMEOUT_MS=5000,
+                   REDIS_SOCKET_TIMEOUT=0.5)
+    connections = app.services.backend.connections
+    write = Script("return redis.call('INCR', KEYS[1])")
+    try:
+        assert connections.execute("PING")  # the connection made
+        master.freeze()
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            confirmed(connections, write, ["n"], (), 1, 5000)
+        assert time.monotonic() - started < 4.0  # 5.5 s were it read with the WAIT's time
+    finally:
         close_app(app)
