@@ -363,6 +363,30 @@ def test_cluster_init_brings_a_replaced_first_node_back_as_a_replica(local_nodes
             assert lost_id not in str(client.execute_command("CLUSTER NODES")), host
 
 
+#: Connections HAProxy keeps for the API's requests when every events container is full.
+API_ROOM = 2000
+
+
+def _default(value: str) -> int:
+    """The default of a ``${VARIABLE:-default}`` of the compose file."""
+    found = re.fullmatch(r"\$\{[A-Z_]+:-([0-9]+)\}", value)
+    assert found, value
+    return int(found[1])
+
+
+def test_the_events_containers_leave_haproxy_room_for_the_api():
+    """HAProxy derives its connection limit from its open-file limit (two descriptors a
+    connection, and a few of its own: 8,178 at 16,384), and once full leaves new
+    connections, moves too, unanswered: the events containers' streams at their default
+    limit must leave it room for the API's."""
+    services = _compose()["services"]
+    lb_connections = _default(services["lb"]["ulimits"]["nofile"]["soft"]) // 2 - 14
+    streams = sum(_default(services[name]["environment"]["EVENTS_MAX_STREAMS"])
+                  * int(services[name]["environment"].get("EVENTS_WORKERS", 1))
+                  for name in EVENTS)
+    assert streams + API_ROOM <= lb_connections, (streams, lb_connections)
+
+
 def test_the_worker_is_given_every_setting_of_the_api_it_reads_too():
     assert settings_the_worker_lacks(_compose()["services"], "api-1") == []
 
