@@ -47,6 +47,7 @@ def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = N
     if not items:
         return []
     then = [("WAIT", *wait)] if wait else []
+    wait_ms = wait[1] if wait else 0  # the WAIT's reply is read with its own time
     # Each round trip loads its scripts first (a Redis that knows them already keeps
     # them): no item is refused for a script its node does not know.
     loads = [("SCRIPT", "LOAD", script.source) for script in scripts] if load else []
@@ -59,14 +60,14 @@ def run_many(connections, items: list[Item], *, wait: tuple[int, int] | None = N
         found_each: list = [None] * len(groups)
         for number, found in zip(masters, connections.send_each(
                 [(groups[number][0], _pack(sent[number]), len(sent[number]))
-                 for number in masters], wait[1] if wait else 0), strict=True):
+                 for number in masters], wait_ms), strict=True):
             found_each[number] = found
         for number, (node, indexes) in enumerate(groups):
             if node is None:  # a slot without a master: the request path's way
                 found_each[number] = connections.run(items[indexes[0]][0], sent[number])
     else:
         found_each = [connections.run_packed(items[indexes[0]][0], _pack(commands),
-                                             len(commands), wait[1] if wait else 0)
+                                             len(commands), wait_ms)
                       for (_node, indexes), commands in zip(groups, sent, strict=True)]
     failure = next((found for found in found_each if isinstance(found, BaseException)),
                    None)

@@ -72,10 +72,11 @@ def read_replies(connection: redis.Connection, count: int, wait_ms: int = 0) -> 
     (``REDIS_WAIT_TIMEOUT_MS``), and a write is refused for want of it, never for the
     socket's.  The replies before it come as soon as their commands ran (a stalled
     Redis is still found out within the socket's timeout)."""
+    waits = wait_ms > 0 and connection.socket_timeout is not None
     replies = []
     for number in range(count):
         try:
-            if wait_ms and number == count - 1 and connection.socket_timeout is not None:
+            if waits and number == count - 1:
                 replies.append(connection.read_response(
                     timeout=connection.socket_timeout + wait_ms / 1000))
             else:
