@@ -33,8 +33,12 @@ def _open(server: Gunicorn, count: int) -> list:
 
 @pytest.mark.timeout(120)
 def test_new_connections_go_to_the_processes_that_hold_fewest(redis_server, tmp_path):
+    # Keep-alive longer than the test: on a busy machine the search for a connection on
+    # each process can outlast gunicorn's 5 s, and a connection its process closed is held
+    # by none.
     with Gunicorn(redis_server.url, tmp_path / "gunicorn.log", ACCEPT_BALANCE="1",
-                  WEB_CONCURRENCY=str(PROCESSES), RATELIMIT_ENABLED="false") as server:
+                  WEB_CONCURRENCY=str(PROCESSES), RATELIMIT_ENABLED="false",
+                  GUNICORN_KEEPALIVE="120") as server:
         opened = connections_on_distinct_workers(server, PROCESSES)  # each one serves
         try:
             opened += _open(server, 3 * PROCESSES)
