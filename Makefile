@@ -19,6 +19,12 @@ $(VENV)/.installed: pyproject.toml
 # deploy tests (one Docker Engine) run one after another on one of them.
 TEST_PROCESSES ?= auto
 
+# The project's modules are compiled once (into __pycache__, which git and Docker ignore)
+# even where PYTHONDONTWRITEBYTECODE is set: the suite starts hundreds of processes
+# (gunicorn's, the solver's worker, the harness's) that each import them, a third
+# sooner so (0.40 s of CPU against 0.58 s for the app's here).
+unexport PYTHONDONTWRITEBYTECODE
+
 test: .venv secrets
 	$(BIN)/pytest -n $(TEST_PROCESSES) $(PYTEST_ARGS)
 
