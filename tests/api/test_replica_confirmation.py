@@ -142,7 +142,6 @@ def test_a_write_waits_out_the_whole_wait_however_short_the_socket_s_timeout(mas
         close_app(app)
 
 
-
 def test_a_stalled_master_is_found_out_within_the_socket_s_timeout(master):
     """Only the WAIT's reply has the WAIT's time: a write's own reply comes at once from
     a master that works, so a master that answers nothing (SIGSTOP, a host gone without
