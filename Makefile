@@ -7,12 +7,17 @@ export PORT
 .DEFAULT_GOAL := test
 .PHONY: .venv test lint run bench clean clean-data secrets
 
-# The venv is (re)installed whenever pyproject.toml is newer than the stamp.
+# The venv is (re)installed whenever pyproject.toml is newer than the stamp: by uv
+# (pinned here, itself installed by pip), which installs the project and its pinned
+# dependencies in seconds where pip takes most of a minute; bytecode compiled at once.
+UV_REQUIREMENT := uv==0.13.9
+
 .venv: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet '$(UV_REQUIREMENT)'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
 	touch $@
 
 # The suite runs on TEST_PROCESSES processes (pytest-xdist; "auto": one per core); the
