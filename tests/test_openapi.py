@@ -361,7 +361,7 @@ def _fake_app() -> Flask:
 
 
 @pytest.mark.parametrize(("path", "message"), [
-    ("/v1/variants", "'name' is a required property"),
+    ("/v1/variants", 'at $.variants[0]: "name" is a required property'),
     ("/healthz", "X-Request-ID"),
     ("/readyz", "status 202 is not documented"),
     ("/v1/games/abc", "problem type 'urn:patience:problem:not_found' is not"),
