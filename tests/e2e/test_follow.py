@@ -19,6 +19,7 @@ import os
 import signal
 import socket
 import time
+from collections import Counter
 
 import pytest
 import requests
@@ -106,10 +107,10 @@ class Stream:
         self.body = b""  # the body of a refusal
         self.events: list = []  # (id, event, data) of every event, in order
         self.clean_end = False  # the response ended with its last chunk
-        self.reader = self.writer = None
+        self.reader = self.writer = self.sock = None
 
     async def open(self) -> Stream:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock = self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if self.rcvbuf:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.rcvbuf)
         sock.setblocking(False)
@@ -151,6 +152,8 @@ class Stream:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+        elif self.sock is not None:  # opening was cut short
+            self.sock.close()
 
 
 async def _closed(*streams: Stream) -> None:
@@ -199,11 +202,20 @@ def test_past_the_cap_a_stream_answers_503(instance, walks, no_streams):
     game_id, _token = _create(instance.base, walks[1])
 
     async def scenario():
-        streams = await asyncio.gather(*(Stream(instance.port, game_id).open()
-                                         for _ in range(CAP)))
-        assert [s.status for s in streams] == [200] * CAP
-        refused = await Stream(instance.port, game_id).open()
-        await _closed(*streams, refused)
+        # Bounded: a stream never answered fails here, saying how many were, and every
+        # socket is closed all the same (none is left to a later test).
+        streams = [Stream(instance.port, game_id) for _ in range(CAP)]
+        refused = Stream(instance.port, game_id)
+        try:
+            try:
+                await asyncio.wait_for(asyncio.gather(*(s.open() for s in streams)), 30)
+            except TimeoutError:
+                pytest.fail(f"30 s after {CAP} streams were opened, answers by status: "
+                            f"{Counter(s.status for s in streams)} (0: none yet)")
+            assert [s.status for s in streams] == [200] * CAP
+            await asyncio.wait_for(refused.open(), 30)
+        finally:
+            await _closed(*streams, refused)
         return refused
 
     refused = asyncio.run(scenario())
