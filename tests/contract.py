@@ -343,8 +343,9 @@ def _schema_errors(pointer: str, instance: Any, where: str = "") -> list[str]:
     return errors
 
 
-# How a documented body that is not JSON is read before its schema is checked: the media
-# types openapi() deserialises, the same way; a type not named here has no schema.
+# How a documented body that is not JSON is read before its schema is checked: as
+# openapi() reads the media types it is given (YAML, text); a type not named here has no
+# schema in the spec.
 _TEXT_TYPES = ("text/", "image/svg+xml", "application/x-ndjson")
 
 

@@ -26,8 +26,8 @@ generated bearer token (one case in four keeps what was generated; a case that b
 path or headers on purpose keeps them).  The spec's own examples are sent first (the card
 move of the examples is legal in that deal), then generated cases, then cases that break
 the spec on purpose (negative mode: the answers to those must match it too).  Every request
-goes through :class:`tests.contract.ValidatingClient`, so openapi-core checks each answer as
-well.  The number of generated cases per operation is bounded (``SCHEMATHESIS_EXAMPLES``,
+goes through :class:`tests.contract.ValidatingClient`, so the contract checks each answer
+as well.  The number of generated cases per operation is bounded (``SCHEMATHESIS_EXAMPLES``,
 default 50).
 
 **Stateful** (:func:`test_stateful`).  ``schema.as_state_machine()`` follows the ``links``
@@ -221,7 +221,7 @@ def _send(app, case, real: bool, secured: str | None) -> None:
         if secured and not (meta is not None and meta.is_negative_at(ParameterLocation.HEADER)):
             explicit = {"Authorization": f"Bearer {token}"}
             case.headers = dict(case.headers or {}, **explicit)
-    # The session is a ValidatingClient: openapi-core checks the answer too, and the
+    # The session is a ValidatingClient: the contract checks the answer too, and the
     # client releases what produced a body (an open file, for a static asset).
     response = case.call(app=app, session=app.test_client())
     if case.operation.definition.raw["operationId"] == "startDailyAttempt":
