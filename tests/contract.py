@@ -241,18 +241,24 @@ def _validate_against(pointer: str, response) -> list[str]:
     return errors + _problem_errors(response)
 
 
-def _status_and_type_errors(operation: dict, response) -> list[str]:
-    responses = operation.get("responses", {})
-    documented = responses.get(str(response.status_code))
-    if documented is None:
-        documented = responses.get(f"{str(response.status_code)[0]}XX", responses.get("default"))
-    if documented is None:
+def _documented(template: str, method: str, status: int) -> tuple[dict, str] | None:
+    """The response the spec documents for ``status`` of the operation (its own, its
+    ``NXX`` or its ``default``, a ``$ref`` followed) and its JSON pointer; None if none."""
+    responses = spec()["paths"][template][method].get("responses", {})
+    for key in (str(status), f"{str(status)[0]}XX", "default"):
+        if key in responses:
+            return _resolve(responses[key],
+                            f"/paths/{_escape(template)}/{method}/responses/{key}")
+    return None
+
+
+def _status_and_type_errors(template: str, method: str, response) -> list[str]:
+    found = _documented(template, method, response.status_code)
+    if found is None:
+        responses = spec()["paths"][template][method].get("responses", {})
         return [f"- status {response.status_code} is not documented "
                 f"(documented: {', '.join(sorted(responses))})"]
-    if "$ref" in documented:
-        name = documented["$ref"].rsplit("/", 1)[-1]
-        documented = spec()["components"]["responses"][name]
-    content = documented.get("content")
+    content = found[0].get("content")
     if not content:
         return [] if not response.get_data() else [
             f"- status {response.status_code} is documented without a body, got "
@@ -301,7 +307,7 @@ def check_response(request: Request, response, mode: str | bool = True) -> None:
         if code == "not_found":  # not implemented yet
             return
 
-    problems = _status_and_type_errors(operation, response)
+    problems = _status_and_type_errors(template, method, response)
     if not problems and mode not in ("status",):
         problems.extend(_response_errors(template, method, response))
         problems.extend(_problem_errors(response))
@@ -362,13 +368,9 @@ def _body(response) -> tuple[bool, Any]:
 
 
 def _response_errors(template: str, method: str, response) -> list[str]:
-    """The response's documented headers and body checked against their schemas."""
-    status = str(response.status_code)
-    responses = spec()["paths"][template][method]["responses"]
-    if status not in responses:
-        status = f"{status[0]}XX" if f"{status[0]}XX" in responses else "default"
-    documented, pointer = _resolve(
-        responses[status], f"/paths/{_escape(template)}/{method}/responses/{status}")
+    """The response's documented headers and body checked against their schemas (its
+    status is a documented one: :func:`_status_and_type_errors`)."""
+    documented, pointer = _documented(template, method, response.status_code)
     errors = []
     for name, header in documented.get("headers", {}).items():
         header, header_pointer = _resolve(header, f"{pointer}/headers/{_escape(name)}")
