@@ -47,7 +47,7 @@ def test_a_tiny_run_prints_the_table_and_writes_its_section(wrk, tmp_path, capsy
     assert bench_daily.main([
         "--entries", "3000", "--sample", "20", "--reference-games", "30", "--players", "40",
         "--close-games", str(closed), "--close-before", "1", "--rounds", "2",
-        "--duration", "2", "--warmup", "0", "--connections", "4", "--output", str(report),
+        "--duration", "1", "--warmup", "0", "--connections", "4", "--output", str(report),
     ]) == 0
     printed = capsys.readouterr().out
     text = report.read_text()

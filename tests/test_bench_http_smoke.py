@@ -37,7 +37,7 @@ def test_a_tiny_run_loads_every_endpoint_and_writes_the_report(wrk, tmp_path, ca
     report.write_text("# Benchmark results\n\nold text\n\n<!-- bench other: begin -->\n"
                       "kept\n<!-- bench other: end -->\n")
     assert bench_http.main([
-        "--duration", "2", "--rounds", "2", "--warmup", "0", "--persistence", "always",
+        "--duration", "1", "--rounds", "2", "--warmup", "0", "--persistence", "always",
         "--connections", "4",
         "--games-per-connection", "2", "--memory-games", "2", "--memory-played", "1",
         "--streams", "4", "--profile-requests", "40", "--output", str(report),

@@ -45,7 +45,7 @@ def test_a_tiny_run_prints_the_table_and_writes_its_section(wrk, tmp_path, capsy
                       "by hand\n<!-- runs by hand: end -->\n")
     games = 60
     assert bench_players.main([
-        "--games", str(games), "--rounds", "2", "--duration", "2", "--warmup", "0",
+        "--games", str(games), "--rounds", "2", "--duration", "1", "--warmup", "0",
         "--connections", "4", "--exports", "1", "--output", str(report),
     ]) == 0
     printed = capsys.readouterr().out
