@@ -90,7 +90,7 @@ recreate() {  # compose's progress to standard error
     # shellcheck disable=SC2086
     $COMPOSE up -d --no-deps --force-recreate -t 30 ${UPGRADE_UP_ARGS:-} "$1" >&2
 }
-image() { docker inspect -f '{{.Image}}' "$($COMPOSE ps -q "$1")" | cut -c8-19; }
+image() { docker inspect -f '{{.Image}}' "$1" | cut -c8-19; }  # container
 
 for service in $services; do
     case $service in
@@ -114,12 +114,12 @@ for service in $services; do
         until_done "$step_within" "HAProxy checking $service at $target" checked "$server" "$target"
         act "$server" ready
         until_done "$step_within" "$server back in rotation" has_status "$server" UP
-        say "$service in rotation on image $(image "$service")"
+        say "$service in rotation on image $(image "$container")"
     else
         # Its heartbeat file, in the new container's own /tmp: a turn of its loop done.
         until_done "$step_within" "$service's heartbeat" docker exec "$container" \
             sh -c 'test -f "$WORKER_HEARTBEAT_FILE"'
-        say "$service running on image $(image "$service")"
+        say "$service running on image $(image "$container")"
     fi
 done
 say "done"
