@@ -98,10 +98,10 @@ def test_an_analysis_does_not_wait_for_the_share(own_url, tmp_path):
     # A share so small that after a search the worker rests for 100 times its CPU: 30 s
     # after a search that used its budget of 0.3 s, a second or less after one whose deal
     # was proved lost in a few hundred positions (now and then a Four Corners deal is):
-    # the test waits for a search followed by LONG_REST or more.  (A share below 0.01
-    # makes the first search wait: the worker's CPU before it, and its idle looks at its
-    # work, about 0.001 of a core, count too.)  An analysis asked for in that rest is
-    # computed at once all the same.
+    # the test waits for a search followed by LONG_REST or more.  (At 0.002 the first
+    # search waited 17 s to over a minute on a busy machine: the worker's CPU before it,
+    # and its idle looks at its work, about 0.001 of a core, count too.)  An analysis
+    # asked for in that rest is computed at once all the same.
     with WorkerProcess(own_url, tmp_path / "worker.log", WORKER_CPU_SHARE="0.01",
                        WINNABLE_DEAL_SECONDS="0.3", WINNABLE_POOL=MISSING,
                        ANALYSIS_SECONDS="2") as worker:
